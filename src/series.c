@@ -426,9 +426,11 @@ static struct sh5_series *series_alloc(const char *parent, const char *name,
 {
 	struct sh5_series *s;
 
-	if (!name || !name[0] || strlen(name) >= SH5_NAME_MAX) {
+	if (!name || !name[0] || strlen(name) >= SH5_NAME_MAX ||
+	    strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {
 		errno = EINVAL;
-		sh5_errprintf(errp, "series name '%s' is empty or too long",
+		sh5_errprintf(errp, "series name '%s' is empty, too long or "
+			      "not a plain name",
 			      name ? name : "");
 		return NULL;
 	}
