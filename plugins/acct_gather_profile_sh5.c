@@ -79,6 +79,10 @@ static pthread_mutex_t flush_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t flush_cond = PTHREAD_COND_INITIALIZER;
 static bool flush_stop;
 
+/* Sampling frequencies are known only once slurmstepd started polling,
+ * after node_step_start: written by the first flush. */
+static atomic_int freq_written;
+
 /* Log each kind of trouble once per step. */
 static atomic_int logged_add, logged_flush, logged_ended;
 
@@ -122,6 +126,20 @@ static void stop_profiling(const char *why)
 		error("%s: %s", plugin_type, err.text);
 }
 
+static void write_frequencies(struct sh5_writer *w)
+{
+	char buf[96];
+
+	if (atomic_exchange(&freq_written, 1))
+		return;
+	snprintf(buf, sizeof(buf), "task=%d,energy=%d,filesystem=%d,network=%d",
+		 acct_gather_profile_timer[PROFILE_TASK].freq,
+		 acct_gather_profile_timer[PROFILE_ENERGY].freq,
+		 acct_gather_profile_timer[PROFILE_FILESYSTEM].freq,
+		 acct_gather_profile_timer[PROFILE_NETWORK].freq);
+	sh5_writer_attr_str(w, "Sampling Frequencies", buf, NULL);
+}
+
 static void *flush_main(void *arg)
 {
 	struct timespec ts;
@@ -141,8 +159,10 @@ static void *flush_main(void *arg)
 			int rc = 0;
 
 			pthread_rwlock_rdlock(&state_lock);
-			if (writer)
+			if (writer) {
+				write_frequencies(writer);
 				rc = sh5_writer_flush(writer, &err);
+			}
 			pthread_rwlock_unlock(&state_lock);
 			if (rc < 0 && !atomic_exchange(&logged_flush, 1))
 				stop_profiling(err.text);
@@ -284,12 +304,6 @@ static int write_attrs(struct sh5_writer *w, stepd_step_rec_t *job,
 	rc |= sh5_writer_attr_str(w, "Profile",
 				  acct_gather_profile_to_string(profile_running),
 				  err);
-	snprintf(buf, sizeof(buf), "task=%d,energy=%d,filesystem=%d,network=%d",
-		 acct_gather_profile_timer[PROFILE_TASK].freq,
-		 acct_gather_profile_timer[PROFILE_ENERGY].freq,
-		 acct_gather_profile_timer[PROFILE_FILESYSTEM].freq,
-		 acct_gather_profile_timer[PROFILE_NETWORK].freq);
-	rc |= sh5_writer_attr_str(w, "Sampling Frequencies", buf, err);
 	rc |= sh5_writer_attr_int(w, "Flush Interval", cfg.flush_interval,
 				  err);
 	rc |= sh5_writer_attr_str(w, "Slurm Version", SLURM_VERSION_STRING, err);
@@ -323,6 +337,7 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 	atomic_store(&logged_add, 0);
 	atomic_store(&logged_flush, 0);
 	atomic_store(&logged_ended, 0);
+	atomic_store(&freq_written, 0);
 	if (sh5_layout_file_name(job->step_id.job_id, job->step_id.step_id,
 				 job->node_name, fname, sizeof(fname)) < 0) {
 		error("%s: %ps: node name %s unusable in a file name: "
@@ -385,8 +400,10 @@ extern int acct_gather_profile_p_node_step_end(void)
 	step_ended = true;
 	stop_flush_thread();
 	pthread_rwlock_rdlock(&state_lock);
-	if (writer)
+	if (writer) {
+		write_frequencies(writer);
 		sh5_writer_stats(writer, &st);
+	}
 	pthread_rwlock_unlock(&state_lock);
 	stop_profiling(NULL);
 	if (profile_running > ACCT_GATHER_PROFILE_NONE)
