@@ -89,7 +89,9 @@ error:
 	return -1;
 }
 
-/* File type: packed, little-endian, stock member order first. */
+/* File type: packed, little-endian, stock member order first.  The ns
+ * time members are stored unsigned: sh5util's extraction knows only
+ * uint64 and double members (and no sample predates 1970). */
 static hid_t file_type(const struct sh5_series *s)
 {
 	size_t size = 16 + 8 * s->nfields + (s->has_time_ns ? 8 : 0) +
@@ -110,12 +112,12 @@ static hid_t file_type(const struct sh5_series *s)
 			      field_h5type(s->fields[i].type, 1)) < 0)
 			goto error;
 	if (s->has_time_ns) {
-		if (H5Tinsert(t, "EpochTimeNs", off, H5T_STD_I64LE) < 0)
+		if (H5Tinsert(t, "EpochTimeNs", off, H5T_STD_U64LE) < 0)
 			goto error;
 		off += 8;
 	}
 	if (s->has_sync_ns &&
-	    H5Tinsert(t, "SyncTimeNs", off, H5T_STD_I64LE) < 0)
+	    H5Tinsert(t, "SyncTimeNs", off, H5T_STD_U64LE) < 0)
 		goto error;
 	return t;
 error:

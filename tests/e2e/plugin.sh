@@ -90,7 +90,7 @@ assert sorted(t.keys()) == ["0", "1"], list(t.keys())
 assert len(t["0"]) >= 4
 print("sh5util merged", {k: len(t[k]) for k in t})
 PYEOF
-sh5util -E -i "$out" -s Tasks -l Node:TimeSeries -o "$CLUSTER_DIR/ts.csv" >/dev/null 2>&1 ||
+sh5util -j "$job" -E -i "$out" -s Tasks -l Node:TimeSeries -o "$CLUSTER_DIR/ts.csv" >/dev/null 2>&1 ||
 	fail "sh5util -E failed"
 rows=$(grep -c "^0,$NODE," "$CLUSTER_DIR/ts.csv")
 assert_ge 8 "$rows" "sh5util extracted task rows"
