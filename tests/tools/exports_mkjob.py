@@ -54,6 +54,8 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--spike", action="append", default=[])
     p.add_argument("--job", default="4242")
+    p.add_argument("--skip-task", type=int, action="append", default=[],
+                   help="leave this global task id out (a gap)")
     a = p.parse_args()
     rng = np.random.default_rng(a.seed)
     start_ns = 1700000000 * 1000000000 + 250000000
@@ -75,6 +77,8 @@ def main():
                 tasks = g.create_group("Tasks")
                 for k in range(a.tasks):
                     tid = ni * a.tasks + k
+                    if tid in a.skip_task:
+                        continue
                     dt = series_dtype(TASK_FIELDS, a.stock, a.sync)
                     arr = np.zeros(a.samples, dtype=dt)
                     t = times(a.samples, start_ns, a.interval, 20000000, rng)
