@@ -131,10 +131,13 @@ static int list_members(hid_t g, H5O_type_t want, struct namelist *l)
 	return 0;
 }
 
-/* Read attribute name of obj as text (string or integer). 0 if found. */
+/* Read attribute name of obj as text (string or integer; of an array,
+ * the first element).  Returns 0 if found and readable. */
 static int attr_text(hid_t obj, const char *name, char *buf, size_t size)
 {
-	hid_t a = -1, t = -1, mt = -1;
+	hid_t a = -1, t = -1, mt = -1, sp = -1;
+	hssize_t np;
+	void *mem = NULL;
 	int rc = -1;
 
 	if (H5Aexists(obj, name) <= 0)
@@ -143,48 +146,57 @@ static int attr_text(hid_t obj, const char *name, char *buf, size_t size)
 	if (a < 0)
 		goto out;
 	t = H5Aget_type(a);
-	if (t < 0)
+	sp = H5Aget_space(a);
+	if (t < 0 || sp < 0)
+		goto out;
+	np = H5Sget_simple_extent_npoints(sp);
+	if (np < 1)
 		goto out;
 	if (H5Tget_class(t) == H5T_STRING) {
+		mt = H5Tcopy(H5T_C_S1);
+		H5Tset_cset(mt, H5Tget_cset(t));
 		if (H5Tis_variable_str(t) > 0) {
-			char *s = NULL;
-
-			mt = H5Tcopy(H5T_C_S1);
-			H5Tset_size(mt, H5T_VARIABLE);
-			H5Tset_cset(mt, H5Tget_cset(t));
-			if (H5Aread(a, mt, &s) < 0)
-				goto out;
-			snprintf(buf, size, "%s", s ? s : "");
-			H5free_memory(s);
-		} else {
-			size_t n = H5Tget_size(t);
-			char *s = calloc(1, n + 1);
+			char **s = calloc((size_t)np, sizeof(char *));
 
 			if (!s)
 				goto out;
-			mt = H5Tcopy(H5T_C_S1);
-			H5Tset_size(mt, n + 1);
-			H5Tset_cset(mt, H5Tget_cset(t));
-			H5Tset_strpad(mt, H5T_STR_NULLTERM);
-			if (H5Aread(a, mt, s) < 0) {
-				free(s);
+			mem = s;
+			H5Tset_size(mt, H5T_VARIABLE);
+			if (H5Aread(a, mt, s) < 0)
 				goto out;
-			}
+			snprintf(buf, size, "%s", s[0] ? s[0] : "");
+			H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, s);
+		} else {
+			size_t n = H5Tget_size(t) + 1;
+			char *s = calloc((size_t)np, n);
+
+			if (!s)
+				goto out;
+			mem = s;
+			H5Tset_size(mt, n);
+			H5Tset_strpad(mt, H5T_STR_NULLTERM);
+			if (H5Aread(a, mt, s) < 0)
+				goto out;
 			snprintf(buf, size, "%s", s);
-			free(s);
 		}
 		rc = 0;
 	} else if (H5Tget_class(t) == H5T_INTEGER) {
-		long long v;
+		long long *v = calloc((size_t)np, sizeof(long long));
 
-		if (H5Aread(a, H5T_NATIVE_LLONG, &v) < 0)
+		if (!v)
 			goto out;
-		snprintf(buf, size, "%lld", v);
+		mem = v;
+		if (H5Aread(a, H5T_NATIVE_LLONG, v) < 0)
+			goto out;
+		snprintf(buf, size, "%lld", v[0]);
 		rc = 0;
 	}
 out:
+	free(mem);
 	if (mt >= 0)
 		H5Tclose(mt);
+	if (sp >= 0)
+		H5Sclose(sp);
 	if (t >= 0)
 		H5Tclose(t);
 	if (a >= 0)

@@ -42,6 +42,15 @@ def times_ns(a):
     return a["EpochTime"].astype(np.int64) * 1000000000
 
 
+def attr_str(v):
+    """An attribute as text: first element of an array, bytes decoded."""
+    if isinstance(v, np.ndarray):
+        v = v.flat[0]
+    if isinstance(v, bytes):
+        v = v.decode()
+    return str(v)
+
+
 def step_names(f):
     def key(s):
         return (0, int(s), "") if s.isdigit() else (1, 0, s)
@@ -51,10 +60,9 @@ def step_names(f):
 def nodes_of(f, step):
     nodes = []
     for g, grp in f["Steps/%s/Nodes" % step].items():
-        idx = int(grp.attrs["Node Index"]) if "Node Index" in grp.attrs else None
-        name = grp.attrs.get("Node Name", g)
-        if isinstance(name, bytes):
-            name = name.decode()
+        idx = int(np.asarray(grp.attrs["Node Index"]).flat[0]) \
+            if "Node Index" in grp.attrs else None
+        name = attr_str(grp.attrs.get("Node Name", g))
         nodes.append((idx, g, name, grp))
     nodes.sort(key=lambda n: (n[0] is None, n[0] if n[0] is not None else 0, n[1]))
     return [(i if idx is None else idx, g, name, grp)
@@ -295,9 +303,7 @@ def check_counters(job, out, sigma, summary):
     total = 0
     top = []
     with h5py.File(job, "r") as f:
-        job_id = f.attrs.get("Job ID", "")
-        if isinstance(job_id, bytes):
-            job_id = job_id.decode()
+        job_id = attr_str(f.attrs.get("Job ID", ""))
         for step in step_names(f):
             app = "%s.%s" % (job_id, step) if str(job_id) else step
             ser = series_of(f, step)
