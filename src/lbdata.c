@@ -935,6 +935,14 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 		x.lns = x.tend > x.t0 ? x.tend - x.t0 : 1000000000;
 	}
 	x.nphases = x.tend > x.t0 ? (x.tend - x.t0 - 1) / x.lns + 1 : 1;
+	if (x.nphases > SH5_LBDATA_MAX_PHASES) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "%s: step %s: phase length %g s gives %"
+			      PRId64 " phases (at most %d)", path, step,
+			      opts->phase_length, x.nphases,
+			      SH5_LBDATA_MAX_PHASES);
+		goto out;
+	}
 	if (alloc_pass2(&x) < 0) {
 		errno = ENOMEM;
 		sh5_errprintf(errp, "%s: out of memory (%" PRId64 " phases)",

@@ -129,6 +129,9 @@ int sh5_lbdata_commit(const char *dir, const char *stem, int64_t rank,
 
 /* ------------------------------------------------------------ exporter */
 
+/* Phases per export at most (each rank file holds every phase). */
+#define SH5_LBDATA_MAX_PHASES 1000000
+
 struct sh5_lbdata_opts {
 	const char *dir;	/* output directory (must exist) */
 	const char *stem;	/* NULL: "data" */
@@ -166,7 +169,9 @@ struct sh5_lbdata_summary {
  * Export one step of the job file at path as rank files in opts->dir.
  * All files are written under temporary names and renamed only when all
  * succeeded; on failure none is left behind.  sum (may be NULL) receives
- * the figures; free it with sh5_lbdata_summary_free().  Returns 0 or -1.
+ * the figures; free it with sh5_lbdata_summary_free().  Returns 0 or -1
+ * (errno EINVAL for more than SH5_LBDATA_MAX_PHASES phases, ENOENT for a
+ * missing step or a step without Task series).
  */
 int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 		      struct sh5_lbdata_summary *sum, struct sh5_error *errp);

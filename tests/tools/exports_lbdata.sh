@@ -73,6 +73,10 @@ echo garbage >"$W/garbage.h5"
 [ $? = 2 ] && ok "bad --compress: exit 2" || bad "bad --compress"
 "$SH5MERGE" lbdata -i "$W/job.h5" -o "$W/e" --phase-length -1 2>/dev/null
 [ $? = 2 ] && ok "bad --phase-length: exit 2" || bad "bad --phase-length"
+"$SH5MERGE" lbdata -i "$W/job.h5" -o "$W/e" --phase-length 0.000001 \
+	2>"$W/err"
+[ $? = 1 ] && grep -q "phases (at most" "$W/err" &&
+	ok "too many phases: exit 1" || bad "too many phases: $(cat "$W/err")"
 "$SH5MERGE" lbdata --help | grep -q "^Usage: sh5merge lbdata" &&
 	ok "--help" || bad "--help"
 
