@@ -462,8 +462,11 @@ static void unlink_final(const char *dir, const char *stem, int64_t rank)
 /* ------------------------------------------------------------ exporter */
 
 /* Per phase accumulators of the task being read. */
+enum { D_CPU, D_READ, D_WRITE, ND };	/* delta fields, spread over time */
+
 struct acc {
-	double cpu, read, write, rss_max, vm_max, util_sum;
+	double d[ND];
+	double rss_max, vm_max, util_sum;
 	int64_t n;
 };
 
@@ -537,27 +540,26 @@ static int64_t phase_of(const struct exporter *x, int64_t t)
 
 /* Spread a delta d measured over (a, b] across the phases it overlaps. */
 static void spread(struct exporter *x, int64_t a, int64_t b, double d,
-		   size_t off)
+		   int which)
 {
 	int64_t ka, kb, k, lo, hi;
 	double total = (double)(b - a);
 
 	if (b <= a) {
-		*(double *)((char *)&x->acc[phase_of(x, b)] + off) += d;
+		x->acc[phase_of(x, b)].d[which] += d;
 		return;
 	}
 	ka = phase_of(x, a + 1);
 	kb = phase_of(x, b);
 	if (ka == kb) {
-		*(double *)((char *)&x->acc[kb] + off) += d;
+		x->acc[kb].d[which] += d;
 		return;
 	}
 	for (k = ka; k <= kb; k++) {
 		lo = k == ka ? a : x->t0 + k * x->lns;
 		hi = k == kb ? b : x->t0 + (k + 1) * x->lns;
 		if (hi > lo)
-			*(double *)((char *)&x->acc[k] + off) +=
-				d * (double)(hi - lo) / total;
+			x->acc[k].d[which] += d * (double)(hi - lo) / total;
 	}
 }
 
@@ -621,13 +623,13 @@ static int p2_chunk(void *arg, const struct sh5_jobread_series *s,
 		a = x->have_prev ? x->prev_t : t;
 		if (x->fcpu >= 0)
 			spread(x, a, t, fin(v[x->fcpu]),
-			       offsetof(struct acc, cpu));
+			       D_CPU);
 		if (x->fread >= 0)
 			spread(x, a, t, fin(v[x->fread]),
-			       offsetof(struct acc, read));
+			       D_READ);
 		if (x->fwrite >= 0)
 			spread(x, a, t, fin(v[x->fwrite]),
-			       offsetof(struct acc, write));
+			       D_WRITE);
 		p = &x->acc[phase_of(x, t)];
 		if (x->frss >= 0 && fin(v[x->frss]) > p->rss_max)
 			p->rss_max = v[x->frss];
@@ -745,10 +747,10 @@ static int p2_series_end(void *arg, const struct sh5_jobread_series *s,
 		user[i++].d = p->vm_max;
 		user[i].key = "read_mb";
 		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->read;
+		user[i++].d = p->d[D_READ];
 		user[i].key = "write_mb";
 		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->write;
+		user[i++].d = p->d[D_WRITE];
 		user[i].key = "cpu_utilization_mean";
 		user[i].kind = SH5_LBDATA_KV_DOUBLE;
 		user[i++].d = p->n ? p->util_sum / (double)p->n : 0.0;
@@ -756,19 +758,20 @@ static int p2_series_end(void *arg, const struct sh5_jobread_series *s,
 		user[i].kind = SH5_LBDATA_KV_INT;
 		user[i++].i = p->n;
 		t.nuser = i;
-		t.time = p->cpu;
+		t.time = p->d[D_CPU];
 		if (write_phase_head(x, f, k, errp) < 0 ||
 		    sh5_lbdata_file_task(f, &t, errp) < 0) {
 			sh5_lbdata_file_abort(f);
 			return -1;
 		}
 		if (x->rank_sum) {
-			x->rank_sum[k] += p->cpu;
-			if (p->cpu > x->rank_max[k] || x->rank_arg[k] < 0) {
-				x->rank_max[k] = p->cpu;
+			x->rank_sum[k] += p->d[D_CPU];
+			if (p->d[D_CPU] > x->rank_max[k] ||
+			    x->rank_arg[k] < 0) {
+				x->rank_max[k] = p->d[D_CPU];
 				x->rank_arg[k] = s->task;
 			}
-			x->node_load[k] += p->cpu;
+			x->node_load[k] += p->d[D_CPU];
 		}
 	}
 	x->ntasks++;
