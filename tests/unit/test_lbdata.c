@@ -628,6 +628,9 @@ START_TEST(test_lbdata_brotli_roundtrip)
 	ck_assert_uint_gt(plen, 200000);
 	ck_assert_uint_lt(clen, plen / 4);
 	ck_assert(comp[0] != '{');	/* readers sniff the first byte */
+	/* stream header WBITS: 4 bits (lgwin - 17) << 1 | 1 = 0111 for a
+	 * 2^20 window, vt's setting */
+	ck_assert_int_eq(comp[0] & 0x0f, 0x07);
 	dec = unbrotli(comp, clen, &dlen);
 	ck_assert_uint_eq(dlen, plen);
 	ck_assert(memcmp(dec, plain, plen) == 0);
