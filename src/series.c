@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csvfmt.h"
 #include "series.h"
 
 /* ------------------------------------------------------------------ */
@@ -302,19 +303,52 @@ static int extract_series(const struct sh5_series *s, FILE *f, int header,
 	for (r = 0; r < n; r++) {
 		const union sh5_value *v = (const union sh5_value *)recs +
 					   r * sh5_record_slots(s);
+		/* Hand-formatted: printf is the bottleneck of extraction. */
+		char line[4096];
+		size_t len = 0, plen = strlen(prefix);
 
-		fprintf(f, "%s%" PRIu64 ",%" PRIu64 ",%" PRId64, prefix,
-			v[0].u, v[1].u,
-			s->has_time_ns ? v[2].i : (int64_t)v[1].u * 1000000000);
-		if (s->has_sync_ns)
-			fprintf(f, ",%" PRId64, v[SH5_SLOT_SYNC(s)].i);
-		for (i = 0; i < s->nfields; i++) {
-			if (s->fields[i].type == SH5_FT_DOUBLE)
-				fprintf(f, ",%.17g", v[SH5_TIME_SLOTS + i].d);
-			else
-				fprintf(f, ",%" PRIu64, v[SH5_TIME_SLOTS + i].u);
+		if (plen + (s->nfields + 4) * (SH5_FMT_MAX + 1) + 2 >
+		    sizeof(line)) {
+			fprintf(f, "%s%" PRIu64 ",%" PRIu64 ",%" PRId64, prefix,
+				v[0].u, v[1].u,
+				s->has_time_ns ? v[2].i :
+						 (int64_t)v[1].u * 1000000000);
+			if (s->has_sync_ns)
+				fprintf(f, ",%" PRId64, v[SH5_SLOT_SYNC(s)].i);
+			for (i = 0; i < s->nfields; i++) {
+				if (s->fields[i].type == SH5_FT_DOUBLE)
+					fprintf(f, ",%.17g",
+						v[SH5_TIME_SLOTS + i].d);
+				else
+					fprintf(f, ",%" PRIu64,
+						v[SH5_TIME_SLOTS + i].u);
+			}
+			fputc('\n', f);
+			continue;
 		}
-		fputc('\n', f);
+		memcpy(line, prefix, plen);
+		len = plen;
+		len += sh5_fmt_u64(line + len, v[0].u);
+		line[len++] = ',';
+		len += sh5_fmt_u64(line + len, v[1].u);
+		line[len++] = ',';
+		len += sh5_fmt_i64(line + len, s->has_time_ns ? v[2].i :
+				   (int64_t)v[1].u * 1000000000);
+		if (s->has_sync_ns) {
+			line[len++] = ',';
+			len += sh5_fmt_i64(line + len, v[SH5_SLOT_SYNC(s)].i);
+		}
+		for (i = 0; i < s->nfields; i++) {
+			line[len++] = ',';
+			if (s->fields[i].type == SH5_FT_DOUBLE)
+				len += sh5_fmt_double(line + len,
+						      v[SH5_TIME_SLOTS + i].d);
+			else
+				len += sh5_fmt_u64(line + len,
+						   v[SH5_TIME_SLOTS + i].u);
+		}
+		line[len++] = '\n';
+		fwrite(line, 1, len, f);
 	}
 	return ferror(f) ? -1 : 0;
 }
@@ -340,11 +374,16 @@ static int extract_totals(const struct sh5_series *s, FILE *f, int header,
 		for (k = 0; k < 4; k++) {
 			if (k == 3 && s->fields[i].kind != SH5_FK_DELTA)
 				continue;
-			if (header)
+			char num[SH5_FMT_MAX];
+
+			if (header) {
 				fprintf(f, ",%s.%s", s->fields[i].name,
 					stat_names[k]);
-			else
-				fprintf(f, ",%.17g", h->samples ? vals[k] : 0.0);
+				continue;
+			}
+			fputc(',', f);
+			fwrite(num, 1, sh5_fmt_double(num, h->samples ?
+						      vals[k] : 0.0), f);
 		}
 	}
 	fputc('\n', f);
