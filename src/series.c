@@ -90,7 +90,9 @@ error:
 	return -1;
 }
 
-/* File type: packed, little-endian, stock member order first. */
+/* File type: packed, little-endian, stock member order first.  The ns
+ * time members are stored unsigned: sh5util's extraction knows only
+ * uint64 and double members (and no sample predates 1970). */
 static hid_t file_type(const struct sh5_series *s)
 {
 	size_t size = 16 + 8 * s->nfields + (s->has_time_ns ? 8 : 0) +
@@ -111,12 +113,12 @@ static hid_t file_type(const struct sh5_series *s)
 			      field_h5type(s->fields[i].type, 1)) < 0)
 			goto error;
 	if (s->has_time_ns) {
-		if (H5Tinsert(t, "EpochTimeNs", off, H5T_STD_I64LE) < 0)
+		if (H5Tinsert(t, "EpochTimeNs", off, H5T_STD_U64LE) < 0)
 			goto error;
 		off += 8;
 	}
 	if (s->has_sync_ns &&
-	    H5Tinsert(t, "SyncTimeNs", off, H5T_STD_I64LE) < 0)
+	    H5Tinsert(t, "SyncTimeNs", off, H5T_STD_U64LE) < 0)
 		goto error;
 	return t;
 error:
@@ -465,9 +467,11 @@ static struct sh5_series *series_alloc(const char *parent, const char *name,
 {
 	struct sh5_series *s;
 
-	if (!name || !name[0] || strlen(name) >= SH5_NAME_MAX) {
+	if (!name || !name[0] || strlen(name) >= SH5_NAME_MAX ||
+	    strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {
 		errno = EINVAL;
-		sh5_errprintf(errp, "series name '%s' is empty or too long",
+		sh5_errprintf(errp, "series name '%s' is empty, too long or "
+			      "not a plain name",
 			      name ? name : "");
 		return NULL;
 	}
