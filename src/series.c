@@ -264,13 +264,16 @@ static void total_merge(const struct sh5_series *s, void *dst,
 {
 	struct sh5_total_head *d = sh5_total_head(dst);
 	const struct sh5_total_head *h = src;
+	uint64_t dn = d->samples, gn = h->samples;
 	size_t i;
 
+	if (!gn)
+		return;
 	if (h->first_ns < d->first_ns)
 		d->first_ns = h->first_ns;
 	if (h->last_ns > d->last_ns)
 		d->last_ns = h->last_ns;
-	d->samples += h->samples;
+	d->samples += gn;
 	for (i = 0; i < s->nfields; i++) {
 		struct sh5_total_field *f = sh5_total_field(dst, i);
 		const struct sh5_total_field *g =
@@ -281,7 +284,10 @@ static void total_merge(const struct sh5_series *s, void *dst,
 		if (g->max > f->max)
 			f->max = g->max;
 		f->sum += g->sum;
-		f->mean = d->samples ? f->sum / (double)d->samples : 0.0;
+		/* Weighted by samples, not sum / samples: a total read back
+		 * from a file has no sum for level fields. */
+		f->mean = (f->mean * (double)dn + g->mean * (double)gn) /
+			  (double)d->samples;
 	}
 }
 
@@ -369,9 +375,11 @@ static int extract_totals(const struct sh5_series *s, FILE *f, int header,
 			h->samples ? h->first_ns : 0,
 			h->samples ? h->last_ns : 0);
 	for (i = 0; i < s->nfields; i++) {
-		const struct sh5_total_field *t =
+		/* The header needs no total (it may be NULL). */
+		const struct sh5_total_field *t = header ? NULL :
 			sh5_total_field((void *)total, i);
-		const double vals[4] = { t->min, t->max, t->mean, t->sum };
+		const double vals[4] = { t ? t->min : 0, t ? t->max : 0,
+					 t ? t->mean : 0, t ? t->sum : 0 };
 
 		for (k = 0; k < 4; k++) {
 			if (k == 3 && s->fields[i].kind != SH5_FK_DELTA)
