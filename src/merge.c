@@ -345,6 +345,7 @@ struct mstate {
 	char user[64], cluster[64];
 	size_t nsteps_written;
 	int write_failed;       /* an HDF5 write failed: stop */
+	hid_t dxpl;             /* small conversion buffers */
 };
 
 static void report(struct mstate *m, int error, const char *file,
@@ -492,7 +493,7 @@ static int write_total(struct mstate *m, hid_t loc, const char *path,
 	if (ft < 0 || mt < 0 || sp < 0)
 		goto out;
 	d = H5Dcreate2(loc, path, ft, sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
-	if (d < 0 || H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, total) < 0)
+	if (d < 0 || H5Dwrite(d, mt, H5S_ALL, H5S_ALL, m->dxpl, total) < 0)
 		goto out;
 	if (put_attr_str(d, "Series", s->ops->name) < 0 ||
 	    put_attr_int(d, "Series Count", (int)count) < 0)
@@ -718,7 +719,12 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 	uint64_t done = 0;
 	char full[512];
 	int rc = -1, copen = 0;
+	struct sh5_recmap *map = NULL;
+	void *wbuf = NULL;
+	hid_t dapl = -1;
 
+	if (rows_per_buf > CHUNK_ROWS_MAX)
+		rows_per_buf -= rows_per_buf % CHUNK_ROWS_MAX;
 	if (!rows_per_buf)
 		rows_per_buf = 1;
 	ops->total_init(s, total);
@@ -742,21 +748,37 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 	    (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
 	    H5Pset_chunk(dcpl, 1, chunk) < 0 || (lcpl = lcpl_intermediate()) < 0)
 		goto h5fail;
-	dout = H5Dcreate2(gout, e->path, ft, sp, lcpl, dcpl, H5P_DEFAULT);
+	/* No chunk cache: whole chunks go straight from our buffer to the
+	 * file (a cache would calloc and copy each chunk first). */
+	if ((dapl = H5Pcreate(H5P_DATASET_ACCESS)) < 0 ||
+	    H5Pset_chunk_cache(dapl, 0, 0, 1.0) < 0)
+		goto h5fail;
+	dout = H5Dcreate2(gout, e->path, ft, sp, lcpl, dcpl, dapl);
 	if (dout < 0 || sh5_series_write_attrs(s, dout, NULL) < 0)
 		goto h5fail;
 	if ((fsp = H5Dget_space(dout)) < 0)
 		goto h5fail;
+	/* Pack records into the file layout ourselves (HDF5's compound
+	 * conversion is the slow part of a merge) and write them as they
+	 * are; HDF5 converts only when no map applies. */
+	if ((map = sh5_recmap_build(c.mtype, ft)) &&
+	    !(wbuf = malloc(rows_per_buf * H5Tget_size(ft)))) {
+		sh5_recmap_free(map);
+		map = NULL;
+	}
 	for (;;) {
 		size_t n = sh5_cursor_read(&c, m->buf, rows_per_buf);
 		hsize_t start[1] = { done }, cnt[1] = { n };
 
 		if (!n)
 			break;
+		if (map)
+			sh5_recmap_apply(map, m->buf, wbuf, n);
 		if ((ms = H5Screate_simple(1, cnt, NULL)) < 0 ||
 		    H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, cnt,
 					NULL) < 0 ||
-		    H5Dwrite(dout, c.mtype, ms, fsp, H5P_DEFAULT, m->buf) < 0)
+		    H5Dwrite(dout, map ? ft : c.mtype, ms, fsp, H5P_DEFAULT,
+			     map ? wbuf : m->buf) < 0)
 			goto h5fail;
 		H5Sclose(ms);
 		ms = -1;
@@ -797,6 +819,10 @@ h5fail:
 			 gpath, e->path);
 	m->write_failed = 1;
 out:
+	sh5_recmap_free(map);
+	free(wbuf);
+	if (dapl >= 0)
+		H5Pclose(dapl);
 	if (ms >= 0)
 		H5Sclose(ms);
 	if (fsp >= 0)
@@ -1219,6 +1245,11 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	m.st = stats;
 	m.errp = errp;
 	m.buf_bytes = o->buffer_bytes ? o->buffer_bytes : SH5_MERGE_BUFFER;
+	/* HDF5 callocs a 1 MiB conversion buffer (and as much background)
+	 * for every converting write: far too much for one-record totals. */
+	m.dxpl = H5Pcreate(H5P_DATASET_XFER);
+	if (m.dxpl >= 0)
+		H5Pset_buffer(m.dxpl, 64 * 1024, NULL, NULL);
 	if (m.buf_bytes < 4096)
 		m.buf_bytes = 4096;
 	if (!o->force && lstat(o->output, &sb) == 0) {
@@ -1410,6 +1441,8 @@ out:
 		H5Pclose(fapl);
 	free(tmp);
 	free(outdir);
+	if (m.dxpl >= 0)
+		H5Pclose(m.dxpl);
 	mstate_free(&m);
 	return rc;
 }

@@ -529,6 +529,85 @@ error:
 }
 
 /* ------------------------------------------------------------------ */
+/* Record maps. */
+
+struct sh5_recmap {
+	size_t src_size, dst_size, n;
+	size_t *src_off, *dst_off;
+};
+
+void sh5_recmap_free(struct sh5_recmap *m)
+{
+	if (!m)
+		return;
+	free(m->src_off);
+	free(m->dst_off);
+	free(m);
+}
+
+struct sh5_recmap *sh5_recmap_build(hid_t src, hid_t dst)
+{
+	struct sh5_recmap *m = calloc(1, sizeof(*m));
+	int ns = H5Tget_nmembers(src), i;
+
+	if (!m || ns <= 0 || H5Tget_class(src) != H5T_COMPOUND ||
+	    H5Tget_class(dst) != H5T_COMPOUND)
+		goto fail;
+	m->src_size = H5Tget_size(src);
+	m->dst_size = H5Tget_size(dst);
+	if (!(m->src_off = calloc((size_t)ns, sizeof(size_t))) ||
+	    !(m->dst_off = calloc((size_t)ns, sizeof(size_t))))
+		goto fail;
+	for (i = 0; i < ns; i++) {
+		char *name = H5Tget_member_name(src, (unsigned)i);
+		int j = name ? H5Tget_member_index(dst, name) : -1;
+		hid_t a = -1, b = -1;
+		int ok;
+
+		H5free_memory(name);
+		if (j < 0)
+			continue;
+		a = H5Tget_member_type(src, (unsigned)i);
+		b = H5Tget_member_type(dst, (unsigned)j);
+		ok = a >= 0 && b >= 0 && H5Tget_size(a) == 8 &&
+		     H5Tget_size(b) == 8 &&
+		     H5Tget_class(a) == H5Tget_class(b) &&
+		     (H5Tget_class(a) == H5T_INTEGER ||
+		      H5Tget_class(a) == H5T_FLOAT) &&
+		     H5Tget_order(a) == H5Tget_order(b) &&
+		     H5Tget_order(a) == H5Tget_order(H5T_NATIVE_UINT64);
+		if (ok && H5Tget_class(a) == H5T_FLOAT)
+			ok = H5Tequal(a, b) > 0;
+		if (a >= 0)
+			H5Tclose(a);
+		if (b >= 0)
+			H5Tclose(b);
+		if (!ok)
+			goto fail;
+		m->src_off[m->n] = H5Tget_member_offset(src, (unsigned)i);
+		m->dst_off[m->n] = H5Tget_member_offset(dst, (unsigned)j);
+		m->n++;
+	}
+	return m;
+fail:
+	sh5_recmap_free(m);
+	return NULL;
+}
+
+void sh5_recmap_apply(const struct sh5_recmap *m, const void *src, void *dst,
+		      size_t n)
+{
+	const unsigned char *s = src;
+	unsigned char *d = dst;
+	size_t r, k;
+
+	memset(dst, 0, n * m->dst_size);
+	for (r = 0; r < n; r++, s += m->src_size, d += m->dst_size)
+		for (k = 0; k < m->n; k++)
+			memcpy(d + m->dst_off[k], s + m->src_off[k], 8);
+}
+
+/* ------------------------------------------------------------------ */
 /* Cursors. */
 
 struct sh5_series *sh5_reader_series(hid_t dset, const char *parent,
@@ -591,6 +670,7 @@ int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
 	c->s = s;
 	c->real_eof = real_eof;
 	c->fspace = -1;
+	c->rtype = -1;
 	if ((c->mtype = s->ops->mem_type(s)) < 0)
 		return sh5_errprintf_h5(errp, "%s: cannot build the memory "
 					"type", s->name);
@@ -601,26 +681,79 @@ int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
 	}
 	c->nrows = dset_rows(dset);
 	c->good_rows = c->nrows;
+	{
+		hid_t ft = H5Dget_type(dset);
+
+		if (ft >= 0) {
+			c->rtype = H5Tget_native_type(ft, H5T_DIR_ASCEND);
+			H5Tclose(ft);
+		}
+		if (c->rtype >= 0 &&
+		    !(c->map = sh5_recmap_build(c->rtype, c->mtype))) {
+			H5Tclose(c->rtype);
+			c->rtype = -1;
+		}
+	}
 	dcpl = H5Dget_create_plist(dset);
 	if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
 	    H5Pget_chunk(dcpl, 1, cdims) == 1 && cdims[0] > 0)
 		c->chunk_rows = cdims[0];
+	if (dcpl >= 0 && c->chunk_rows && c->map &&
+	    H5Pget_nfilters(dcpl) == 0) {
+		hid_t ft = H5Dget_type(dset);
+
+		c->direct = ft >= 0 && H5Tequal(ft, c->rtype) > 0 &&
+			    H5Tget_size(ft) == H5Tget_size(c->rtype);
+		if (ft >= 0)
+			H5Tclose(ft);
+	}
 	if (dcpl >= 0)
 		H5Pclose(dcpl);
-	if (c->chunk_rows && c->nrows) {
-		hsize_t nchunks = 0;
-		uint64_t want = (c->nrows + c->chunk_rows - 1) / c->chunk_rows;
-
-		/* One call when all is well; the slow walk otherwise. */
-		if (c->real_eof ||
-		    H5Dget_num_chunks(dset, H5S_ALL, &nchunks) < 0 ||
-		    nchunks < want)
-			check_chunks(c);
-	}
+	/* Chunk addresses are checked only for files cut short: a lookup
+	 * walks the chunk index, too slow for every chunk of every file.
+	 * Chunks of intact files that were never written read as zeros and
+	 * are caught by sh5_cursor_read(). */
+	if (c->chunk_rows && c->nrows && c->real_eof)
+		check_chunks(c);
 	return 0;
 error:
 	sh5_cursor_close(c);
 	return -1;
+}
+
+/* Direct chunk reads: the stock plugin's chunks hold 10 records, and
+ * HDF5's per-chunk selection work dominates a normal read of them.
+ * Unfiltered chunks whose records are already in the native layout are
+ * read as they are and copied into the ops' layout. */
+static int read_direct(struct sh5_cursor *c, void *buf, uint64_t at,
+		       size_t n)
+{
+	size_t rsz = H5Tget_size(c->rtype), cr = (size_t)c->chunk_rows;
+	uint64_t first = at - at % cr, end = at + n, off;
+	size_t need = (size_t)((end - first + cr - 1) / cr) * cr;
+	unsigned char *p;
+
+	if (c->raw_rows < need) {
+		void *nr = realloc(c->raw, need * rsz);
+
+		if (!nr)
+			return -1;
+		c->raw = nr;
+		c->raw_rows = need;
+	}
+	for (off = first, p = c->raw; off < end; off += cr, p += cr * rsz) {
+		hsize_t o[1] = { off };
+		uint32_t filters = 0;
+
+		/* Unfiltered: a chunk is exactly cr records; one never
+		 * written fails here and the normal read handles it. */
+		if (H5Dread_chunk(c->dset, H5P_DEFAULT, o, &filters, p) < 0 ||
+		    filters)
+			return -1;
+	}
+	sh5_recmap_apply(c->map, (unsigned char *)c->raw +
+			 (size_t)(at - first) * rsz, buf, n);
+	return 0;
 }
 
 static int read_rows(struct sh5_cursor *c, void *buf, uint64_t at,
@@ -630,13 +763,34 @@ static int read_rows(struct sh5_cursor *c, void *buf, uint64_t at,
 	hid_t ms;
 	herr_t rc;
 
+	if (c->direct && read_direct(c, buf, at, n) == 0)
+		return 0;
 	if ((ms = H5Screate_simple(1, count, NULL)) < 0)
 		return -1;
 	rc = H5Sselect_hyperslab(c->fspace, H5S_SELECT_SET, start, NULL,
 				 count, NULL);
-	if (rc >= 0)
+	if (rc >= 0 && c->map && c->raw_rows < n) {
+		void *nr = realloc(c->raw, n * H5Tget_size(c->rtype));
+
+		if (nr) {
+			c->raw = nr;
+			c->raw_rows = n;
+		}
+	}
+	if (rc >= 0 && c->map && c->raw_rows >= n) {
+		/* Fast path: the file's records as they are, then a copy
+		 * into the ops' layout. */
+		rc = H5Dread(c->dset, c->rtype, ms, c->fspace, H5P_DEFAULT,
+			     c->raw);
+		if (rc >= 0)
+			sh5_recmap_apply(c->map, c->raw, buf, n);
+	} else if (rc >= 0) {
+		/* Slots the file does not carry keep the buffer's values
+		 * through HDF5's conversion: start from zeros. */
+		memset(buf, 0, n * c->s->ops->record_size(c->s));
 		rc = H5Dread(c->dset, c->mtype, ms, c->fspace, H5P_DEFAULT,
 			     buf);
+	}
 	H5Sclose(ms);
 	return rc < 0 ? -1 : 0;
 }
@@ -651,10 +805,6 @@ size_t sh5_cursor_read(struct sh5_cursor *c, void *buf, size_t max)
 		return 0;
 	n = c->good_rows - c->pos < max ? (size_t)(c->good_rows - c->pos) :
 					   max;
-	/* Slots the file does not carry keep the buffer's values through
-	 * HDF5's conversion: start from zeros. */
-	if (!s->has_time_ns || !s->has_sync_ns)
-		memset(buf, 0, n * slots * sizeof(union sh5_value));
 	if (read_rows(c, buf, c->pos, n) < 0) {
 		/* Find the first unreadable chunk; keep what precedes. */
 		size_t step = c->chunk_rows ? (size_t)c->chunk_rows : 1, got = 0;
@@ -675,9 +825,19 @@ size_t sh5_cursor_read(struct sh5_cursor *c, void *buf, size_t max)
 		cursor_damage(c, at, "%s", "unreadable chunk (corrupt data)");
 		n = got;
 	}
-	for (r = 0, v = buf; r < n; r++, v += slots)
+	/* A zero EpochTime is no sample: the fill value of a chunk that was
+	 * never written.  The series ends there. */
+	for (r = 0, v = buf; r < n; r++, v += slots) {
+		if (!v[1].u && !v[0].u) {
+			cursor_damage(c, c->pos + r, "%s", "zero-filled records "
+				      "(chunk never written: the writer "
+				      "stopped before flushing it)");
+			n = r;
+			break;
+		}
 		if (!s->has_time_ns)
 			v[2].i = (int64_t)v[1].u * 1000000000;
+	}
 	c->pos += n;
 	return n;
 }
@@ -693,6 +853,14 @@ void sh5_cursor_close(struct sh5_cursor *c)
 		H5Tclose(c->mtype);
 	if (c->fspace >= 0)
 		H5Sclose(c->fspace);
+	if (c->rtype >= 0)
+		H5Tclose(c->rtype);
+	sh5_recmap_free(c->map);
+	free(c->raw);
+	c->map = NULL;
+	c->raw = NULL;
+	c->raw_rows = 0;
+	c->rtype = -1;
 	c->mtype = -1;
 	c->fspace = -1;
 }

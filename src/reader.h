@@ -91,6 +91,11 @@ void sh5_nodestep_close(struct sh5_nodestep *ns);
 struct sh5_cursor {
 	hid_t dset;
 	hid_t mtype;           /* ops->mem_type */
+	hid_t rtype;           /* native file type for the fast path, or -1 */
+	struct sh5_recmap *map; /* rtype records -> mtype records */
+	void *raw;             /* raw_rows records of rtype */
+	size_t raw_rows;
+	int direct;            /* unfiltered chunks in rtype's layout */
 	hid_t fspace;
 	const struct sh5_series *s;
 	uint64_t nrows;        /* rows the dataset claims */
@@ -120,6 +125,20 @@ int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
 size_t sh5_cursor_read(struct sh5_cursor *c, void *buf, size_t max);
 uint64_t sh5_cursor_lost(const struct sh5_cursor *c);
 void sh5_cursor_close(struct sh5_cursor *c);
+
+/*
+ * Copy records between two compound layouts member by member (by name).
+ * HDF5's compound conversion costs about a microsecond per record; a map
+ * built once per series copies 8-byte members directly.  Built only when
+ * every member of src that dst also has is 8 bytes wide and of the same
+ * class (integer or float) in both; else NULL (use HDF5's conversion).
+ * Members of dst that src lacks are zeroed.
+ */
+struct sh5_recmap;
+struct sh5_recmap *sh5_recmap_build(hid_t src, hid_t dst);
+void sh5_recmap_apply(const struct sh5_recmap *m, const void *src, void *dst,
+		      size_t n);
+void sh5_recmap_free(struct sh5_recmap *m);
 
 /*
  * Open a dataset by path relative to loc and return its series (NULL with
