@@ -276,5 +276,11 @@ out:
 	for (i = 0; i < nsel; i++)
 		free(sel[i].steps);
 	free(sel);
+	if (status) {
+		/* After a failed write HDF5 may hold a half-closed file that
+		 * crashes its exit handler: leave without it. */
+		fflush(NULL);
+		_exit(status);
+	}
 	return status;
 }

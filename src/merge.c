@@ -180,6 +180,40 @@ oom:
 /* ------------------------------------------------------------------ */
 /* Small HDF5 writers. */
 
+/* Like sh5_errprintf_h5(), but a system error inside HDF5 (a full disk,
+ * a file size limit) is reported as strerror() instead of HDF5's
+ * multi-line description. */
+static int h5err(struct sh5_error *errp, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int h5err(struct sh5_error *errp, const char *fmt, ...)
+{
+	struct sh5_error tmp = { "" };
+	char prefix[200], *p;
+	const char *e;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	sh5_errprintf_h5(&tmp, "%s", prefix);
+	if ((e = strstr(tmp.text, "errno = "))) {
+		long n = strtol(e + 8, NULL, 10);
+
+		if (n > 0) {
+			errno = (int)n;
+			return sh5_errprintf(errp, "%s: %s", prefix,
+					     strerror((int)n));
+		}
+	}
+	for (p = tmp.text; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	return sh5_errprintf(errp, "%s", tmp.text);
+}
+
+
+
 static int put_attr_num(hid_t obj, const char *name, hid_t ftype,
 			hid_t mtype, const void *v)
 {
@@ -297,6 +331,111 @@ static hid_t make_group(hid_t loc, const char *name)
 	g = H5Gcreate2(loc, name, lcpl, H5P_DEFAULT, H5P_DEFAULT);
 	H5Pclose(lcpl);
 	return g;
+}
+
+/* Copy a dataset that is not a series (ClockOffsets, ...) by reading and
+ * writing it in blocks: H5Ocopy() crashes on some damaged objects.
+ * 0, or -1 with err set. */
+static int copy_dataset(hid_t src, const char *path, hid_t dst,
+			struct sh5_error *err)
+{
+	hid_t d = -1, ft = -1, nt = -1, sp = -1, od = -1, dcpl = -1,
+	      lcpl = -1, osp = -1, ms = -1, fs = -1;
+	hsize_t dims[1], maxd[1] = { H5S_UNLIMITED }, chunk[1], start[1],
+		cnt[1];
+	size_t esz, rows;
+	void *buf = NULL;
+	int nd, vlen, rc = -1;
+
+	if ((d = H5Dopen2(src, path, H5P_DEFAULT)) < 0 ||
+	    (ft = H5Dget_type(d)) < 0 ||
+	    (nt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) < 0 ||
+	    (sp = H5Dget_space(d)) < 0 ||
+	    (nd = H5Sget_simple_extent_ndims(sp)) < 0) {
+		sh5_errprintf_h5(err, "unreadable");
+		goto out;
+	}
+	vlen = H5Tdetect_class(nt, H5T_VLEN) > 0 ||
+	       (H5Tget_class(nt) == H5T_STRING && H5Tis_variable_str(nt) > 0);
+	esz = H5Tget_size(nt);
+	lcpl = lcpl_intermediate();
+	if (nd != 1) {
+		/* Scalars and the like: small by nature. */
+		hssize_t n = H5Sget_select_npoints(sp);
+
+		if (n < 0 || (size_t)n * esz > SH5_MERGE_BUFFER * 16) {
+			sh5_errprintf(err, "not a 1-D dataset and too large");
+			goto out;
+		}
+		if (!(buf = calloc((size_t)(n ? n : 1), esz)) ||
+		    H5Dread(d, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ||
+		    (od = H5Dcreate2(dst, path, ft, sp, lcpl, H5P_DEFAULT,
+				     H5P_DEFAULT)) < 0 ||
+		    H5Dwrite(od, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+			sh5_errprintf_h5(err, "cannot copy");
+			goto out;
+		}
+		if (vlen)
+			H5Dvlen_reclaim(nt, sp, H5P_DEFAULT, buf);
+	} else {
+		H5Sget_simple_extent_dims(sp, dims, NULL);
+		rows = SH5_MERGE_BUFFER / (esz ? esz : 1);
+		if (!rows)
+			rows = 1;
+		chunk[0] = dims[0] ? (dims[0] < rows ? dims[0] : rows) : 1;
+		if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
+		    H5Pset_chunk(dcpl, 1, chunk) < 0 ||
+		    (osp = H5Screate_simple(1, dims, maxd)) < 0 ||
+		    (od = H5Dcreate2(dst, path, ft, osp, lcpl, dcpl,
+				     H5P_DEFAULT)) < 0 ||
+		    !(buf = malloc(rows * esz))) {
+			sh5_errprintf_h5(err, "cannot create the copy");
+			goto out;
+		}
+		for (start[0] = 0; start[0] < dims[0]; start[0] += cnt[0]) {
+			cnt[0] = dims[0] - start[0] < rows ? dims[0] - start[0] :
+							     rows;
+			if ((ms = H5Screate_simple(1, cnt, NULL)) < 0 ||
+			    H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL,
+						cnt, NULL) < 0 ||
+			    H5Sselect_hyperslab(osp, H5S_SELECT_SET, start,
+						NULL, cnt, NULL) < 0 ||
+			    H5Dread(d, nt, ms, sp, H5P_DEFAULT, buf) < 0 ||
+			    H5Dwrite(od, nt, ms, osp, H5P_DEFAULT, buf) < 0) {
+				sh5_errprintf_h5(err, "unreadable rows from %llu",
+						 (unsigned long long)start[0]);
+				goto out;
+			}
+			if (vlen)
+				H5Dvlen_reclaim(nt, ms, H5P_DEFAULT, buf);
+			H5Sclose(ms);
+			ms = -1;
+		}
+	}
+	copy_attrs(d, od);
+	rc = 0;
+out:
+	(void)fs;
+	free(buf);
+	if (ms >= 0)
+		H5Sclose(ms);
+	if (osp >= 0)
+		H5Sclose(osp);
+	if (od >= 0)
+		H5Dclose(od);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (lcpl >= 0)
+		H5Pclose(lcpl);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (nt >= 0)
+		H5Tclose(nt);
+	if (ft >= 0)
+		H5Tclose(ft);
+	if (d >= 0)
+		H5Dclose(d);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -501,7 +640,7 @@ static int write_total(struct mstate *m, hid_t loc, const char *path,
 	rc = 0;
 out:
 	if (rc < 0)
-		sh5_errprintf_h5(m->errp, "%s: cannot write totals %s",
+		h5err(m->errp, "%s: cannot write totals %s",
 				 m->o->output, path);
 	if (d >= 0)
 		H5Dclose(d);
@@ -815,7 +954,7 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 	rc = 0;
 	goto out;
 h5fail:
-	sh5_errprintf_h5(m->errp, "%s: cannot write %s/%s", m->o->output,
+	h5err(m->errp, "%s: cannot write %s/%s", m->o->output,
 			 gpath, e->path);
 	m->write_failed = 1;
 out:
@@ -870,7 +1009,7 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 	snprintf(gpath, sizeof(gpath), "/Steps/%s/Nodes/%s", step,
 		 ns->node_name);
 	if ((g = make_group(nodes, ns->node_name)) < 0) {
-		sh5_errprintf_h5(m->errp, "%s: cannot create %s", m->o->output,
+		h5err(m->errp, "%s: cannot create %s", m->o->output,
 				 gpath);
 		m->write_failed = 1;
 		goto out;
@@ -933,21 +1072,38 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 			report(m, 0, f->in->path, "task fields differ from "
 			       "other nodes: left out of the step total");
 	}
-	/* Objects that are not series (ClockOffsets, ...): copied as is. */
+	/* Objects that are not series (ClockOffsets, ...): datasets copied
+	 * by value; groups (none in our files) with H5Ocopy, but never from
+	 * a damaged file (H5Ocopy crashes on some damaged objects). */
 	ocpy = H5Pcreate(H5P_OBJECT_COPY);
 	lcpl = lcpl_intermediate();
 	for (i = 0; i < ns->nother; i++) {
-		if (H5Ocopy(ns->node, ns->other[i], g, ns->other[i], ocpy,
-			    lcpl) < 0) {
+		H5O_info_t oi;
+		int bad = 0;
+
+		err.text[0] = '\0';
+		if (H5Oget_info_by_name(ns->node, ns->other[i], &oi,
+					H5P_DEFAULT) < 0) {
+			sh5_errprintf_h5(&err, "unreadable object header");
+			bad = 1;
+		} else if (oi.type == H5O_TYPE_DATASET) {
+			bad = copy_dataset(ns->node, ns->other[i], g, &err) < 0;
+		} else if (ns->salvaged || ns->damage[0]) {
+			sh5_errprintf(&err, "in a damaged file");
+			bad = 1;
+		} else if (H5Ocopy(ns->node, ns->other[i], g, ns->other[i],
+				   ocpy, lcpl) < 0) {
 			sh5_errprintf_h5(&err, "cannot copy");
-			report(m, 1, f->in->path, "%s: unreadable object left "
-			       "out (%s)", ns->other[i], err.text);
-			if (strcmp(f->status, "salvaged")) {
-				f->status = "salvaged";
-				snprintf(f->reason, sizeof(f->reason),
-					 "%s: unreadable object",
-					 ns->other[i]);
-			}
+			bad = 1;
+		}
+		if (!bad)
+			continue;
+		report(m, 1, f->in->path, "%s: left out (%s)", ns->other[i],
+		       err.text);
+		if (strcmp(f->status, "salvaged")) {
+			f->status = "salvaged";
+			snprintf(f->reason, sizeof(f->reason),
+				 "%.60s: unreadable object", ns->other[i]);
 		}
 	}
 	m->st->nodes++;
@@ -988,7 +1144,7 @@ static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 	snprintf(path, sizeof(path), "/Steps/%s", step);
 	if ((sg = make_group(fout, path)) < 0 ||
 	    (nodes = make_group(sg, "Nodes")) < 0) {
-		sh5_errprintf_h5(m->errp, "%s: cannot create %s", m->o->output,
+		h5err(m->errp, "%s: cannot create %s", m->o->output,
 				 path);
 		goto out;
 	}
@@ -1016,7 +1172,7 @@ static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 	    put_attr_u32(sg, "Number of Tasks", ntasks) < 0 ||
 	    (start_ns != INT64_MAX &&
 	     put_attr_i64(sg, "Start Time ns", start_ns) < 0)) {
-		sh5_errprintf_h5(m->errp, "%s: cannot write attributes of %s",
+		h5err(m->errp, "%s: cannot write attributes of %s",
 				 m->o->output, path);
 		goto out;
 	}
@@ -1115,7 +1271,7 @@ static int write_merge_record(struct mstate *m, hid_t fout, int partial)
 	rc = 0;
 out:
 	if (rc < 0)
-		sh5_errprintf_h5(m->errp, "%s: cannot write /Merge",
+		h5err(m->errp, "%s: cannot write /Merge",
 				 m->o->output);
 	free(r);
 	if (d >= 0)
@@ -1140,7 +1296,7 @@ static int verify(struct mstate *m, const char *tmp)
 	int rc = -1;
 
 	if (f < 0)
-		return sh5_errprintf_h5(m->errp, "%s: verification: cannot "
+		return h5err(m->errp, "%s: verification: cannot "
 					"reopen the written file", tmp);
 	if (sh5_attr_get_int(f, "Number of Steps", &v) < 0 ||
 	    v != (long long)m->nsteps_written) {
@@ -1324,7 +1480,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 #endif
 	fout = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
 	if (fout < 0) {
-		sh5_errprintf_h5(errp, "%s: cannot create", tmp);
+		h5err(errp, "%s: cannot create", tmp);
 		goto out;
 	}
 	if (o->temp_path)
@@ -1333,7 +1489,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 		hid_t sg = make_group(fout, "Steps");
 
 		if (sg < 0) {
-			sh5_errprintf_h5(errp, "%s: cannot create /Steps", tmp);
+			h5err(errp, "%s: cannot create /Steps", tmp);
 			goto fail;
 		}
 		H5Gclose(sg);
@@ -1355,7 +1511,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	    put_attr_int(fout, "Number of Steps", (int)m.nsteps_written) < 0 ||
 	    (m.user[0] && put_attr_str(fout, "User", m.user) < 0) ||
 	    (m.cluster[0] && put_attr_str(fout, "Cluster", m.cluster) < 0)) {
-		sh5_errprintf_h5(errp, "%s: cannot write the root attributes",
+		h5err(errp, "%s: cannot write the root attributes",
 				 tmp);
 		goto fail;
 	}
@@ -1363,7 +1519,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 		goto fail;
 	if (H5Fclose(fout) < 0) {
 		fout = -1;
-		sh5_errprintf_h5(errp, "%s: cannot close (disk full?)", tmp);
+		h5err(errp, "%s: cannot close (disk full?)", tmp);
 		goto fail;
 	}
 	fout = -1;

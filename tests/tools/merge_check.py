@@ -7,6 +7,8 @@
   merge_check.py field JOBFILE CSV SERIES F [STEP]  extract --field CSV
   merge_check.py totals JOBFILE CSV SERIES    extract --level totals CSV
   merge_check.py sh5util JOBFILE CSV SERIES   sh5util -E Node:TimeSeries CSV
+  merge_check.py salvage JOBFILE STEP NODE ORIG  salvaged rows equal ORIG's
+  merge_check.py inputs JOBFILE               print /Merge
 
 Exit 0 when everything matches, 1 with the first differences printed.
 """
@@ -385,6 +387,40 @@ def check_sh5util(jobfile, csvfile, series):
     print("checked sh5util's csv against the job file")
 
 
+def check_salvage(jobfile, step, node, original):
+    """Every row the job file holds of a damaged input equals the
+    original's row at the same index; prints rows kept and lost."""
+    job = h5py.File(jobfile, "r")
+    src = h5py.File(original, "r")[node]
+    dst = job["Steps"][step]["Nodes"][node]
+    kept = lost = 0
+    for path, parent, name, d in series_of(src):
+        a = d[()]
+        b = dst[path][()] if path in dst else a[:0]
+        if len(b) > len(a):
+            err("%s: %d rows, the original has %d" % (path, len(b), len(a)))
+            continue
+        for f in b.dtype.names:
+            if not np.array_equal(a[f][:len(b)], b[f]):
+                err("%s: salvaged field %s differs" % (path, f))
+        kept += len(b)
+        lost += len(a) - len(b)
+    print("kept %d lost %d" % (kept, lost))
+
+
+def show_inputs(jobfile):
+    job = h5py.File(jobfile, "r")
+    for r in job["Merge/Inputs"][()]:
+        s = [x.decode() if isinstance(x, bytes) else x for x in r]
+        names = job["Merge/Inputs"].dtype.names
+        d = dict(zip(names, s))
+        print(os.path.basename(d["File"]), d["Status"], d["Lost"],
+              d["Reason"])
+    for m in job["Merge/Missing"][()]:
+        print("missing:", m.decode() if isinstance(m, bytes) else m)
+    print("partial:", int(job["Merge"].attrs["Partial"]))
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "job":
@@ -396,6 +432,10 @@ def main():
                     sys.argv[6] if len(sys.argv) > 6 else None)
     elif cmd == "totals":
         check_totals_csv(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif cmd == "salvage":
+        check_salvage(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+    elif cmd == "inputs":
+        show_inputs(sys.argv[2])
     elif cmd == "sh5util":
         check_sh5util(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
