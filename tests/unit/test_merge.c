@@ -381,6 +381,20 @@ START_TEST(test_csvfmt_roundtrip)
 	ck_assert_str_eq(buf, "-3.125");
 	sh5_fmt_double(buf, 42);
 	ck_assert_str_eq(buf, "42");
+	/* Binary fractions (Slurm's MB = bytes / 2^20) and neighbours of
+	 * powers of ten (where log10() may be off by one). */
+	for (i = 0; i < 100000; i++) {
+		double d = (double)(i * 7919) / 1048576.0;
+		double e = nextafter(pow(10.0, (double)(i % 30) - 8.0),
+				     i & 1 ? 0.0 : 1e300);
+
+		sh5_fmt_double(buf, d);
+		ck_assert_msg(strtod(buf, NULL) == d, "%s != %.17g", buf, d);
+		sh5_fmt_double(buf, e);
+		ck_assert_msg(strtod(buf, NULL) == e, "%s != %.17g", buf, e);
+		sh5_fmt_double(buf, -d / 3.0);
+		ck_assert_msg(strtod(buf, NULL) == -d / 3.0, "%s", buf);
+	}
 	for (i = 0; i < 200000; i++) {
 		double d;
 
