@@ -67,14 +67,22 @@ static int select_entries(hid_t f, const struct opts *o, struct sel **out,
 	size_t n = 0, i, k = 0;
 	char stepname[32] = "";
 
+	hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+
+	/* --field reads all columns side by side: no chunk cache per
+	 * dataset, or memory grows with the number of columns. */
+	if (o->field)
+		H5Pset_chunk_cache(dapl, 0, 0, 1.0);
 	if (sh5_jobfile_list(f, o->input, &v, &n, &err) < 0) {
 		cli_error(NULL, "%s", err.text);
+		H5Pclose(dapl);
 		return -1;
 	}
 	if (o->step)
 		sh5_step_name(o->step, stepname, sizeof(stepname));
 	if (!(sv = calloc(n ? n : 1, sizeof(*sv)))) {
 		free(v);
+		H5Pclose(dapl);
 		cli_error(o->input, "out of memory");
 		return -1;
 	}
@@ -101,7 +109,7 @@ static int select_entries(hid_t f, const struct opts *o, struct sel **out,
 			char full[512];
 
 			snprintf(full, sizeof(full), "%s/%s", np, e->path);
-			if ((d = H5Dopen2(f, full, H5P_DEFAULT)) < 0)
+			if ((d = H5Dopen2(f, full, dapl)) < 0)
 				continue;
 		}
 		sv[k].s = sh5_series_from_dataset(e->parent, e->name, d, NULL);
@@ -114,6 +122,7 @@ static int select_entries(hid_t f, const struct opts *o, struct sel **out,
 		k++;
 	}
 	free(v);
+	H5Pclose(dapl);
 	*out = sv;
 	*nout = k;
 	return 0;
@@ -344,8 +353,13 @@ static int aligned(const struct opts *o, struct sel *v, size_t n, FILE *out)
 	for (i = 1; i < n; i++)
 		if (strcmp(v[i].e.step, v[0].e.step))
 			multi_step = 1;
-	/* Bounded memory: 16 MiB of row buffers across all columns. */
-	budget = (16u << 20) / (n ? n : 1);
+	/* Bounded memory: 16 MiB of row buffers across all columns
+	 * (SH5MERGE_EXTRACT_BUFFER overrides it, for tests). */
+	budget = (16u << 20);
+	if (getenv("SH5MERGE_EXTRACT_BUFFER"))
+		budget = (size_t)strtoul(getenv("SH5MERGE_EXTRACT_BUFFER"),
+					 NULL, 10);
+	budget /= n ? n : 1;
 	fputs("EpochTime", out);
 	for (i = 0; i < n; i++) {
 		struct col *k = &cols[i];
@@ -369,6 +383,8 @@ static int aligned(const struct opts *o, struct sel *v, size_t n, FILE *out)
 				  v[i].e.node, v[i].e.path);
 			goto out;
 		}
+		/* Direct chunk reads need a whole chunk per column. */
+		k->c.direct = 0;
 		fputc(',', out);
 		if (multi_step)
 			fprintf(out, "%s:", v[i].e.step);
@@ -397,23 +413,27 @@ static int aligned(const struct opts *o, struct sel *v, size_t n, FILE *out)
 		for (i = 0; i < n; i++) {
 			struct col *k = &cols[i];
 			const struct sh5_series *s = v[i].s;
-			const union sh5_value *r = NULL;
+			union sh5_value val;
+			int have = 0;
 
 			line[len++] = ',';
-			/* Several samples in one second: the last one. */
+			/* Several samples in one second: the last one.  The
+			 * value is copied out: refilling the buffer
+			 * overwrites it. */
 			while (!k->done && col_fill(k) &&
 			       col_time(k, s) == tmin) {
-				r = (const union sh5_value *)k->buf +
-				    k->at * sh5_record_slots(s);
+				val = ((const union sh5_value *)k->buf)
+					[k->at * sh5_record_slots(s) +
+					 SH5_TIME_SLOTS + (size_t)k->field];
+				have = 1;
 				k->at++;
 			}
-			if (!r)
+			if (!have)
 				continue;
-			r += SH5_TIME_SLOTS + (size_t)k->field;
 			if (s->fields[k->field].type == SH5_FT_DOUBLE)
-				len += sh5_fmt_double(line + len, r->d);
+				len += sh5_fmt_double(line + len, val.d);
 			else
-				len += sh5_fmt_u64(line + len, r->u);
+				len += sh5_fmt_u64(line + len, val.u);
 		}
 		line[len++] = '\n';
 		if (fwrite(line, 1, len, out) != len)

@@ -26,6 +26,10 @@ $SH5MERGE extract -i job_501.h5 -l totals -S Energy -o te.csv || fail "extract e
 $CHECK totals job_501.h5 te.csv Energy || fail "energy totals csv"
 $SH5MERGE extract -i job_501.h5 -s 1 -F RSS -o rss.csv || fail "extract field"
 $CHECK field job_501.h5 rss.csv Tasks RSS 1 || fail "field csv"
+# Small column buffers: rows cross buffer refills.
+SH5MERGE_EXTRACT_BUFFER=100 $SH5MERGE extract -i job_501.h5 -s 1 -F RSS -o rss2.csv ||
+	fail "extract field, small buffers"
+cmp rss.csv rss2.csv || fail "field csv depends on the buffer size"
 $SH5MERGE extract -i job_501.h5 -S Energy -F Power -o power.csv || fail "extract power"
 $CHECK field job_501.h5 power.csv Energy Power || fail "power csv"
 head -1 rss.csv | grep -q '^EpochTime,node1:0,node1:1,node1:2,node2:3,' ||
