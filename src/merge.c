@@ -735,10 +735,13 @@ static void check_file(struct mstate *m, struct finfo *f)
 			if (!*end && t > f->max_task)
 				f->max_task = t;
 		}
+		/* Chunk checks only for files cut short; damage in intact
+		 * files shows when the second pass reads them. */
+		if (!ns->salvaged)
+			continue;
 		if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0)
 			continue;
-		if (sh5_cursor_open(&c, d, e->series,
-				    ns->salvaged ? ns->real_eof : 0, NULL) == 0) {
+		if (sh5_cursor_open(&c, d, e->series, ns->real_eof, NULL) == 0) {
 			if (c.damaged) {
 				f->lost += sh5_cursor_lost(&c);
 				if (!f->reason[0])
