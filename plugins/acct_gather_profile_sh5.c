@@ -559,7 +559,16 @@ extern void acct_gather_profile_p_conf_values(List *data)
 
 extern bool acct_gather_profile_p_is_active(uint32_t type)
 {
-	if (profile_running <= ACCT_GATHER_PROFILE_NONE)
+	bool have_file;
+
+	if (profile_running <= ACCT_GATHER_PROFILE_NONE || in_child)
+		return false;
+	/* Once profiling of the step stopped (no file), gather plugins
+	 * should not keep trying to create datasets. */
+	pthread_rwlock_rdlock(&state_lock);
+	have_file = writer != NULL;
+	pthread_rwlock_unlock(&state_lock);
+	if (!have_file)
 		return false;
 	return (type == ACCT_GATHER_PROFILE_NOT_SET) ||
 	       (profile_running & type);
