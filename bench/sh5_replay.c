@@ -4,8 +4,8 @@
  *
  *   sh5_replay [-c LEVEL] [-F SECONDS] [-r ROWS] IN.h5 OUT.h5
  *
- * Reads every series of IN (our file or a stock one), registers them
- * with a new writer, copies the node group's attributes, and appends the
+ * Like the plugin, writes the node group's attributes of IN and flushes,
+ * registers every series of IN (our file or a stock one), then appends the
  * records in time order, calling sh5_writer_flush() each time the sample
  * time (ElapsedTime) passes a multiple of the flush interval (-F,
  * default 10, the plugin's default), then closes.  OUT is thus what the
@@ -57,7 +57,12 @@ static herr_t copy_attr(hid_t loc, const char *name, const H5A_info_t *ai,
 	int rc = 0;
 
 	(void)ai;
-	(void)op;
+	/* op != NULL: only that attribute; else all but that one */
+	if (op ? strcmp(name, op) : !strcmp(name, "Sampling Frequencies")) {
+		H5Tclose(t);
+		H5Aclose(a);
+		return 0;
+	}
 	if (H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
 		size_t len = H5Tget_size(t);
 		char *buf = calloc(1, len + 1);
@@ -214,10 +219,12 @@ int main(int argc, char **argv)
 	unlink(argv[optind + 1]);
 	if (!(w = sh5_writer_create(argv[optind + 1], -1, node, &o, &err)))
 		die("cannot create the output", &err);
+	/* As the plugin: the attributes, a flush, the series as they come,
+	 * and the sampling frequencies at the first periodic flush. */
 	H5Aiterate2(ng, H5_INDEX_NAME, H5_ITER_INC, NULL, copy_attr, NULL);
+	if (sh5_writer_flush(w, &err) < 0)
+		die("flush failed", &err);
 	walk(ng, NULL);
-	H5Gclose(ng);
-	H5Fclose(in);
 	/* Append in time order, flushing every flush seconds of samples. */
 	next_flush = flush;
 	do {
@@ -241,10 +248,15 @@ int main(int argc, char **argv)
 			if (x->next < x->n)
 				more = 1;
 		}
+		if (next_flush == flush)
+			H5Aiterate2(ng, H5_INDEX_NAME, H5_ITER_INC, NULL,
+				    copy_attr, "Sampling Frequencies");
 		if (sh5_writer_flush(w, &err) < 0)
 			die("flush failed", &err);
 		next_flush += flush;
 	} while (more);
+	H5Gclose(ng);
+	H5Fclose(in);
 	if (sh5_writer_close(w, &err) < 0)
 		die("close failed", &err);
 	for (i = 0; i < nins; i++)
