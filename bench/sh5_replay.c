@@ -13,6 +13,8 @@
  * storage settings: compare sizes to tune them without a cluster
  * (bench/filesize_real.sh measures the plugin itself).
  *
+ * -P shifts the flushes by PHASE seconds (0 to SECONDS-1: the plugin's
+ * flush thread is not aligned with the samples).
  * -c sets the deflate level (default: the writer's); -r forces the chunk
  * length in records (default: from each series' sampling interval, read
  * from the ElapsedTime steps).  Prints "BYTES SAMPLES" on stdout.
@@ -39,7 +41,6 @@ struct in_series {
 static struct in_series ins[MAXS];
 static size_t nins;
 static struct sh5_writer *w;
-static double force_hz;
 
 static void die(const char *what, const struct sh5_error *e)
 {
@@ -140,8 +141,6 @@ static void add(hid_t grp, const char *parent, const char *name)
 		if (e1 > e0)
 			hz = (double)(n - 1) / (double)(e1 - e0);
 	}
-	if (force_hz > 0)
-		hz = force_hz;
 	x->id = sh5_writer_add_series(w, parent, s, hz, &err);
 	if (x->id < 0)
 		die("cannot add a series", &err);
@@ -179,13 +178,13 @@ int main(int argc, char **argv)
 	struct sh5_error err = { 0 };
 	char node[SH5_NAME_MAX];
 	hid_t in, ng;
-	uint64_t flush = 10, next_flush, total = 0;
+	uint64_t flush = 10, phase = 0, next_flush, total = 0;
 	struct stat st;
 	size_t i;
 	int c, more;
 
 	sh5_writer_opts_init(&o);
-	while ((c = getopt(argc, argv, "c:F:r:")) != -1) {
+	while ((c = getopt(argc, argv, "c:F:P:r:")) != -1) {
 		switch (c) {
 		case 'c':
 			o.compression = (int)strtol(optarg, NULL, 10);
@@ -193,20 +192,21 @@ int main(int argc, char **argv)
 		case 'F':
 			flush = strtoull(optarg, NULL, 10);
 			break;
+		case 'P':
+			phase = strtoull(optarg, NULL, 10);
+			break;
 		case 'r':
-			/* the writer sizes chunks from the rate */
-			force_hz = strtod(optarg, NULL) /
-				   (double)sh5_writer_chunk_rows(1.0);
+			o.chunk_rows = strtoul(optarg, NULL, 10);
 			break;
 		default:
 			fprintf(stderr, "usage: sh5_replay [-c LEVEL] "
-					"[-F SECONDS] [-r ROWS] IN.h5 OUT.h5\n");
+					"[-F SECONDS] [-P PHASE] [-r ROWS] IN.h5 OUT.h5\n");
 			return 2;
 		}
 	}
 	if (argc - optind != 2 || !flush) {
 		fprintf(stderr, "usage: sh5_replay [-c LEVEL] [-F SECONDS] "
-				"[-r ROWS] IN.h5 OUT.h5\n");
+				"[-P PHASE] [-r ROWS] IN.h5 OUT.h5\n");
 		return 2;
 	}
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -226,7 +226,7 @@ int main(int argc, char **argv)
 		die("flush failed", &err);
 	walk(ng, NULL);
 	/* Append in time order, flushing every flush seconds of samples. */
-	next_flush = flush;
+	next_flush = flush + phase % flush;
 	do {
 		more = 0;
 		for (i = 0; i < nins; i++) {
@@ -248,7 +248,7 @@ int main(int argc, char **argv)
 			if (x->next < x->n)
 				more = 1;
 		}
-		if (next_flush == flush)
+		if (next_flush == flush + phase % flush)
 			H5Aiterate2(ng, H5_INDEX_NAME, H5_ITER_INC, NULL,
 				    copy_attr, "Sampling Frequencies");
 		if (sh5_writer_flush(w, &err) < 0)

@@ -48,16 +48,31 @@ void sh5_writer_opts_init(struct sh5_writer_opts *o)
 	o->compression = 4;
 	o->shuffle = 1;
 	o->max_pending = 1u << 20;
+	o->chunk_rows = 0;
 }
 
+/*
+ * Chunk length: ten minutes of samples, at least 512 and at most 4096
+ * records.  Measured on real task and network samples
+ * (bench/sh5_replay -r, doc/format.md "Storage"): shuffle + deflate
+ * needs a few hundred records per chunk to reach its ratio (bytes per
+ * sample: 17.2 at 32 records, 14.2 at 128, 13.2 at 256, 12.7 at 300,
+ * 11.8 at 600, 11.9 at 1200) -- hence the floor, which at Slurm's usual
+ * 30 s sampling gives chunks of about 4 hours.  The ceiling bounds the
+ * flush cost: the last, partial chunk of a series is compressed and
+ * written again at every flush (and its old copy freed), so a flush
+ * costs up to one chunk per series (4096 task records: 360 KiB).
+ * Slurm's gather plugins sample at most once a second, i.e. 600
+ * records: 53 KiB per task and flush.
+ */
 size_t sh5_writer_chunk_rows(double hz)
 {
-	double rows = (hz > 0 ? hz : 1.0) * 300.0;
+	double rows = (hz > 0 ? hz : 1.0) * 600.0;
 
-	if (rows < 32)
-		return 32;
-	if (rows > 8192)
-		return 8192;
+	if (rows < 512)
+		return 512;
+	if (rows > 4096)
+		return 4096;
 	return (size_t)rows;
 }
 
@@ -295,6 +310,7 @@ int sh5_writer_add_series(struct sh5_writer *w, const char *parent,
 	} else {
 		id = add_table(w, parent && parent[0] ? parent : NULL, s->name,
 			       s, s->ops->record_size(s),
+			       w->opts.chunk_rows ? w->opts.chunk_rows :
 			       sh5_writer_chunk_rows(sample_hz), errp);
 	}
 	pthread_mutex_unlock(&w->lock);
