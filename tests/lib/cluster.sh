@@ -225,6 +225,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MpiDefault=none
 SchedulerType=sched/builtin
+SchedulerParameters=batch_sched_delay=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2
@@ -502,11 +503,13 @@ cluster_stepd_pids_all() {
 # CLUSTER_STOP_TIMEOUT), then remove the links and namespaces it made.
 # Safe to call twice.
 cluster_stop() {
-	local f=${CLUSTER_DIR:-}/cluster.created stage kind a b c pids left
+	local f=${CLUSTER_DIR:-}/cluster.created stage kind a b c pids left ctld
 	[ -n "${CLUSTER_DIR:-}" ] && [ -f "$f" ] || return 0
-	if [ -s "$f" ] && [ -n "${SLURM_CONF:-}" ] && grep -q '^pid 2 ' "$f"; then
-		timeout 10 scancel --quiet --user=root --full 2>/dev/null
-		timeout 10 scancel --quiet 2>/dev/null
+	# Cancel every job (of any user) while the controller still runs,
+	# so step daemons end cleanly.
+	ctld=$(awk '$1 == "pid" && $4 == "slurmctld" { print $3 }' "$f")
+	if [ -n "$ctld" ] && cluster_pid_alive "$ctld" && [ -n "${SLURM_CONF:-}" ]; then
+		timeout 5 scancel --quiet --partition=debug 2>/dev/null
 	fi
 	for stage in 3 2 1; do
 		pids=$(awk -v s="$stage" '$1 == "pid" && $2 == s { print $3 }' "$f")
