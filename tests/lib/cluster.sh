@@ -506,6 +506,10 @@ cluster_stepd_pids_all() {
 # Safe to call twice.
 cluster_stop() {
 	local f=${CLUSTER_DIR:-}/cluster.created stage kind a b c pids left ctld
+	# Teardown must run to the end even under "set -e" (options are
+	# restored on return).
+	local -
+	set +e
 	[ -n "${CLUSTER_DIR:-}" ] && [ -f "$f" ] || return 0
 	# Cancel every job (of any user) while the controller still runs,
 	# so step daemons end cleanly.
@@ -539,6 +543,8 @@ cluster_stop() {
 # caller's exit status.
 cluster_cleanup() {
 	local rc=$?
+	local -
+	set +e
 	cluster_stop
 	cluster_release_locks
 	if [ "${_cluster_made_dir:-0}" = 1 ] && [ -n "${CLUSTER_DIR:-}" ]; then
