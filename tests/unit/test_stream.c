@@ -455,6 +455,49 @@ static uint64_t spooled_samples(const char *dir, int *files)
 	return n;
 }
 
+/* Wait (at most 10 s, polling) for the stream's next error text. */
+static int wait_error(struct sh5_stream *s, char *text, size_t size)
+{
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		if (sh5_stream_last_error(s, text, size))
+			return 1;
+		sleep_ms(20);
+	}
+	return 0;
+}
+
+/* Wait (at most 10 s) until the stream has sent at least n samples. */
+static void wait_sent(struct sh5_stream *s, uint64_t n)
+{
+	struct sh5_stream_stats st;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		sh5_stream_stats(s, &st);
+		if (st.sent >= n)
+			return;
+		sleep_ms(20);
+	}
+	ck_abort_msg("stream did not send %" PRIu64 " samples", n);
+}
+
+/* Wait (at most 10 s) until the stream has spooled something. */
+static void wait_spooled(struct sh5_stream *s)
+{
+	struct sh5_stream_stats st;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		sh5_stream_stats(s, &st);
+		if (st.spooled > 0)
+			return;
+		sleep_ms(20);
+	}
+	ck_abort_msg("stream did not spool");
+}
+
 #define REQUIRE_SERVERS() \
 	ck_assert_msg(have_servers, "test servers did not start (see %s)", \
 		      tmpdir)
@@ -620,13 +663,12 @@ START_TEST(test_stream_server_returns_during_stream)
 	push_rounds(s, 0, 50);
 	sleep_ms(400);
 	push_rounds(s, 50, 50);
-	sleep_ms(300);
-	ck_assert_int_eq(sh5_stream_last_error(s, text, sizeof(text)), 1);
+	ck_assert_int_eq(wait_error(s, text, sizeof(text)), 1);
 	ck_assert_msg(strstr(text, "onnect") != NULL, "%s", text);
 	ck_assert_int_eq(influxd_start(dir2, port, 0), port);
 	create_db(port, "midway");
 	push_rounds(s, 100, 50);
-	sleep_ms(2500); /* backoff is at most 2 s by now */
+	wait_sent(s, 450); /* the backlog, once the backoff allows */
 	push_rounds(s, 150, 50);
 	ck_assert_int_eq(sh5_stream_close(s, 5000, &st), 0);
 	ck_assert_uint_eq(st.pushed, 600);
@@ -724,8 +766,7 @@ START_TEST(test_stream_wrong_credentials)
 	s = sh5_stream_create(&conf, &tags, &err);
 	ck_assert_msg(s != NULL, "%s", err.text);
 	push_rounds(s, 0, 5);
-	sleep_ms(400);
-	ck_assert_int_eq(sh5_stream_last_error(s, text, sizeof(text)), 1);
+	ck_assert_int_eq(wait_error(s, text, sizeof(text)), 1);
 	ck_assert_msg(strstr(text, "HTTP 401") && strstr(text, "authorization failed"),
 		      "%s", text);
 	ck_assert_ptr_nonnull(strstr(text, "127.0.0.1"));
@@ -764,8 +805,7 @@ START_TEST(test_stream_url_credentials_not_in_errors)
 	s = sh5_stream_create(&conf, &tags, &err);
 	ck_assert_msg(s != NULL, "%s", err.text);
 	push_rounds(s, 0, 2);
-	sleep_ms(400);
-	ck_assert_int_eq(sh5_stream_last_error(s, text, sizeof(text)), 1);
+	ck_assert_int_eq(wait_error(s, text, sizeof(text)), 1);
 	ck_assert_ptr_nonnull(strstr(text, "HTTP 4"));
 	ck_assert_ptr_null(strstr(text, "S3cret"));
 	ck_assert_ptr_nonnull(strstr(text, "db=nodb"));
@@ -788,8 +828,7 @@ START_TEST(test_stream_unknown_database)
 	s = sh5_stream_create(&conf, &tags, &err);
 	ck_assert_msg(s != NULL, "%s", err.text);
 	push_rounds(s, 0, 3);
-	sleep_ms(400);
-	ck_assert_int_eq(sh5_stream_last_error(s, text, sizeof(text)), 1);
+	ck_assert_int_eq(wait_error(s, text, sizeof(text)), 1);
 	ck_assert_msg(strstr(text, "HTTP 404") &&
 			      strstr(text, "database not found"),
 		      "%s", text);
@@ -814,8 +853,7 @@ START_TEST(test_stream_unreachable_port)
 	s = sh5_stream_create(&conf, &tags, &err);
 	ck_assert_msg(s != NULL, "%s", err.text);
 	push_rounds(s, 0, 3);
-	sleep_ms(300);
-	ck_assert_int_eq(sh5_stream_last_error(s, text, sizeof(text)), 1);
+	ck_assert_int_eq(wait_error(s, text, sizeof(text)), 1);
 	ck_assert_msg(strstr(text, "POST http://127.0.0.1:1/write?db=x") &&
 			      strstr(text, "onnect"),
 		      "%s", text);
@@ -849,12 +887,11 @@ START_TEST(test_stream_rejected_batch_not_retried)
 	v[0].u = 1;
 	ck_assert_int_eq(sh5_stream_push(s, "X", 0, names, tu, v, 1, T0), 0);
 	sh5_stream_flush(s);
-	sleep_ms(300);
+	wait_sent(s, 1);
 	v[0].d = 1.5;
 	ck_assert_int_eq(sh5_stream_push(s, "X", 0, names, td, v, 1, T0 + 1), 0);
 	sh5_stream_flush(s);
-	sleep_ms(300);
-	ck_assert_int_eq(sh5_stream_last_error(s, text, sizeof(text)), 1);
+	ck_assert_int_eq(wait_error(s, text, sizeof(text)), 1);
 	ck_assert_msg(strstr(text, "HTTP 400") && strstr(text, "not retried"),
 		      "%s", text);
 	v[0].u = 3;
@@ -960,7 +997,7 @@ START_TEST(test_stream_live_owner_files_not_adopted)
 	a = sh5_stream_create(&down, &ta, &err);
 	ck_assert_msg(a != NULL, "%s", err.text);
 	push_rounds(a, 0, 10);
-	sleep_ms(400); /* a's first POST failed: its batch is spooled */
+	wait_spooled(a); /* a's first POST failed: its batch is spooled */
 	ck_assert_uint_gt(spooled_samples(spool, &files), 0);
 	b = sh5_stream_create(&up, &tb, &err);
 	ck_assert_msg(b != NULL, "%s", err.text);
@@ -1214,12 +1251,11 @@ START_TEST(test_stream_influx2_token_and_order_across_failures)
 	s = sh5_stream_create(&conf, &tags, &err);
 	ck_assert_msg(s != NULL, "%s", err.text);
 	push_rounds(s, 0, 30);
-	sleep_ms(300);
-	ck_assert_int_eq(sh5_stream_last_error(s, text, sizeof(text)), 1);
+	ck_assert_int_eq(wait_error(s, text, sizeof(text)), 1);
 	ck_assert_msg(strstr(text, "HTTP 503"), "%s", text);
 	push_rounds(s, 30, 30);
 	unlink(status);
-	sleep_ms(1500);
+	wait_sent(s, 180);
 	push_rounds(s, 60, 30);
 	ck_assert_int_eq(sh5_stream_close(s, 5000, &st), 0);
 	ck_assert_uint_eq(st.sent, 270);
