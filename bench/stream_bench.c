@@ -101,7 +101,9 @@ int main(int argc, char **argv)
 	printf("memory bound       %.1f MiB with the defaults (queue %zu, batch %zu)\n",
 	       (double)sh5_stream_memory_bound(&conf) / (1 << 20),
 	       conf.queue_max, conf.batch_max);
-	printf("ratio              enqueue cost / 1 s sample period = %.2e\n",
-	       (double)(t1 - t0) / (double)n / 1e9);
+	if (st.sent)
+		printf("ratio              sending costs %.0f x enqueueing, per sample\n",
+		       ((double)(t2 - t0) / (double)st.sent) /
+			       ((double)(t1 - t0) / (double)n));
 	return st.sent == (uint64_t)n ? 0 : 1;
 }

@@ -56,12 +56,14 @@
 #define POLL_MS 100
 #define CHUNK 64
 #define MAX_SPOOL_FILE (64 << 20)
-/* Worst-case bytes of one formatted sample (all names escaped twice). */
+/* Worst-case bytes of one formatted sample: names and tags have no
+ * control characters (push and create refuse them), so escaping at most
+ * doubles them; a number takes at most 26 bytes. */
 #define LINE_MAX_BYTES                                                      \
-	(2 * SH5_STREAM_MAX_NAME * 6 + 5 * (16 + 6 * SH5_STREAM_MAX_NAME) + \
-	 SH5_STREAM_MAX_FIELDS * (6 * SH5_STREAM_MAX_NAME + 40) + 64)
+	(2 * 2 * SH5_STREAM_MAX_NAME + 5 * (16 + 2 * SH5_STREAM_MAX_NAME) + \
+	 SH5_STREAM_MAX_FIELDS * (2 * SH5_STREAM_MAX_NAME + 40) + 64)
 /* Worst-case bytes of one counter_stats entry. */
-#define STATS_MAX_BYTES (12 * SH5_STREAM_MAX_NAME + 8 * 48 + 160)
+#define STATS_MAX_BYTES (8 * SH5_STREAM_MAX_NAME + 8 * 40 + 160)
 
 struct schema {
 	char *series;
@@ -606,6 +608,18 @@ static void schema_free(struct schema *sc)
 	free(sc);
 }
 
+/* Names are 1..SH5_STREAM_MAX_NAME bytes without control characters. */
+static int name_ok(const char *s)
+{
+	size_t n = 0;
+
+	for (; s[n]; n++)
+		if ((unsigned char)s[n] < 0x20 || s[n] == 0x7f ||
+		    n >= SH5_STREAM_MAX_NAME)
+			return 0;
+	return n > 0;
+}
+
 /* Index of the shape, adding it when new (lock held).  -1 with errno. */
 static int schema_find(struct sh5_stream *s, const char *series,
 		       const char *const *names,
@@ -629,13 +643,12 @@ static int schema_find(struct sh5_stream *s, const char *series,
 		errno = ENOSPC;
 		return -1;
 	}
-	if (strlen(series) > SH5_STREAM_MAX_NAME || !series[0]) {
+	if (!name_ok(series)) {
 		errno = EINVAL;
 		return -1;
 	}
 	for (k = 0; k < nf; k++)
-		if (!names[k] || !names[k][0] ||
-		    strlen(names[k]) > SH5_STREAM_MAX_NAME ||
+		if (!names[k] || !name_ok(names[k]) ||
 		    (types[k] != SH5_STREAM_U64 &&
 		     types[k] != SH5_STREAM_DOUBLE)) {
 			errno = EINVAL;
@@ -1690,9 +1703,11 @@ out:
 
 static int check_tag(const char *name, const char *v, struct sh5_error *errp)
 {
-	if (v && strlen(v) > SH5_STREAM_MAX_NAME) {
+	if (v && v[0] && !name_ok(v)) {
 		errno = EINVAL;
-		return sh5_errprintf(errp, "stream: tag %s longer than %d bytes",
+		return sh5_errprintf(errp,
+				     "stream: tag %s is longer than %d bytes or "
+				     "has control characters",
 				     name, SH5_STREAM_MAX_NAME);
 	}
 	return 0;
@@ -1770,6 +1785,14 @@ struct sh5_stream *sh5_stream_create(const struct sh5_stream_conf *conf,
 	s->tags.node = s->node;
 	s->ring = calloc(s->qcap, sizeof(*s->ring));
 	s->batch = calloc(s->batch_max, sizeof(*s->batch));
+	if (s->ring) {
+		/* touch every page now: push() must not take page faults */
+		volatile char *p = (volatile char *)s->ring;
+		size_t off, len = s->qcap * sizeof(*s->ring);
+
+		for (off = 0; off < len; off += 4096)
+			p[off] = 0;
+	}
 	if (!s->ring || !s->batch || (conf->user && !s->user) ||
 	    (conf->pass && conf->pass[0] && !s->pass) ||
 	    (conf->token && conf->token[0] && !s->token) ||

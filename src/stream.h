@@ -97,7 +97,8 @@ struct sh5_stream_conf {
 				    (default 0: verify) */
 };
 
-/* Tags added to every sample (copied; NULL or "" leaves a tag out). */
+/* Tags added to every sample (copied; NULL or "" leaves a tag out; at
+ * most SH5_STREAM_MAX_NAME bytes, no control characters). */
 struct sh5_stream_tags {
 	const char *job;
 	const char *step;
@@ -151,7 +152,8 @@ struct sh5_stream *sh5_stream_create(const struct sh5_stream_conf *conf,
  * push of a new (series, names, types) shape copies its names once.
  * Never blocks on I/O; safe to call from several threads.
  * Returns 0, or -1 with errno EINVAL (NULL arguments, nfields 0 or above
- * SH5_STREAM_MAX_FIELDS, a name longer than SH5_STREAM_MAX_NAME),
+ * SH5_STREAM_MAX_FIELDS, an empty name, one longer than
+ * SH5_STREAM_MAX_NAME or with control characters),
  * ENOSPC (more than SH5_STREAM_MAX_SERIES shapes), ENOMEM (first push of
  * a shape), EPIPE (stream is closing).  A full queue is not an error:
  * the oldest sample is dropped and counted.

@@ -1336,6 +1336,10 @@ START_TEST(test_stream_push_argument_errors)
 	ck_assert_int_eq(sh5_stream_push(s, "S", 0, longname, types, v, 1, 1),
 			 -1);
 	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_int_eq(sh5_stream_push(s, "S\n", 0, names, types, v, 1, 1),
+			 -1);
+	ck_assert_int_eq(errno, EINVAL);
 	for (i = 0; i < SH5_STREAM_MAX_SERIES; i++) {
 		snprintf(series, sizeof(series), "S%d", i);
 		ck_assert_int_eq(sh5_stream_push(s, series, 0, names, types, v,

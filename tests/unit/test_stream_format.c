@@ -192,6 +192,15 @@ START_TEST(test_stream_create_rejects_bad_conf)
 	ck_assert_ptr_nonnull(strstr(err.text, "precision=ns"));
 	ck_assert_ptr_null(strstr(err.text, "secret"));
 
+	{
+		const struct sh5_stream_tags bad = { "1\n2", "0", "n1" };
+
+		conf.url = "http://127.0.0.1:1/write";
+		errno = 0;
+		ck_assert_ptr_null(sh5_stream_create(&conf, &bad, &err));
+		ck_assert_int_eq(errno, EINVAL);
+		ck_assert_ptr_nonnull(strstr(err.text, "tag job"));
+	}
 	conf.url = "http://127.0.0.1:1/write";
 	conf.format = 0;
 	ck_assert_ptr_null(sh5_stream_create(&conf, &tags, &err));
