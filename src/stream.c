@@ -918,8 +918,11 @@ static void spool_scan(struct sh5_stream *s, uint64_t evict)
 	int again, len;
 
 	s->oldest[0] = '\0';
+	s->last_scan = mono_ns();
 	d = opendir(s->spool_dir);
 	if (!d) {
+		/* nothing of it can be sent now; retry at the next scan */
+		s->own_files = 0;
 		set_error(s, "stream: spool %s: %s", s->spool_dir,
 			  strerror(errno));
 		return;
@@ -1399,7 +1402,7 @@ static void count_post(struct sh5_stream *s, enum post_result r, uint64_t n,
 static void send_spooled(struct sh5_stream *s)
 {
 	char path[PATH_MAX], name[256];
-	struct spool_name sn;
+	struct spool_name sn = { 0 };
 	enum post_result r;
 
 	snprintf(name, sizeof(name), "%s", s->oldest);

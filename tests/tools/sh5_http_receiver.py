@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Small local HTTP receiver for the sh5 stream tests.
 
-    sh5_http_receiver.py DIR            record requests
-    sh5_http_receiver.py --hang DIR     accept TCP connections, never answer
+    sh5_http_receiver.py [--tls CERT KEY] DIR   record requests
+    sh5_http_receiver.py --hang DIR             accept TCP connections,
+                                                never answer
 
 Listens on 127.0.0.1 on a free port and writes the port to DIR/port once
 it is listening (and its pid to DIR/pid).  In record mode each request is
@@ -10,6 +11,7 @@ appended as one JSON line to DIR/requests.jsonl:
 {"method", "path", "headers" (lower-case names), "body", "status"}; the
 answer is 204, or the status code written in DIR/status when that file
 exists (to simulate a failing server; the request is still recorded).
+With --tls it serves HTTPS with the given certificate and key (PEM).
 In --hang mode connections are accepted and held open, never read from or
 answered, until the process is terminated.
 """
@@ -17,6 +19,7 @@ import http.server
 import json
 import os
 import socket
+import ssl
 import sys
 import threading
 
@@ -40,7 +43,7 @@ def hang(d):
         held.append(c)
 
 
-def record(d):
+def record(d, tls=None):
     lock = threading.Lock()
     log = os.path.join(d, "requests.jsonl")
 
@@ -74,6 +77,10 @@ def record(d):
 
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(tls[0], tls[1])
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     write_atomic(os.path.join(d, "pid"), "%d\n" % os.getpid())
     write_atomic(os.path.join(d, "port"), "%d\n" % srv.server_address[1])
     srv.serve_forever()
@@ -85,6 +92,8 @@ def main():
         hang(args[1])
     elif len(args) == 1 and not args[0].startswith("-"):
         record(args[0])
+    elif len(args) == 4 and args[0] == "--tls":
+        record(args[3], (args[1], args[2]))
     else:
         sys.stderr.write(__doc__)
         sys.exit(2)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -115,8 +116,10 @@ static void influxd_stop(const char *dir)
 	influxd_sh(args);
 }
 
-/* Start the python receiver (hang != 0: the never-answering listener). */
-static pid_t receiver_start(const char *dir, int hang, int *port)
+/* Start the python receiver (hang != 0: the never-answering listener;
+ * cert: serve HTTPS with cert.pem and key.pem of that directory). */
+static pid_t receiver_start_tls(const char *dir, int hang, int *port,
+				const char *cert)
 {
 	char script[1200], portfile[1200];
 	pid_t pid;
@@ -129,7 +132,16 @@ static pid_t receiver_start(const char *dir, int hang, int *port)
 	unlink(portfile);
 	pid = fork();
 	if (pid == 0) {
-		if (hang)
+		char c[1200], k[1200];
+
+		/* never outlive the test process that started it */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		snprintf(c, sizeof(c), "%s/cert.pem", cert ? cert : "");
+		snprintf(k, sizeof(k), "%s/key.pem", cert ? cert : "");
+		if (cert)
+			execl("/usr/bin/python3", "python3", script, "--tls", c,
+			      k, dir, (char *)NULL);
+		else if (hang)
 			execl("/usr/bin/python3", "python3", script, "--hang",
 			      dir, (char *)NULL);
 		else
@@ -146,6 +158,11 @@ static pid_t receiver_start(const char *dir, int hang, int *port)
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
 	return -1;
+}
+
+static pid_t receiver_start(const char *dir, int hang, int *port)
+{
+	return receiver_start_tls(dir, hang, port, NULL);
 }
 
 static void stop_pid(pid_t *pid)
@@ -1306,6 +1323,62 @@ START_TEST(test_stream_influx2_token_and_order_across_failures)
 }
 END_TEST
 
+/* https: the peer is verified by default (a self-signed certificate is
+ * refused, data kept), accepted with its CA file, or when told insecure. */
+START_TEST(test_stream_tls_verification)
+{
+	struct sh5_stream_conf conf;
+	struct sh5_stream_tags tags = { "903", "0", "n4" };
+	struct sh5_stream_stats st;
+	struct sh5_error err = { "" };
+	struct sh5_stream *s;
+	char url[256], dir[700], cmd[2000], text[256], ca[800];
+	pid_t pid;
+	int port;
+
+	REQUIRE_SERVERS();
+	make_dir(dir, sizeof(dir), "tls");
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey rsa:2048 -nodes -days 1 "
+		 "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
+		 "-keyout '%s/key.pem' -out '%s/cert.pem' >/dev/null 2>&1",
+		 dir, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	pid = receiver_start_tls(dir, 0, &port, dir);
+	ck_assert_int_gt(pid, 0);
+	sh5_stream_conf_init(&conf);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/write?db=t", port);
+	conf.url = url;
+	conf.format = SH5_STREAM_INFLUX1;
+	conf.flush_interval_ms = 50;
+
+	s = sh5_stream_create(&conf, &tags, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	push_rounds(s, 0, 2);
+	ck_assert_int_eq(wait_error(s, text, sizeof(text)), 1);
+	ck_assert_msg(strstr(text, "certificate"), "%s", text);
+	sh5_stream_close(s, 500, &st);
+	ck_assert_uint_eq(st.sent, 0);
+
+	snprintf(ca, sizeof(ca), "%s/cert.pem", dir);
+	conf.ca_file = ca;
+	s = sh5_stream_create(&conf, &tags, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	push_rounds(s, 0, 2);
+	ck_assert_int_eq(sh5_stream_close(s, 3000, &st), 0);
+	ck_assert_uint_eq(st.sent, 6);
+
+	conf.ca_file = NULL;
+	conf.insecure_tls = 1;
+	s = sh5_stream_create(&conf, &tags, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	push_rounds(s, 0, 2);
+	ck_assert_int_eq(sh5_stream_close(s, 3000, &st), 0);
+	ck_assert_uint_eq(st.sent, 6);
+	stop_pid(&pid);
+}
+END_TEST
+
 START_TEST(test_stream_push_argument_errors)
 {
 	const char *names[] = { "a" };
@@ -1387,6 +1460,7 @@ int main(void)
 	tcase_add_test(tc, test_stream_live_owner_files_not_adopted);
 	tcase_add_test(tc, test_stream_json_packets);
 	tcase_add_test(tc, test_stream_influx2_token_and_order_across_failures);
+	tcase_add_test(tc, test_stream_tls_verification);
 	tcase_add_test(tc, test_stream_push_argument_errors);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
