@@ -703,7 +703,9 @@ int sh5_stream_push(struct sh5_stream *s, const char *series, int task,
 	memcpy(sl->v, values, nfields * sizeof(*values));
 	s->count++;
 	s->st.pushed++;
-	if (s->count == s->batch_max || s->count == s->qcap / 2)
+	/* wake the sender when its timers must start or a batch is full */
+	if (s->count == 1 || s->count == s->batch_max ||
+	    s->count == s->qcap / 2)
 		wake = 1;
 	pthread_mutex_unlock(&s->lock);
 	if (wake)
@@ -730,6 +732,8 @@ void sh5_stream_stats(struct sh5_stream *s, struct sh5_stream_stats *st)
 		return;
 	pthread_mutex_lock(&s->lock);
 	*st = s->st;
+	if (s->err_new)
+		memcpy(st->last_error, s->err, sizeof(st->last_error));
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -1503,9 +1507,12 @@ static void *sender_main(void *arg)
 			pthread_mutex_lock(&s->lock);
 			continue;
 		}
-		/* sleep until something is due */
-		wake = s->last_scan + SCAN_PERIOD_NS;
-		if (s->count > 0 &&
+		/* sleep until something is due (push() wakes us when the
+		 * queue stops being empty or fills a batch) */
+		wake = now + 3600 * 1000000000LL;
+		if (s->spool_ok)
+			wake = s->last_scan + SCAN_PERIOD_NS;
+		if (s->count > 0 && !s->body_pending &&
 		    s->last_form + s->flush_ms * 1000000LL < wake)
 			wake = s->last_form + s->flush_ms * 1000000LL;
 		if (backoff && s->backoff_until < wake)
@@ -1871,6 +1878,9 @@ int sh5_stream_close(struct sh5_stream *s, long deadline_ms,
 	if (!done)
 		s->abandoned = 1;
 	copy = s->st;
+	if (s->err_new)
+		memcpy(copy.last_error, s->err, sizeof(copy.last_error));
+	s->err_new = 0;
 	pthread_mutex_unlock(&s->lock);
 	copy.closed_in_time = done;
 	rc = (copy.dropped_queue || copy.rejected || copy.unsent) ? -1 : 0;

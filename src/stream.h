@@ -121,6 +121,9 @@ struct sh5_stream_stats {
 	uint64_t failed_posts;	/* POSTs that failed (batch kept) */
 	int closed_in_time;	/* 1 when close() stopped the sender before
 				   its deadline, 0 when it had to abandon it */
+	char last_error[256];	/* the latest error text not yet returned by
+				   sh5_stream_last_error(), "" if none (close()
+				   counts as returning it) */
 };
 
 struct sh5_stream;

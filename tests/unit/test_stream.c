@@ -545,6 +545,7 @@ START_TEST(test_stream_influx1_delivers_every_sample)
 	push_rounds(s, 0, n);
 	ck_assert_int_eq(sh5_stream_close(s, 5000, &st), 0);
 	ck_assert_int_eq(st.closed_in_time, 1);
+	ck_assert_str_eq(st.last_error, "");
 	ck_assert_uint_eq(st.pushed, (uint64_t)(3 * n));
 	ck_assert_uint_eq(st.sent, (uint64_t)(3 * n));
 	ck_assert_uint_eq(st.spooled, 0);
@@ -555,6 +556,45 @@ START_TEST(test_stream_influx1_delivers_every_sample)
 	ck_assert_int_eq(count_rows(ifx_port, db, "Task", "CPUTime"), 2 * n);
 	ck_assert_int_eq(count_rows(ifx_port, db, "Energy", "Power"), n);
 	check_task_rows(ifx_port, db, job, 0, n);
+}
+END_TEST
+
+/* A lone sample goes out after the flush interval, without close() or
+ * flush() (the sender's timer starts with the first queued sample). */
+START_TEST(test_stream_lone_sample_sent_by_flush_interval)
+{
+	struct sh5_stream_conf conf;
+	struct sh5_stream_tags tags = { "150", "0", "n1" };
+	struct sh5_stream_stats st;
+	struct sh5_error err = { "" };
+	struct sh5_stream *s;
+	char url[256];
+	int i;
+
+	char spool[700], db[16];
+
+	REQUIRE_SERVERS();
+	snprintf(db, sizeof(db), "lone%d", _i);
+	create_db(ifx_port, db);
+	base_conf(&conf, url, sizeof(url), ifx_port, db);
+	if (_i) {
+		make_dir(spool, sizeof(spool), "spool-lone");
+		conf.spool_dir = spool;
+	}
+	s = sh5_stream_create(&conf, &tags, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	sleep_ms(200); /* the sender is idle now */
+	push_rounds(s, 0, 1);
+	/* well before the 10 s spool scan period could wake it */
+	for (i = 0; i < 150; i++) {
+		sh5_stream_stats(s, &st);
+		if (st.sent == 3)
+			break;
+		sleep_ms(20);
+	}
+	ck_assert_uint_eq(st.sent, 3);
+	ck_assert_int_eq(count_rows(ifx_port, db, "Task", "CPUTime"), 2);
+	ck_assert_int_eq(sh5_stream_close(s, 1000, &st), 0);
 }
 END_TEST
 
@@ -728,6 +768,8 @@ START_TEST(test_stream_close_keeps_deadline_on_hanging_server)
 	dt = now_ms() - t0;
 	ck_assert_msg(dt < 1000 + 300, "close took %" PRId64 " ms", dt);
 	ck_assert_int_eq(st.closed_in_time, 1);
+	ck_assert_msg(strstr(st.last_error, "close deadline reached"), "%s",
+		      st.last_error);
 	ck_assert_uint_eq(st.sent, 0);
 	ck_assert_uint_eq(st.spooled, 180);
 	ck_assert_uint_eq(spooled_samples(spool, &files), 180);
@@ -1445,6 +1487,8 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_stream_influx1_delivers_every_sample, 0,
 			    (int)(sizeof(sizes) / sizeof(sizes[0])));
+	tcase_add_loop_test(tc, test_stream_lone_sample_sent_by_flush_interval,
+			    0, 2);
 	tcase_add_test(tc, test_stream_energy_values_and_tags);
 	tcase_add_test(tc, test_stream_spool_delivered_by_next_stream);
 	tcase_add_test(tc, test_stream_server_returns_during_stream);
