@@ -53,6 +53,11 @@
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 30000
 #define SCAN_PERIOD_NS (10LL * 1000000000LL)
+/* slurmstepd drops privileges for short moments (setuid affects every
+ * thread): a spool operation refused then is tried again soon. */
+#define SCAN_RETRY_NS (200LL * 1000000LL)
+#define PERM_RETRIES 10
+#define PERM_RETRY_NS (20LL * 1000000LL)
 #define POLL_MS 100
 #define CHUNK 64
 #define MAX_SPOOL_FILE (64 << 20)
@@ -119,7 +124,7 @@ struct sh5_stream {
 	int64_t abort_at;
 	struct sh5_stream_stats st;
 	char err[256];
-	int err_new, err_since_ok;
+	int err_new, err_since_ok, err_kind;
 
 	/* sender thread only */
 	CURL *easy;
@@ -141,7 +146,7 @@ struct sh5_stream {
 	uint64_t spool_bytes;
 	int64_t backoff_until;
 	long backoff_ms;
-	int64_t last_form, last_scan;
+	int64_t last_form, next_scan;
 };
 
 static void stream_free(struct sh5_stream *s);
@@ -225,10 +230,21 @@ static void scrub(char *text, size_t size, const char *secret)
 	(void)size;
 }
 
+/* Error kinds: an error is reported again only when its kind changes
+ * or after a success (texts of one kind vary, e.g. curl's timings). */
+enum {
+	EK_FORMAT = 1,
+	EK_ABORT,
+	EK_MULTI,
+	EK_SPOOL = 100,	 /* + errno */
+	EK_CURL = 1000,	 /* + CURLcode */
+	EK_HTTP = 2000,	 /* + status */
+};
+
 /* Record an error text (credentials scrubbed) for last_error(). */
-static void set_error(struct sh5_stream *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void set_error(struct sh5_stream *s, const char *fmt, ...)
+static void set_error(struct sh5_stream *s, int kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_error(struct sh5_stream *s, int kind, const char *fmt, ...)
 {
 	char text[256];
 	va_list ap;
@@ -240,11 +256,13 @@ static void set_error(struct sh5_stream *s, const char *fmt, ...)
 	scrub(text, sizeof(text), s->enc_pass);
 	scrub(text, sizeof(text), s->token);
 	pthread_mutex_lock(&s->lock);
-	if (s->err_since_ok || strcmp(text, s->err) != 0) {
-		memcpy(s->err, text, sizeof(text));
+	if (s->err_since_ok || kind != s->err_kind) {
 		s->err_new = 1;
 		s->err_since_ok = 0;
+		s->err_kind = kind;
 	}
+	/* keep the newest text of the kind (as fresh as possible) */
+	memcpy(s->err, text, sizeof(text));
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -807,7 +825,7 @@ static size_t form_batch(struct sh5_stream *s, struct buf *b, uint64_t *nsent,
 	else
 		rc = format_lines(s, s->batch, n, b, nsent);
 	if (rc < 0) {
-		set_error(s, "stream: out of memory formatting %zu samples",
+		set_error(s, EK_FORMAT, "formatting %zu samples: out of memory",
 			  n);
 		pthread_mutex_lock(&s->lock);
 		s->st.unsent += n - *nsent;
@@ -922,12 +940,14 @@ static void spool_scan(struct sh5_stream *s, uint64_t evict)
 	int again, len;
 
 	s->oldest[0] = '\0';
-	s->last_scan = mono_ns();
+	s->next_scan = mono_ns() + SCAN_PERIOD_NS;
 	d = opendir(s->spool_dir);
 	if (!d) {
 		/* nothing of it can be sent now; retry at the next scan */
 		s->own_files = 0;
-		set_error(s, "stream: spool %s: %s", s->spool_dir,
+		if (errno == EACCES || errno == EPERM)
+			s->next_scan = mono_ns() + SCAN_RETRY_NS;
+		set_error(s, EK_SPOOL + errno, "spool %s: %s", s->spool_dir,
 			  strerror(errno));
 		return;
 	}
@@ -962,9 +982,13 @@ static void spool_scan(struct sh5_stream *s, uint64_t evict)
 				       sn.ts, s->owner, sn.owner, sn.tag, sn.n,
 				       sn.ext);
 			if (len < 0 || (size_t)len >= sizeof(name) ||
-			    path_in(s, path2, sizeof(path2), name) < 0 ||
-			    rename(path, path2) < 0)
+			    path_in(s, path2, sizeof(path2), name) < 0)
 				continue;
+			if (rename(path, path2) < 0) {
+				if (errno == EACCES || errno == EPERM)
+					s->next_scan = mono_ns() + SCAN_RETRY_NS;
+				continue;
+			}
 		} else {
 			len = snprintf(name, sizeof(name), "%s", de->d_name);
 			if (len < 0 || (size_t)len >= sizeof(name))
@@ -986,7 +1010,6 @@ static void spool_scan(struct sh5_stream *s, uint64_t evict)
 	}
 	s->own_files = own;
 	s->spool_bytes = total;
-	s->last_scan = mono_ns();
 
 	/* enforce the bound: delete the oldest spool files (any owner) */
 	while (evict && s->spool_bytes + evict > s->spool_max) {
@@ -1037,13 +1060,17 @@ static int spool_write(struct sh5_stream *s, const struct buf *b, uint64_t n,
 	char name[256], path[PATH_MAX], tmp[PATH_MAX];
 	size_t off = 0;
 	ssize_t w;
-	int fd;
+	int fd, e;
 
-	if (!s->spool_ok)
+	if (!s->spool_ok) {
+		errno = ENOENT;
 		return -1;
+	}
 	if (b->len > s->spool_max) {
-		set_error(s, "stream: batch of %zu bytes exceeds the spool bound",
-			  b->len);
+		set_error(s, EK_SPOOL + EFBIG,
+			  "spool %s: batch of %zu bytes exceeds the bound",
+			  s->spool_dir, b->len);
+		errno = EFBIG;
 		return -1;
 	}
 	if (s->spool_bytes + b->len > s->spool_max)
@@ -1079,11 +1106,33 @@ static int spool_write(struct sh5_stream *s, const struct buf *b, uint64_t n,
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 error_fd:
+	e = errno;
 	if (fd >= 0)
 		close(fd);
 	unlink(tmp);
+	errno = e;
 error:
-	set_error(s, "stream: spool %s: %s", s->spool_dir, strerror(errno));
+	e = errno;
+	set_error(s, EK_SPOOL + e, "spool %s: %s", s->spool_dir, strerror(e));
+	errno = e;
+	return -1;
+}
+
+/* spool_write(), tried again for a moment when refused for permissions
+ * (see SCAN_RETRY_NS). */
+static int spool_write_retry(struct sh5_stream *s, const struct buf *b,
+			     uint64_t n, int64_t ts)
+{
+	struct timespec pause = { 0, PERM_RETRY_NS };
+	int i;
+
+	for (i = 0; i < PERM_RETRIES; i++) {
+		if (spool_write(s, b, n, ts) == 0)
+			return 0;
+		if (errno != EACCES && errno != EPERM)
+			return -1;
+		nanosleep(&pause, NULL);
+	}
 	return -1;
 }
 
@@ -1318,7 +1367,7 @@ static enum post_result post_body(struct sh5_stream *s)
 	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE,
 			 (curl_off_t)s->body.len);
 	if (curl_multi_add_handle(s->multi, s->easy) != CURLM_OK) {
-		set_error(s, "POST %s: curl_multi_add_handle failed",
+		set_error(s, EK_MULTI, "POST %s: curl_multi_add_handle failed",
 			  s->safe_url);
 		return POST_RETRY;
 	}
@@ -1348,12 +1397,12 @@ static enum post_result post_body(struct sh5_stream *s)
 		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &code);
 	curl_multi_remove_handle(s->multi, s->easy);
 	if (aborted || running) {
-		set_error(s, "POST %s: close deadline reached, batch kept",
+		set_error(s, EK_ABORT, "POST %s: close deadline reached, batch kept",
 			  s->safe_url);
 		return POST_ABORT;
 	}
 	if (cc != CURLE_OK) {
-		set_error(s, "POST %s: %s", s->safe_url,
+		set_error(s, EK_CURL + (int)cc, "POST %s: %s", s->safe_url,
 			  s->curl_err[0] ? s->curl_err :
 					   curl_easy_strerror(cc));
 		return POST_RETRY;
@@ -1367,11 +1416,13 @@ static enum post_result post_body(struct sh5_stream *s)
 	}
 	squash(s->resp);
 	if (code == 400 || code == 413 || code == 422) {
-		set_error(s, "POST %s: HTTP %ld (batch rejected, not retried): %s",
+		set_error(s, EK_HTTP + (int)code,
+			  "POST %s: HTTP %ld (batch rejected, not retried): %s",
 			  s->safe_url, code, s->resp);
 		return POST_REJECT;
 	}
-	set_error(s, "POST %s: HTTP %ld: %s", s->safe_url, code, s->resp);
+	set_error(s, EK_HTTP + (int)code, "POST %s: HTTP %ld: %s", s->safe_url,
+		  code, s->resp);
 	return POST_RETRY;
 }
 
@@ -1501,7 +1552,7 @@ static void *sender_main(void *arg)
 		    (s->own_files == 0 || backoff))
 			break;
 		if (s->spool_ok && !s->closing &&
-		    now - s->last_scan >= SCAN_PERIOD_NS) {
+		    now >= s->next_scan) {
 			pthread_mutex_unlock(&s->lock);
 			spool_scan(s, 0);
 			pthread_mutex_lock(&s->lock);
@@ -1511,7 +1562,7 @@ static void *sender_main(void *arg)
 		 * queue stops being empty or fills a batch) */
 		wake = now + 3600 * 1000000000LL;
 		if (s->spool_ok)
-			wake = s->last_scan + SCAN_PERIOD_NS;
+			wake = s->next_scan;
 		if (s->count > 0 && !s->body_pending &&
 		    s->last_form + s->flush_ms * 1000000LL < wake)
 			wake = s->last_form + s->flush_ms * 1000000LL;
@@ -1529,7 +1580,7 @@ static void *sender_main(void *arg)
 
 	/* deadline reached or nothing left: spool what is left */
 	if (s->body_pending) {
-		if (spool_write(s, &s->body, s->body_n, s->last_ts) < 0) {
+		if (spool_write_retry(s, &s->body, s->body_n, s->last_ts) < 0) {
 			pthread_mutex_lock(&s->lock);
 			s->st.unsent += s->body_n;
 			pthread_mutex_unlock(&s->lock);
@@ -1537,7 +1588,7 @@ static void *sender_main(void *arg)
 		s->body_pending = 0;
 	}
 	while (form_batch(s, &s->body, &n, &ts)) {
-		if (n && spool_write(s, &s->body, n, ts) < 0) {
+		if (n && spool_write_retry(s, &s->body, n, ts) < 0) {
 			pthread_mutex_lock(&s->lock);
 			s->st.unsent += n;
 			pthread_mutex_unlock(&s->lock);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -963,6 +964,49 @@ START_TEST(test_stream_rejected_batch_not_retried)
 }
 END_TEST
 
+static void *restore_root_later(void *arg)
+{
+	(void)arg;
+	sleep_ms(100);
+	/* like slurmstepd's reclaim: setuid calls act on every thread */
+	if (seteuid(0) < 0)
+		abort();
+	return NULL;
+}
+
+/* slurmstepd drops privileges for moments (to fork tasks as the user);
+ * a spool write refused then is tried again: nothing is lost. */
+START_TEST(test_stream_spool_retried_after_privilege_drop)
+{
+	struct sh5_stream_conf conf;
+	struct sh5_stream_tags tags = { "703", "0", "n1" };
+	struct sh5_stream_stats st;
+	struct sh5_error err = { "" };
+	struct sh5_stream *s;
+	char url[256], spool[700];
+	pthread_t th;
+	int files;
+
+	REQUIRE_SERVERS();
+	if (geteuid() != 0)
+		return; /* needs root to drop and regain privileges */
+	make_dir(spool, sizeof(spool), "spool-priv");
+	base_conf(&conf, url, sizeof(url), 1, "x");
+	conf.spool_dir = spool;
+	s = sh5_stream_create(&conf, &tags, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	ck_assert_int_eq(seteuid(65534), 0);
+	push_rounds(s, 0, 10);
+	ck_assert_int_eq(pthread_create(&th, NULL, restore_root_later, NULL), 0);
+	sh5_stream_close(s, 2000, &st);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(geteuid(), 0);
+	ck_assert_uint_eq(st.unsent, 0);
+	ck_assert_uint_eq(st.spooled, 30);
+	ck_assert_uint_eq(spooled_samples(spool, &files), 30);
+}
+END_TEST
+
 /* The spool bound deletes the oldest files, counted; what is left is the
  * newest data. */
 START_TEST(test_stream_spool_bound_drops_oldest)
@@ -1501,6 +1545,7 @@ int main(void)
 	tcase_add_test(tc, test_stream_rejected_batch_not_retried);
 	tcase_add_test(tc, test_stream_spool_bound_drops_oldest);
 	tcase_add_test(tc, test_stream_full_queue_drops_oldest_counted);
+	tcase_add_test(tc, test_stream_spool_retried_after_privilege_drop);
 	tcase_add_test(tc, test_stream_live_owner_files_not_adopted);
 	tcase_add_test(tc, test_stream_json_packets);
 	tcase_add_test(tc, test_stream_influx2_token_and_order_across_failures);
