@@ -1344,12 +1344,19 @@ static void spill_if_filling(struct sh5_stream *s)
 	}
 }
 
-/* One-line summary of the server's answer (no newlines). */
+/* One-line summary of the server's answer (no newlines, no trailing
+ * blanks). */
 static void squash(char *t)
 {
-	for (; *t; t++)
+	char *end = t;
+
+	for (; *t; t++) {
 		if (*t == '\n' || *t == '\r' || *t == '\t')
 			*t = ' ';
+		if (*t != ' ')
+			end = t + 1;
+	}
+	*end = '\0';
 }
 
 /* POST s->body.  Never longer than the close deadline. */
