@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csvfmt.h"
 #include "series.h"
 
 /* ------------------------------------------------------------------ */
@@ -263,13 +264,16 @@ static void total_merge(const struct sh5_series *s, void *dst,
 {
 	struct sh5_total_head *d = sh5_total_head(dst);
 	const struct sh5_total_head *h = src;
+	uint64_t dn = d->samples, gn = h->samples;
 	size_t i;
 
+	if (!gn)
+		return;
 	if (h->first_ns < d->first_ns)
 		d->first_ns = h->first_ns;
 	if (h->last_ns > d->last_ns)
 		d->last_ns = h->last_ns;
-	d->samples += h->samples;
+	d->samples += gn;
 	for (i = 0; i < s->nfields; i++) {
 		struct sh5_total_field *f = sh5_total_field(dst, i);
 		const struct sh5_total_field *g =
@@ -280,7 +284,10 @@ static void total_merge(const struct sh5_series *s, void *dst,
 		if (g->max > f->max)
 			f->max = g->max;
 		f->sum += g->sum;
-		f->mean = d->samples ? f->sum / (double)d->samples : 0.0;
+		/* Weighted by samples, not sum / samples: a total read back
+		 * from a file has no sum for level fields. */
+		f->mean = (f->mean * (double)dn + g->mean * (double)gn) /
+			  (double)d->samples;
 	}
 }
 
@@ -304,19 +311,52 @@ static int extract_series(const struct sh5_series *s, FILE *f, int header,
 	for (r = 0; r < n; r++) {
 		const union sh5_value *v = (const union sh5_value *)recs +
 					   r * sh5_record_slots(s);
+		/* Hand-formatted: printf is the bottleneck of extraction. */
+		char line[4096];
+		size_t len = 0, plen = strlen(prefix);
 
-		fprintf(f, "%s%" PRIu64 ",%" PRIu64 ",%" PRId64, prefix,
-			v[0].u, v[1].u,
-			s->has_time_ns ? v[2].i : (int64_t)v[1].u * 1000000000);
-		if (s->has_sync_ns)
-			fprintf(f, ",%" PRId64, v[SH5_SLOT_SYNC(s)].i);
-		for (i = 0; i < s->nfields; i++) {
-			if (s->fields[i].type == SH5_FT_DOUBLE)
-				fprintf(f, ",%.17g", v[SH5_TIME_SLOTS + i].d);
-			else
-				fprintf(f, ",%" PRIu64, v[SH5_TIME_SLOTS + i].u);
+		if (plen + (s->nfields + 4) * (SH5_FMT_MAX + 1) + 2 >
+		    sizeof(line)) {
+			fprintf(f, "%s%" PRIu64 ",%" PRIu64 ",%" PRId64, prefix,
+				v[0].u, v[1].u,
+				s->has_time_ns ? v[2].i :
+						 (int64_t)v[1].u * 1000000000);
+			if (s->has_sync_ns)
+				fprintf(f, ",%" PRId64, v[SH5_SLOT_SYNC(s)].i);
+			for (i = 0; i < s->nfields; i++) {
+				if (s->fields[i].type == SH5_FT_DOUBLE)
+					fprintf(f, ",%.17g",
+						v[SH5_TIME_SLOTS + i].d);
+				else
+					fprintf(f, ",%" PRIu64,
+						v[SH5_TIME_SLOTS + i].u);
+			}
+			fputc('\n', f);
+			continue;
 		}
-		fputc('\n', f);
+		memcpy(line, prefix, plen);
+		len = plen;
+		len += sh5_fmt_u64(line + len, v[0].u);
+		line[len++] = ',';
+		len += sh5_fmt_u64(line + len, v[1].u);
+		line[len++] = ',';
+		len += sh5_fmt_i64(line + len, s->has_time_ns ? v[2].i :
+				   (int64_t)v[1].u * 1000000000);
+		if (s->has_sync_ns) {
+			line[len++] = ',';
+			len += sh5_fmt_i64(line + len, v[SH5_SLOT_SYNC(s)].i);
+		}
+		for (i = 0; i < s->nfields; i++) {
+			line[len++] = ',';
+			if (s->fields[i].type == SH5_FT_DOUBLE)
+				len += sh5_fmt_double(line + len,
+						      v[SH5_TIME_SLOTS + i].d);
+			else
+				len += sh5_fmt_u64(line + len,
+						   v[SH5_TIME_SLOTS + i].u);
+		}
+		line[len++] = '\n';
+		fwrite(line, 1, len, f);
 	}
 	return ferror(f) ? -1 : 0;
 }
@@ -335,18 +375,25 @@ static int extract_totals(const struct sh5_series *s, FILE *f, int header,
 			h->samples ? h->first_ns : 0,
 			h->samples ? h->last_ns : 0);
 	for (i = 0; i < s->nfields; i++) {
-		const struct sh5_total_field *t =
+		/* The header needs no total (it may be NULL). */
+		const struct sh5_total_field *t = header ? NULL :
 			sh5_total_field((void *)total, i);
-		const double vals[4] = { t->min, t->max, t->mean, t->sum };
+		const double vals[4] = { t ? t->min : 0, t ? t->max : 0,
+					 t ? t->mean : 0, t ? t->sum : 0 };
 
 		for (k = 0; k < 4; k++) {
 			if (k == 3 && s->fields[i].kind != SH5_FK_DELTA)
 				continue;
-			if (header)
+			char num[SH5_FMT_MAX];
+
+			if (header) {
 				fprintf(f, ",%s.%s", s->fields[i].name,
 					stat_names[k]);
-			else
-				fprintf(f, ",%.17g", h->samples ? vals[k] : 0.0);
+				continue;
+			}
+			fputc(',', f);
+			fwrite(num, 1, sh5_fmt_double(num, h->samples ?
+						      vals[k] : 0.0), f);
 		}
 	}
 	fputc('\n', f);

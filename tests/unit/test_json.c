@@ -72,22 +72,102 @@ START_TEST(test_json_double_always_float)
 }
 END_TEST
 
-/* Every formatted double reads back as the same double. */
+/* Significant digits of a formatted number (mantissa only). */
+static int sig_digits(const char *s)
+{
+	int n = 0, started = 0, zeros = 0;
+
+	for (; *s && *s != 'e' && *s != 'E'; s++) {
+		if (*s < '0' || *s > '9')
+			continue;
+		if (*s != '0')
+			started = 1;
+		if (started)
+			n++;
+		zeros = *s == '0' ? zeros + 1 : 0;
+	}
+	/* trailing zeros ("1.50", "100.0") are not significant */
+	return started ? n - zeros : 0;
+}
+
+static int shortest_printf(double v)
+{
+	char b[40];
+	int p;
+
+	for (p = 1; p <= 17; p++) {
+		snprintf(b, sizeof(b), "%.*g", p, v);
+		if (strtod(b, NULL) == v)
+			return p;
+	}
+	return 17;
+}
+
+static uint64_t rng_state = 88172645463325252ULL;
+
+static uint64_t xorshift(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* Every formatted double reads back bit for bit, is typed float, and is
+ * (almost always) as short as the shortest printf precision. */
 START_TEST(test_json_double_roundtrip)
 {
-	unsigned i;
-	double v;
+	static const double special[] = {
+		4.9406564584124654e-324, 2.2250738585072014e-308,
+		2.2250738585072009e-308, 1.7976931348623157e308, 0.1, 0.2,
+		0.30000000000000004, 1e-5, 1e-4, 1e16, 1e17, 1e21, 1e22,
+		123456789012345680.0, 5e-324, 9007199254740993.0,
+		1700000000.2594073, 0.5, 2.5, 1.0 / 3.0, 2.0 / 3.0,
+		4503599627370496.5, 72057594037927936.0, 1e23,
+	};
+	unsigned i, longer = 0, total = 0;
+	uint64_t bits;
+	double v, back;
+	const char *s;
+	char b[64];
 
-	srand(3);
-	for (i = 0; i < 20000; i++) {
-		v = ((double)rand() / RAND_MAX - 0.5) *
-		    pow(10.0, (double)(rand() % 40) - 20);
-		if (i % 5 == 0)
-			v = trunc(v * 1e6);
-		ck_assert_msg(strtod(fmt(v), NULL) == v, "%.17g -> %s", v,
-			      fmt(v));
-		ck_assert(strpbrk(fmt(v), ".e") != NULL);
+	for (i = 0; i < sizeof(special) / sizeof(special[0]) * 2; i++) {
+		v = special[i / 2] * (i % 2 ? -1 : 1);
+		s = fmt(v);
+		back = strtod(s, NULL);
+		ck_assert_msg(memcmp(&back, &v, sizeof(v)) == 0, "%.17g -> %s",
+			      v, s);
+		ck_assert(strpbrk(s, ".e") != NULL);
 	}
+	for (i = 0; i < 400000; i++) {
+		bits = xorshift();
+		if (i % 4 == 1)	/* moderate exponents, like real data */
+			bits = (bits & 0x800fffffffffffffULL) |
+			       ((uint64_t)(1000 + xorshift() % 100) << 52);
+		if (i % 4 == 2)	/* short decimals */
+			v = (double)(int64_t)(xorshift() % 2000000 - 1000000) /
+			    1000.0;
+		else
+			memcpy(&v, &bits, sizeof(v));
+		if (!isfinite(v))
+			continue;
+		s = fmt(v);
+		snprintf(b, sizeof(b), "%s", s);
+		back = strtod(b, NULL);
+		ck_assert_msg(memcmp(&back, &v, sizeof(v)) == 0,
+			      "%.17g -> %s -> %.17g", v, b, back);
+		ck_assert_msg(strpbrk(b, ".e") != NULL, "%s not a float", b);
+		if (v != trunc(v) || fabs(v) >= 9007199254740992.0) {
+			total++;
+			if (sig_digits(b) > shortest_printf(v))
+				longer++;
+		}
+	}
+	/* Grisu2 is one digit longer than the shortest in rare cases */
+	ck_assert_msg(longer * 100 < total, "%u of %u longer than shortest",
+		      longer, total);
+	printf("grisu2: %u of %u one digit longer than shortest\n", longer,
+	       total);
 }
 END_TEST
 
