@@ -192,129 +192,54 @@ static int64_t mu_of(const struct sh5_trace *t, uint32_t a, uint32_t b,
 	return t->loc_node[a] == t->loc_node[b] ? mu_intra : mu_inter;
 }
 
-/* Small map from a node pair to the smallest latency seen. */
-struct pairmap {
-	uint64_t *key;		/* (a << 32 | b) + 1; 0 empty */
-	int64_t *val;
-	size_t cap, n;
-};
-
-static int pairmap_min(struct pairmap *m, uint64_t k, int64_t v)
-{
-	size_t j;
-
-	k++;
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : 256, i;
-		uint64_t *nk = calloc(nc, sizeof(*nk));
-		int64_t *nv = malloc(nc * sizeof(*nv));
-
-		if (!nk || !nv) {
-			free(nk);
-			free(nv);
-			return -1;
-		}
-		for (i = 0; i < m->cap; i++) {
-			if (!m->key[i])
-				continue;
-			j = (m->key[i] * 0x9E3779B97F4A7C15ULL >> 20) & (nc - 1);
-			while (nk[j])
-				j = (j + 1) & (nc - 1);
-			nk[j] = m->key[i];
-			nv[j] = m->val[i];
-		}
-		free(m->key);
-		free(m->val);
-		m->key = nk;
-		m->val = nv;
-		m->cap = nc;
-	}
-	j = (k * 0x9E3779B97F4A7C15ULL >> 20) & (m->cap - 1);
-	while (m->key[j] && m->key[j] != k)
-		j = (j + 1) & (m->cap - 1);
-	if (!m->key[j]) {
-		m->key[j] = k;
-		m->val[j] = v;
-		m->n++;
-	} else if (v < m->val[j]) {
-		m->val[j] = v;
-	}
-	return 0;
-}
-
-static int pairmap_find(const struct pairmap *m, uint64_t k, int64_t *v)
-{
-	size_t j;
-
-	if (!m->cap)
-		return 0;
-	k++;
-	j = (k * 0x9E3779B97F4A7C15ULL >> 20) & (m->cap - 1);
-	while (m->key[j]) {
-		if (m->key[j] == k) {
-			*v = m->val[j];
-			return 1;
-		}
-		j = (j + 1) & (m->cap - 1);
-	}
-	return 0;
-}
-
 int sh5_timesync_mu_estimate(const struct sh5_trace *t, const int64_t *times,
 			     int64_t *mu_intra, enum sh5_mu_source *src_intra,
 			     int64_t *mu_inter, enum sh5_mu_source *src_inter,
 			     struct sh5_error *errp)
 {
-	struct pairmap pm = { 0 };
-	int64_t intra = INT64_MAX, oneway = INT64_MAX, twoway = INT64_MAX;
-	size_t i;
+	int64_t intra = INT64_MAX, oneway = INT64_MAX, rtrip = INT64_MAX;
+	size_t l, k;
 
-	for (i = 0; i < t->nev; i++) {
-		const struct sh5_trace_event *r = &t->ev[i];
-		const struct sh5_trace_event *s;
-		uint32_t na, nb;
-		int64_t d;
+	(void)errp;
+	for (l = 0; l < t->nloc; l++) {
+		for (k = t->loc_first[l]; k < t->loc_first[l + 1]; k++) {
+			uint32_t r1 = t->loc_order[k], s1, s2, r2;
+			const struct sh5_trace_event *er = &t->ev[r1];
+			__int128 d, rt;
 
-		if (r->kind != SH5_EV_RECV || r->link == SH5_TRACE_NONE ||
-		    (r->flags & SH5_EVF_FREE))
-			continue;
-		s = &t->ev[r->link];
-		d = sat64((__int128)times[i] - times[r->link]);
-		na = t->loc_node[s->loc];
-		nb = t->loc_node[r->loc];
-		if (na == nb) {
-			if (d < intra)
-				intra = d;
-			continue;
-		}
-		if (d < oneway)
-			oneway = d;
-		if (pairmap_min(&pm, ((uint64_t)na << 32) | nb, d) < 0) {
-			free(pm.key);
-			free(pm.val);
-			errno = ENOMEM;
-			return sh5_errprintf(errp, "latency estimate: %s",
-					     strerror(errno));
+			if (er->kind != SH5_EV_RECV ||
+			    er->link == SH5_TRACE_NONE ||
+			    (er->flags & SH5_EVF_FREE))
+				continue;
+			s1 = er->link;
+			d = (__int128)times[r1] - times[s1];
+			if (t->loc_node[t->ev[s1].loc] == t->loc_node[l]) {
+				if (d < intra)
+					intra = sat64(d);
+				continue;
+			}
+			if (d < oneway)
+				oneway = sat64(d);
+			/* A round trip: the next local event answers the
+			 * sender, and that answer arrives after s1.  Each
+			 * difference is on one clock. */
+			if (k + 1 >= t->loc_first[l + 1])
+				continue;
+			s2 = t->loc_order[k + 1];
+			if (t->ev[s2].kind != SH5_EV_SEND ||
+			    t->ev[s2].aux != t->ev[s1].loc ||
+			    t->ev[s2].link == SH5_TRACE_NONE ||
+			    (t->ev[s2].flags & SH5_EVF_FREE))
+				continue;
+			r2 = t->ev[s2].link;
+			if (r2 < s1)
+				continue;	/* not after s1 in the file */
+			rt = ((__int128)times[r2] - times[s1]) -
+			     ((__int128)times[s2] - times[r1]);
+			if (rt / 2 < rtrip)
+				rtrip = sat64(rt / 2);
 		}
 	}
-	for (i = 0; i < pm.cap; i++) {
-		uint64_t k;
-		int64_t back, est;
-
-		if (!pm.key[i])
-			continue;
-		k = pm.key[i] - 1;
-		if ((k >> 32) > (k & 0xffffffffu))
-			continue;	/* each pair once */
-		if (!pairmap_find(&pm, ((k & 0xffffffffu) << 32) | (k >> 32),
-				  &back))
-			continue;
-		est = sat64(((__int128)pm.val[i] + back) / 2);
-		if (est < twoway)
-			twoway = est;
-	}
-	free(pm.key);
-	free(pm.val);
 	if (intra == INT64_MAX) {
 		*mu_intra = 0;
 		*src_intra = SH5_MU_NODATA;
@@ -322,8 +247,8 @@ int sh5_timesync_mu_estimate(const struct sh5_trace *t, const int64_t *times,
 		*mu_intra = intra > 0 ? intra : 0;
 		*src_intra = SH5_MU_ESTIMATED;
 	}
-	if (twoway != INT64_MAX) {
-		*mu_inter = twoway > 0 ? twoway : 0;
+	if (rtrip != INT64_MAX) {
+		*mu_inter = rtrip > 0 ? rtrip : 0;
 		*src_inter = SH5_MU_ESTIMATED;
 	} else if (oneway != INT64_MAX) {
 		*mu_inter = oneway > 0 ? oneway : 0;

@@ -85,13 +85,15 @@ enum sh5_mu_source {
  * (file order):
  *   intra-node: the smallest observed latency recv - send between two
  *     locations of one node (one clock, so no clock error), at least 0;
- *   inter-node: for every pair of nodes with messages both ways, half
- *     the sum of the smallest latency in each direction (the clock error
- *     between the two cancels, as in a round trip); the smallest of these
- *     over all pairs, at least 0.  With no two-way pair: the smallest
- *     one-way latency, at least 0.
+ *   inter-node: from round trips, where a location receives from A and
+ *     its very next event sends back to A: half of (A's round trip minus
+ *     the answering location's turnaround), each difference read on one
+ *     clock, so clock offsets cancel; the smallest over all round trips,
+ *     at least 0.  This is the mean of two latencies, so it may exceed
+ *     the minimum by the jitter of the fastest round trip.  Without any
+ *     round trip: the smallest one-way latency, at least 0.
  * A class without any message gets 0 and SH5_MU_NODATA.
- * Returns 0, or -1 (ENOMEM) with errp filled.
+ * Returns 0 (the error argument is for future use: never fails now).
  */
 int sh5_timesync_mu_estimate(const struct sh5_trace *t, const int64_t *times,
 			     int64_t *mu_intra, enum sh5_mu_source *src_intra,
