@@ -966,6 +966,17 @@ static void free_flag_coll(struct sh5_trace *t, uint32_t b)
 	}
 }
 
+/* "OP" or "OP root N" */
+static void op_desc(const struct sh5_trace *t, const struct sh5_trace_event *e,
+		    char *buf, size_t len)
+{
+	if (e->aux == SH5_TRACE_NONE)
+		snprintf(buf, len, "%s", op_names[e->op]);
+	else
+		snprintf(buf, len, "%s root %lld", op_names[e->op],
+			 (long long)t->loc_id[e->aux]);
+}
+
 static int assemble_colls(struct parser *p)
 {
 	struct sh5_trace *t = p->t;
@@ -1112,29 +1123,18 @@ static int assemble_colls(struct parser *p)
 						&t->ev[list[cnt[r] + k]];
 					if (e->op != fe->op ||
 					    e->aux != fe->aux) {
+						char x1[64], x2[64];
+
+						op_desc(t, e, x1, sizeof(x1));
+						op_desc(t, fe, x2, sizeof(x2));
 						sh5_trace_problem_add(t,
 							e->line,
 							"collective #%zu on "
 							"communicator %lld: "
-							"%s%s%lld here but "
-							"%s%s%lld at line %u",
-							k + 1,
+							"%s here but %s at "
+							"line %u", k + 1,
 							(long long)t->comm_id[c],
-							op_names[e->op],
-							e->aux == SH5_TRACE_NONE
-							? "" : " root ",
-							e->aux == SH5_TRACE_NONE
-							? 0LL : (long long)
-							t->loc_id[e->aux],
-							op_names[fe->op],
-							fe->aux ==
-							SH5_TRACE_NONE ? "" :
-							" root ",
-							fe->aux ==
-							SH5_TRACE_NONE ? 0LL :
-							(long long)t->loc_id[
-								fe->aux],
-							fe->line);
+							x1, x2, fe->line);
 						ok = 0;
 						break;
 					}
