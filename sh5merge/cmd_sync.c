@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "commands.h"
 #include "timesync.h"
@@ -35,7 +36,29 @@ static void usage(FILE *f)
 "                        (default 0.99)\n"
 "  -s, --stats           print violations, moves and interval changes\n"
 "      --allow-partial   correct what can be corrected, report the rest\n"
+"      --timing          print the time each phase took on stderr\n"
 "  -h, --help            this help\n");
+}
+
+static double now(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* --timing: wall-clock and CPU seconds of each phase on stderr */
+static void phase(int on, const char *name, double *t0)
+{
+	double w = now(CLOCK_MONOTONIC), c = now(CLOCK_PROCESS_CPUTIME_ID);
+
+	if (!on)
+		return;
+	fprintf(stderr, "sh5merge: sync: %-8s %.3f s (cpu %.3f s)\n", name,
+		w - t0[0], c - t0[1]);
+	t0[0] = w;
+	t0[1] = c;
 }
 
 static const char *src_name(enum sh5_mu_source s)
@@ -151,11 +174,14 @@ int cmd_sync(int argc, char **argv)
 		{ "gamma", required_argument, NULL, 'g' },
 		{ "stats", no_argument, NULL, 's' },
 		{ "allow-partial", no_argument, NULL, 'p' },
+		{ "timing", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *in, *out = NULL;
-	int clc = 1, stats = 0, partial = 0, c, rc = 1, nst = 0;
+	int clc = 1, stats = 0, partial = 0, c, rc = 1, nst = 0, timing = 0;
+	double t0[2] = { now(CLOCK_MONOTONIC),
+			 now(CLOCK_PROCESS_CPUTIME_ID) };
 	int64_t mu_ns = -1, mu_intra_ns = -1;
 	double gamma = 0.99;
 	struct sh5_error err = { "" };
@@ -217,6 +243,9 @@ int cmd_sync(int argc, char **argv)
 		case 'p':
 			partial = 1;
 			break;
+		case 'T':
+			timing = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -241,6 +270,7 @@ int cmd_sync(int argc, char **argv)
 		fprintf(stderr, "sh5merge: %s\n", err.text);
 		return 1;
 	}
+	phase(timing, "read", t0);
 	if (t->nproblems && !partial) {
 		print_problems(t, in, "");
 		fprintf(stderr, "sh5merge: %s: %zu problem%s, nothing "
@@ -254,6 +284,7 @@ int cmd_sync(int argc, char **argv)
 		goto out;
 	}
 	sh5_timesync_offset(t, times);
+	phase(timing, "offset", t0);
 
 	/* Minimum latencies: command line, directives, then the data. */
 	if (sh5_timesync_mu_estimate(t, times, &mu_a, &sa, &mu_e, &se,
@@ -278,6 +309,7 @@ int cmd_sync(int argc, char **argv)
 		mu_a = mu_intra_ns;
 		sa = SH5_MU_GIVEN;
 	}
+	phase(timing, "mu", t0);
 
 	if (stats) {
 		if (sh5_timesync_stage_stats(t, t->time, t->time, mu_a, mu_e,
@@ -289,6 +321,7 @@ int cmd_sync(int argc, char **argv)
 			goto out;
 		}
 		nst = 2;
+		phase(timing, "stats", t0);
 	}
 	if (clc) {
 		sh5_clc_params_init(&prm);
@@ -303,6 +336,7 @@ int cmd_sync(int argc, char **argv)
 				in, err.text);
 			goto out;
 		}
+		phase(timing, "clc", t0);
 		if (stats) {
 			if (sh5_timesync_stage_stats(t, times, NULL, mu_a, mu_e,
 						     &st[2]) < 0) {
@@ -317,6 +351,7 @@ int cmd_sync(int argc, char **argv)
 		fprintf(stderr, "sh5merge: %s\n", err.text);
 		goto out;
 	}
+	phase(timing, "write", t0);
 	if (t->nproblems) {
 		print_problems(t, in, "left uncorrected: ");
 		fprintf(stderr, "sh5merge: %s: %zu problem%s left "

@@ -40,11 +40,28 @@ static __int128 div_round(__int128 num, __int128 den)
 static int64_t seg_map(const struct sh5_offset_point *a,
 		       const struct sh5_offset_point *b, int64_t t)
 {
-	__int128 num = ((__int128)b->offset_ns - a->offset_ns) *
-		       ((__int128)t - a->local_ns);
-	__int128 den = (__int128)b->local_ns - a->local_ns;
+	int64_t doff, dt, den, num, q, r, res;
+	__int128 n128;
 
-	return sat64((__int128)t + a->offset_ns + div_round(num, den));
+	/* 64-bit fast path when nothing overflows; exact either way. */
+	if (!__builtin_sub_overflow(b->offset_ns, a->offset_ns, &doff) &&
+	    !__builtin_sub_overflow(t, a->local_ns, &dt) &&
+	    !__builtin_sub_overflow(b->local_ns, a->local_ns, &den) &&
+	    !__builtin_mul_overflow(doff, dt, &num) && num != INT64_MIN) {
+		q = num / den;
+		r = num % den;
+		if (r < 0)
+			r = -r;
+		if (r >= den - r)
+			q += num < 0 ? -1 : 1;
+		if (!__builtin_add_overflow(t, a->offset_ns, &res) &&
+		    !__builtin_add_overflow(res, q, &res))
+			return res;
+	}
+	n128 = ((__int128)b->offset_ns - a->offset_ns) *
+	       ((__int128)t - a->local_ns);
+	return sat64((__int128)t + a->offset_ns +
+		     div_round(n128, (__int128)b->local_ns - a->local_ns));
 }
 
 /* Map t given a = index of the last point with local <= t (or -1 when t
@@ -170,8 +187,18 @@ static int64_t offcur_map(struct offcur *c, int64_t t)
 
 void sh5_timesync_offset(const struct sh5_trace *t, int64_t *out)
 {
+	struct offcur *cur = malloc((t->nloc + 1) * sizeof(*cur));
 	size_t l, k;
 
+	if (cur) {
+		/* File order: sequential memory access. */
+		for (l = 0; l < t->nloc; l++)
+			offcur_init(&cur[l], t, (uint32_t)l);
+		for (k = 0; k < t->nev; k++)
+			out[k] = offcur_map(&cur[t->ev[k].loc], t->time[k]);
+		free(cur);
+		return;
+	}
 	for (l = 0; l < t->nloc; l++) {
 		struct offcur c;
 
@@ -198,48 +225,55 @@ int sh5_timesync_mu_estimate(const struct sh5_trace *t, const int64_t *times,
 			     struct sh5_error *errp)
 {
 	int64_t intra = INT64_MAX, oneway = INT64_MAX, rtrip = INT64_MAX;
-	size_t l, k;
+	uint32_t *last;
+	size_t i;
 
-	(void)errp;
-	for (l = 0; l < t->nloc; l++) {
-		for (k = t->loc_first[l]; k < t->loc_first[l + 1]; k++) {
-			uint32_t r1 = t->loc_order[k], s1, s2, r2;
-			const struct sh5_trace_event *er = &t->ev[r1];
-			__int128 d, rt;
+	last = malloc((t->nloc + 1) * sizeof(*last));
+	if (!last) {
+		errno = ENOMEM;
+		return sh5_errprintf(errp, "latency estimate: %s",
+				     strerror(errno));
+	}
+	memset(last, 0xff, (t->nloc + 1) * sizeof(*last));
+	for (i = 0; i < t->nev; i++) {
+		const struct sh5_trace_event *e = &t->ev[i];
+		uint32_t l = e->loc, r1 = last[l], s1, r2;
+		__int128 d, rt;
 
-			if (er->kind != SH5_EV_RECV ||
-			    er->link == SH5_TRACE_NONE ||
-			    (er->flags & SH5_EVF_FREE))
-				continue;
-			s1 = er->link;
-			d = (__int128)times[r1] - times[s1];
-			if (t->loc_node[t->ev[s1].loc] == t->loc_node[l]) {
+		last[l] = (uint32_t)i;
+		if (e->link == SH5_TRACE_NONE || (e->flags & SH5_EVF_FREE))
+			continue;
+		if (e->kind == SH5_EV_RECV) {
+			d = (__int128)times[i] - times[e->link];
+			if (t->loc_node[t->ev[e->link].loc] == t->loc_node[l]) {
 				if (d < intra)
 					intra = sat64(d);
-				continue;
-			}
-			if (d < oneway)
+			} else if (d < oneway) {
 				oneway = sat64(d);
-			/* A round trip: the next local event answers the
-			 * sender, and that answer arrives after s1.  Each
-			 * difference is on one clock. */
-			if (k + 1 >= t->loc_first[l + 1])
-				continue;
-			s2 = t->loc_order[k + 1];
-			if (t->ev[s2].kind != SH5_EV_SEND ||
-			    t->ev[s2].aux != t->ev[s1].loc ||
-			    t->ev[s2].link == SH5_TRACE_NONE ||
-			    (t->ev[s2].flags & SH5_EVF_FREE))
-				continue;
-			r2 = t->ev[s2].link;
-			if (r2 < s1)
-				continue;	/* not after s1 in the file */
-			rt = ((__int128)times[r2] - times[s1]) -
-			     ((__int128)times[s2] - times[r1]);
-			if (rt / 2 < rtrip)
-				rtrip = sat64(rt / 2);
+			}
+			continue;
 		}
+		/* A round trip: this SEND answers the RECV just before it
+		 * (from the same, remote, location), and the answer arrives
+		 * after that message left.  Each difference is read on one
+		 * clock, so the clocks' offsets cancel. */
+		if (e->kind != SH5_EV_SEND || r1 == SH5_TRACE_NONE ||
+		    t->ev[r1].kind != SH5_EV_RECV ||
+		    t->ev[r1].link == SH5_TRACE_NONE ||
+		    (t->ev[r1].flags & SH5_EVF_FREE) ||
+		    t->ev[r1].aux != e->aux ||
+		    t->loc_node[e->aux] == t->loc_node[l])
+			continue;
+		s1 = t->ev[r1].link;
+		r2 = e->link;
+		if (r2 < s1)
+			continue;	/* not after s1 at its location */
+		rt = ((__int128)times[r2] - times[s1]) -
+		     ((__int128)times[i] - times[r1]);
+		if (rt / 2 < rtrip)
+			rtrip = sat64(rt / 2);
 	}
+	free(last);
 	if (intra == INT64_MAX) {
 		*mu_intra = 0;
 		*src_intra = SH5_MU_NODATA;
@@ -483,60 +517,65 @@ int sh5_timesync_stage_stats(const struct sh5_trace *t, const int64_t *cur,
 			     const int64_t *prev, int64_t mu_intra,
 			     int64_t mu_inter, struct sh5_sync_stage *st)
 {
-	size_t l, k;
+	struct locst {
+		struct offcur c;
+		int64_t raw, cur;
+		int has;
+	} *ls;
+	size_t l, i;
 
 	memset(st, 0, sizeof(*st));
 	if (sh5_timesync_violations(t, cur, mu_intra, mu_inter, &st->viol_p2p,
 				    &st->viol_coll) < 0)
 		return -1;
-	for (l = 0; l < t->nloc; l++) {
-		struct offcur c;
-		int64_t lastraw = 0, lastcur = 0;
+	ls = calloc(t->nloc + 1, sizeof(*ls));
+	if (!ls)
+		return -1;
+	for (l = 0; l < t->nloc; l++)
+		offcur_init(&ls[l].c, t, (uint32_t)l);
+	for (i = 0; i < t->nev; i++) {
+		struct locst *x = &ls[t->ev[i].loc];
+		int64_t p = prev ? prev[i] : offcur_map(&x->c, t->time[i]);
+		__int128 d = (__int128)cur[i] - p;
 
-		offcur_init(&c, t, (uint32_t)l);
-		for (k = t->loc_first[l]; k < t->loc_first[l + 1]; k++) {
-			uint32_t e = t->loc_order[k];
-			int64_t p = prev ? prev[e] : offcur_map(&c, t->time[e]);
-			__int128 d = (__int128)cur[e] - p;
-
-			if (d) {
-				st->moved++;
-				if (d < 0)
-					d = -d;
-				if (d > st->max_corr)
-					st->max_corr = sat64(d);
-			}
-			if (k > t->loc_first[l]) {
-				__int128 i0 = (__int128)t->time[e] - lastraw;
-				__int128 i1 = (__int128)cur[e] - lastcur;
-				__int128 ch = i1 - i0;
-				int bk;
-
-				if (ch < 0)
-					ch = -ch;
-				if (ch == 0)
-					bk = 0;
-				else if (i0 <= 0)
-					bk = 6;
-				else if (ch * 10000 <= i0)
-					bk = 1;
-				else if (ch * 1000 <= i0)
-					bk = 2;
-				else if (ch * 100 <= i0)
-					bk = 3;
-				else if (ch * 10 <= i0)
-					bk = 4;
-				else if (ch <= i0)
-					bk = 5;
-				else
-					bk = 6;
-				st->bucket[bk]++;
-				st->nintervals++;
-			}
-			lastraw = t->time[e];
-			lastcur = cur[e];
+		if (d) {
+			st->moved++;
+			if (d < 0)
+				d = -d;
+			if (d > st->max_corr)
+				st->max_corr = sat64(d);
 		}
+		if (x->has) {
+			__int128 i0 = (__int128)t->time[i] - x->raw;
+			__int128 ch = ((__int128)cur[i] - x->cur) - i0;
+			int bk;
+
+			if (ch < 0)
+				ch = -ch;
+			if (ch == 0)
+				bk = 0;
+			else if (i0 <= 0)
+				bk = 6;
+			else if (ch * 10000 <= i0)
+				bk = 1;
+			else if (ch * 1000 <= i0)
+				bk = 2;
+			else if (ch * 100 <= i0)
+				bk = 3;
+			else if (ch * 10 <= i0)
+				bk = 4;
+			else if (ch <= i0)
+				bk = 5;
+			else
+				bk = 6;
+			st->bucket[bk]++;
+			st->nintervals++;
+		}
+		x->raw = t->time[i];
+		x->cur = cur[i];
+		x->has = 1;
 	}
+	free(ls);
 	return 0;
 }
 
@@ -571,6 +610,7 @@ struct clc {
 	struct nodescratch ns;
 	struct jump *jumps;
 	size_t njumps, jcap;
+	size_t left;		/* events not processed yet */
 	struct sh5_clc_result *res;
 };
 
@@ -698,105 +738,124 @@ static int add_jump(struct clc *x, uint32_t pos, int64_t amount)
 	return 0;
 }
 
+/* Run the locations on the stack as far as they can go, but not past
+ * file index `limit` (keeps the memory access nearly sequential). */
+static int drain(struct clc *x, const int64_t *delta, uint32_t limit)
+{
+	struct sh5_trace *t = x->t;
+	const struct sh5_clc_params *p = x->p;
+
+	while (x->nstack) {
+		uint32_t loc = x->stack[--x->nstack];
+		uint32_t end = t->loc_first[loc + 1];
+		uint32_t k = x->cur[loc];
+		int64_t plc = 0, pc = 0;
+		int has_prev = k > t->loc_first[loc];
+
+		if (has_prev) {
+			plc = x->lcp[t->loc_order[k - 1]];
+			pc = x->c[t->loc_order[k - 1]];
+		}
+		for (; k < end; k++) {
+			uint32_t e = t->loc_order[k];
+			struct sh5_trace_event *ev = &t->ev[e];
+			int64_t c = x->c[e], lc = c, base;
+			int need;
+
+			if (e > limit)
+				break;
+			need = needs_bound(t, e);
+			if (need && !(ev->flags & EVF_BOUND)) {
+				x->blocked[loc] = 1;
+				break;
+			}
+			/* Equation (4): local constraints. */
+			if (has_prev) {
+				int64_t v = sat64((__int128)plc + delta[loc]);
+
+				if (v > lc)
+					lc = v;
+				v = sat64((__int128)plc +
+					  llround(p->gamma *
+						  (double)((__int128)c - pc)));
+				if (v > lc)
+					lc = v;
+			}
+			base = lc;
+			/* Equation (3)/(3'): the incoming bound. */
+			if (need && x->lcp[e] > lc)
+				lc = x->lcp[e];
+			if (lc > base && add_jump(x, k, lc - base) < 0)
+				return -1;
+			x->lcp[e] = lc;
+			ev->flags |= EVF_DONE;
+			ev->flags &= (uint16_t)~EVF_BOUND;
+			plc = lc;
+			pc = c;
+			has_prev = 1;
+			x->left--;
+			x->cur[loc] = k + 1;
+			if (ev->flags & SH5_EVF_FREE)
+				continue;
+			if (ev->kind == SH5_EV_SEND &&
+			    ev->link != SH5_TRACE_NONE &&
+			    !(t->ev[ev->link].flags & SH5_EVF_FREE))
+				set_bound(x, ev->link,
+					  add_mu(lc, mu_of(t, loc,
+							   t->ev[ev->link].loc,
+							   p->mu_intra,
+							   p->mu_inter)));
+			else if (ev->kind == SH5_EV_CBEGIN &&
+				 ev->ref != SH5_TRACE_NONE)
+				begin_done(x, e);
+		}
+		x->cur[loc] = k;
+	}
+	return 0;
+}
+
 /* Forward amortization over every location, in an order that respects
- * all happened-before relations. */
+ * all happened-before relations: file order, except that a location
+ * waiting for a bound pauses until the bound is known. */
 static int forward(struct clc *x, struct sh5_error *errp)
 {
 	struct sh5_trace *t = x->t;
 	const struct sh5_clc_params *p = x->p;
-	size_t l, left = t->nev;
-	int64_t *delta = NULL;
+	size_t l, i;
+	int64_t *delta = NULL, *lastc = NULL;
 	int rc = -1;
 
 	delta = malloc((t->nloc + 1) * sizeof(*delta));
-	if (!delta)
+	lastc = malloc((t->nloc + 1) * sizeof(*lastc));
+	if (!delta || !lastc)
 		goto nomem;
+	/* delta: given, or min(1 ns, smallest local interval). */
 	for (l = 0; l < t->nloc; l++) {
-		size_t k;
-		int64_t d = 1;
-
-		if (p->delta >= 0) {
-			delta[l] = p->delta;
-			continue;
-		}
-		for (k = t->loc_first[l] + 1; k < t->loc_first[l + 1]; k++) {
-			__int128 iv = (__int128)x->c[t->loc_order[k]] -
-				      x->c[t->loc_order[k - 1]];
-			if (iv < d)
-				d = iv < 0 ? 0 : (int64_t)iv;
-			if (!d)
-				break;
-		}
-		delta[l] = d;
+		delta[l] = p->delta >= 0 ? p->delta : 1;
+		lastc[l] = INT64_MIN;
 	}
-	for (l = t->nloc; l > 0; l--)
-		x->stack[x->nstack++] = (uint32_t)(l - 1);
+	if (p->delta < 0) {
+		for (i = 0; i < t->nev; i++) {
+			uint32_t lo = t->ev[i].loc;
+			int64_t c = x->c[i];
 
-	for (;;) {
-		while (x->nstack) {
-			uint32_t loc = x->stack[--x->nstack];
-			uint32_t end = t->loc_first[loc + 1];
-			uint32_t k = x->cur[loc];
-			int64_t plc = 0, pc = 0;
-			int has_prev = k > t->loc_first[loc];
-
-			if (has_prev) {
-				plc = x->lcp[t->loc_order[k - 1]];
-				pc = x->c[t->loc_order[k - 1]];
-			}
-			for (; k < end; k++) {
-				uint32_t e = t->loc_order[k];
-				struct sh5_trace_event *ev = &t->ev[e];
-				int64_t c = x->c[e], lc = c, base;
-				int need = needs_bound(t, e);
-
-				if (need && !(ev->flags & EVF_BOUND)) {
-					x->cur[loc] = k;
-					x->blocked[loc] = 1;
-					break;
-				}
-				if (has_prev) {
-					int64_t v = sat64((__int128)plc +
-							  delta[loc]);
-					if (v > lc)
-						lc = v;
-					v = sat64((__int128)plc + llround(
-						p->gamma * (double)((__int128)c -
-								    pc)));
-					if (v > lc)
-						lc = v;
-				}
-				base = lc;
-				if (need && x->lcp[e] > lc)
-					lc = x->lcp[e];
-				if (lc > base &&
-				    add_jump(x, k, lc - base) < 0)
-					goto nomem;
-				x->lcp[e] = lc;
-				ev->flags |= EVF_DONE;
-				ev->flags &= (uint16_t)~EVF_BOUND;
-				plc = lc;
-				pc = c;
-				has_prev = 1;
-				left--;
-				x->cur[loc] = k + 1;
-				if (ev->flags & SH5_EVF_FREE)
-					continue;
-				if (ev->kind == SH5_EV_SEND &&
-				    ev->link != SH5_TRACE_NONE &&
-				    !(t->ev[ev->link].flags & SH5_EVF_FREE))
-					set_bound(x, ev->link,
-						  add_mu(lc, mu_of(t, loc,
-							t->ev[ev->link].loc,
-							p->mu_intra,
-							p->mu_inter)));
-				else if (ev->kind == SH5_EV_CBEGIN &&
-					 ev->ref != SH5_TRACE_NONE)
-					begin_done(x, e);
-			}
+			if (lastc[lo] != INT64_MIN && delta[lo] &&
+			    (__int128)c - lastc[lo] < delta[lo])
+				delta[lo] = c > lastc[lo] ? c - lastc[lo] : 0;
+			lastc[lo] = c;
 		}
-		if (!left)
-			break;
+	}
+	x->left = t->nev;
+	for (i = 0; i < t->nev; i++) {
+		uint32_t lo = t->ev[i].loc;
+
+		if (x->blocked[lo] || t->loc_order[x->cur[lo]] != i)
+			continue;
+		x->stack[x->nstack++] = lo;
+		if (drain(x, delta, (uint32_t)i) < 0)
+			goto nomem;
+	}
+	while (x->left) {
 		/* Stuck: the waits form a cycle. */
 		for (l = 0; l < t->nloc; l++) {
 			uint32_t e, s;
@@ -831,6 +890,14 @@ static int forward(struct clc *x, struct sh5_error *errp)
 			x->stack[x->nstack++] = (uint32_t)l;
 			break;
 		}
+		if (l == t->nloc) {
+			errno = EINVAL;	/* cannot happen */
+			sh5_errprintf(errp, "controlled logical clock: "
+				      "internal error: stuck");
+			goto out;
+		}
+		if (drain(x, delta, UINT32_MAX) < 0)
+			goto nomem;
 	}
 	rc = 0;
 	goto out;
@@ -839,6 +906,7 @@ nomem:
 	sh5_errprintf(errp, "controlled logical clock: %s", strerror(errno));
 out:
 	free(delta);
+	free(lastc);
 	return rc;
 }
 

@@ -219,10 +219,13 @@ static int op_rooted(unsigned op)
 
 static unsigned op_lookup(const char *s, size_t len)
 {
+	static const unsigned char op_len[SH5_OP_COUNT] = {
+		1, 7, 5, 7, 6, 6, 9, 9, 8, 14, 4, 6,
+	};
 	unsigned i;
 
 	for (i = 1; i < SH5_OP_COUNT; i++)
-		if (strlen(op_names[i]) == len && !memcmp(op_names[i], s, len))
+		if (op_len[i] == len && !memcmp(op_names[i], s, len))
 			return i;
 	return SH5_OP_NONE;
 }
@@ -243,10 +246,30 @@ void sh5_trace_problem_add(struct sh5_trace *t, uint32_t line,
 	t->nproblems++;
 }
 
+/* Eight ASCII digits at s to their value (SWAR); -1 if any is not a
+ * digit. */
+static int digits8(const char *s, uint64_t *out)
+{
+	uint64_t v, d;
+
+	memcpy(&v, s, 8);
+	d = v - 0x3030303030303030ULL;
+	if ((v & 0xF0F0F0F0F0F0F0F0ULL) != 0x3030303030303030ULL ||
+	    ((d + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL))
+		return -1;
+	/* little-endian: the first digit is the lowest byte */
+	d = d * 10 + (d >> 8);
+	d = (((d & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
+	     (((d >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32))))
+	    >> 32;
+	*out = d;
+	return 0;
+}
+
 /* Parse a decimal int64 (optional '-').  0 ok, -1 bad or empty. */
 static int parse_i64(const char *s, size_t len, int64_t *out)
 {
-	uint64_t v = 0, lim;
+	uint64_t v = 0, lim, d8;
 	int neg = 0;
 	size_t i = 0;
 
@@ -254,18 +277,25 @@ static int parse_i64(const char *s, size_t len, int64_t *out)
 		neg = 1;
 		i = 1;
 	}
-	if (i == len)
+	if (i == len || len - i > 19)
 		return -1;
-	lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+	/* At most 19 digits: no uint64 overflow. */
+	while (len - i >= 8) {
+		if (digits8(s + i, &d8) < 0)
+			return -1;
+		v = v * 100000000u + d8;
+		i += 8;
+	}
 	for (; i < len; i++) {
 		unsigned d = (unsigned char)s[i] - '0';
 
 		if (d > 9)
 			return -1;
-		if (v > (lim - d) / 10)
-			return -1;
 		v = v * 10 + d;
 	}
+	lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+	if (v > lim)
+		return -1;
 	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
 	return 0;
 }
@@ -300,12 +330,16 @@ struct chan {
 
 struct locstate {
 	int64_t last;
+	uint32_t count;		/* events */
 	uint32_t open;		/* open CBEGIN event, or NONE */
 	uint8_t has_time;
 	uint8_t has_line;	/* an event or OFFSET line */
 };
 
+#define LOC_DIRECT 65536
+
 struct parser {
+	uint32_t *locdirect;	/* [LOC_DIRECT] */
 	struct sh5_trace *t;
 	const char *name;
 	size_t evcap, loccap, offcap, chancap, commcap, cmemcap;
@@ -313,9 +347,15 @@ struct parser {
 	struct offrec *offs;
 	struct chan *chans;
 	size_t nchan;
+	uint32_t *p2p;		/* SEND and RECV events, file order */
+	size_t np2p, p2pcap;
+	uint32_t *cbl;		/* CBEGIN events, file order */
+	size_t ncb, cbcap;
 	size_t ncmem;
 	struct hmap locmap, commmap, chanmap, nodemap, rankmap;
 	int seen_data;
+	int64_t lastcomm;	/* one-entry cache of commmap */
+	uint32_t lastcomm_idx;
 	int comm0;		/* comm index of communicator 0, or -1 */
 	int comm0_declared;
 	size_t nnode_named;
@@ -329,8 +369,14 @@ struct parser {
 static uint32_t loc_index(struct parser *p, int64_t id)
 {
 	struct sh5_trace *t = p->t;
-	uint32_t v = hmap_get(&p->locmap, (uint64_t)id, 0, 0,
-			      (uint32_t)t->nloc);
+	uint32_t v;
+
+	/* Small location numbers: a direct table in front of the map. */
+	if (id >= 0 && id < LOC_DIRECT && p->locdirect[id] != SH5_TRACE_NONE)
+		return p->locdirect[id];
+	v = hmap_get(&p->locmap, (uint64_t)id, 0, 0, (uint32_t)t->nloc);
+	if (v != HMAP_NOMEM && id >= 0 && id < LOC_DIRECT)
+		p->locdirect[id] = v;
 
 	if (v == HMAP_NOMEM)
 		return SH5_TRACE_NONE;
@@ -591,7 +637,7 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 	unsigned kind, op = 0;
 	int is_offset = 0;
 
-	for (i = 0; i <= len; i++) {
+	for (i = 0;; i++) {
 		if (i == len || s[i] == ',') {
 			if (nf == 8) {
 				nf = 9;
@@ -600,6 +646,8 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 			f[nf] = s + b;
 			fl[nf] = i - b;
 			nf++;
+			if (i == len)
+				break;
 			b = i + 1;
 		}
 	}
@@ -775,6 +823,22 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 	e->op = (uint8_t)op;
 	e->flags = (uint16_t)b;
 	t->time[t->nev] = tm;
+	p->ls[li].count++;
+	if (kind == SH5_EV_SEND || kind == SH5_EV_RECV) {
+		uint32_t *l2 = grow(p->p2p, &p->p2pcap, p->np2p + 1,
+				    sizeof(*l2));
+		if (!l2)
+			return -1;
+		p->p2p = l2;
+		l2[p->np2p++] = (uint32_t)t->nev;
+	} else if (kind == SH5_EV_CBEGIN) {
+		uint32_t *l2 = grow(p->cbl, &p->cbcap, p->ncb + 1,
+				    sizeof(*l2));
+		if (!l2)
+			return -1;
+		p->cbl = l2;
+		l2[p->ncb++] = (uint32_t)t->nev;
+	}
 
 	if (kind == SH5_EV_SEND || kind == SH5_EV_RECV) {
 		uint32_t pi = loc_index(p, peer), src, dst, c;
@@ -803,12 +867,18 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 		}
 		e->ref = c;
 	} else if (kind == SH5_EV_CBEGIN || kind == SH5_EV_CEND) {
-		uint32_t cidx = hmap_get(&p->commmap, (uint64_t)comm, 0, 0,
+		uint32_t cidx = p->lastcomm_idx != SH5_TRACE_NONE &&
+				p->lastcomm == comm ? p->lastcomm_idx :
+				hmap_get(&p->commmap, (uint64_t)comm, 0, 0,
 					 SH5_TRACE_NONE);
 		if (cidx == SH5_TRACE_NONE && comm == 0) {
 			if (comm_add(p, 0, &cidx) < 0)
 				return -1;
 			p->comm0 = (int)cidx;
+		}
+		if (cidx != SH5_TRACE_NONE) {
+			p->lastcomm = comm;
+			p->lastcomm_idx = cidx;
 		}
 		if (op_rooted(op)) {
 			e->aux = loc_index(p, root);
@@ -860,6 +930,8 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 						e->flags |= SH5_EVF_FREE;
 				}
 			}
+			if (e->flags & SH5_EVF_FREE)
+				e->ref = SH5_TRACE_NONE;
 		}
 	}
 	t->nev++;
@@ -871,7 +943,7 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 static int match_p2p(struct parser *p)
 {
 	struct sh5_trace *t = p->t;
-	size_t nc = p->nchan, i;
+	size_t nc = p->nchan, i, j;
 	uint32_t *sf = NULL, *rf = NULL, *sl = NULL, *rl = NULL;
 	size_t ns = 0, nr = 0;
 	int rc = -1;
@@ -882,11 +954,12 @@ static int match_p2p(struct parser *p)
 	rf = calloc(nc + 1, sizeof(*rf));
 	if (!sf || !rf)
 		goto out;
-	for (i = 0; i < t->nev; i++) {
+	for (j = 0; j < p->np2p; j++) {
+		i = p->p2p[j];
 		if (t->ev[i].kind == SH5_EV_SEND) {
 			sf[t->ev[i].ref + 1]++;
 			ns++;
-		} else if (t->ev[i].kind == SH5_EV_RECV) {
+		} else {
 			rf[t->ev[i].ref + 1]++;
 			nr++;
 		}
@@ -900,10 +973,11 @@ static int match_p2p(struct parser *p)
 	if (!sl || !rl)
 		goto out;
 	/* Fill using sf[c]/rf[c] as cursors, then shift back. */
-	for (i = 0; i < t->nev; i++) {
+	for (j = 0; j < p->np2p; j++) {
+		i = p->p2p[j];
 		if (t->ev[i].kind == SH5_EV_SEND)
 			sl[sf[t->ev[i].ref]++] = (uint32_t)i;
-		else if (t->ev[i].kind == SH5_EV_RECV)
+		else
 			rl[rf[t->ev[i].ref]++] = (uint32_t)i;
 	}
 	for (i = nc; i > 0; i--) {
@@ -980,8 +1054,8 @@ static void op_desc(const struct sh5_trace *t, const struct sh5_trace_event *e,
 static int assemble_colls(struct parser *p)
 {
 	struct sh5_trace *t = p->t;
-	size_t nslot, i, c, k, r, ninst = 0, nmem = 0;
-	uint32_t *cnt = NULL, *list = NULL, *cur = NULL;
+	size_t nslot, i, j, c, k, r, ninst = 0, nmem = 0;
+	uint32_t *cnt = NULL, *list = NULL, *cur = NULL, *rk = NULL;
 	int rc = -1;
 
 	/* Communicator 0 by default: every location with a line, ascending. */
@@ -1016,13 +1090,14 @@ static int assemble_colls(struct parser *p)
 	/* Check every member and root; assign slots. */
 	nslot = p->ncmem;
 	cnt = calloc(nslot + 1, sizeof(*cnt));
-	if (!cnt)
+	rk = malloc((p->ncb + 1) * sizeof(*rk));
+	if (!cnt || !rk)
 		goto out;
-	for (i = 0; i < t->nev; i++) {
-		struct sh5_trace_event *e = &t->ev[i];
+	for (j = 0; j < p->ncb; j++) {
+		struct sh5_trace_event *e = &t->ev[i = p->cbl[j]];
 		uint32_t rank;
 
-		if (e->kind != SH5_EV_CBEGIN || (e->flags & SH5_EVF_FREE))
+		if (e->flags & SH5_EVF_FREE)
 			continue;
 		if (e->link == SH5_TRACE_NONE) {
 			sh5_trace_problem_add(t, e->line, "CBEGIN without a "
@@ -1052,6 +1127,7 @@ static int assemble_colls(struct parser *p)
 			continue;
 		}
 		cnt[t->comm_first[e->ref] + rank + 1]++;
+		rk[j] = rank;
 	}
 	for (i = 0; i < nslot; i++)
 		cnt[i + 1] += cnt[i];
@@ -1060,14 +1136,12 @@ static int assemble_colls(struct parser *p)
 	if (!list || !cur)
 		goto out;
 	memcpy(cur, cnt, (nslot + 1) * sizeof(*cur));
-	for (i = 0; i < t->nev; i++) {
-		struct sh5_trace_event *e = &t->ev[i];
+	for (j = 0; j < p->ncb; j++) {
+		struct sh5_trace_event *e = &t->ev[i = p->cbl[j]];
 
-		if (e->kind != SH5_EV_CBEGIN || (e->flags & SH5_EVF_FREE))
+		if (e->flags & SH5_EVF_FREE)
 			continue;
-		list[cur[t->comm_first[e->ref] +
-			 hmap_get(&p->rankmap, e->ref, e->loc, 0,
-				  SH5_TRACE_NONE)]++] = (uint32_t)i;
+		list[cur[t->comm_first[e->ref] + rk[j]]++] = (uint32_t)i;
 	}
 	/* Count instances. */
 	for (c = 0; c < t->ncomm; c++) {
@@ -1172,18 +1246,15 @@ static int assemble_colls(struct parser *p)
 		}
 	}
 	/* Any collective event not in an instance is unconstrained. */
-	for (i = 0; i < t->nev; i++) {
-		struct sh5_trace_event *e = &t->ev[i];
-
-		if ((e->kind == SH5_EV_CBEGIN || e->kind == SH5_EV_CEND) &&
-		    (e->flags & SH5_EVF_FREE))
-			e->ref = SH5_TRACE_NONE;
-	}
+	for (j = 0; j < p->ncb; j++)
+		if (t->ev[p->cbl[j]].flags & SH5_EVF_FREE)
+			free_flag_coll(t, p->cbl[j]);
 	rc = 0;
 out:
 	free(cnt);
 	free(list);
 	free(cur);
+	free(rk);
 	return rc;
 }
 
@@ -1223,8 +1294,8 @@ static int finish(struct parser *p)
 	t->loc_order = malloc((t->nev + 1) * sizeof(*t->loc_order));
 	if (!t->loc_first || !t->loc_order)
 		return -1;
-	for (i = 0; i < t->nev; i++)
-		t->loc_first[t->ev[i].loc + 2]++;
+	for (i = 0; i < t->nloc; i++)
+		t->loc_first[i + 2] = p->ls[i].count;
 	for (i = 0; i < t->nloc; i++)
 		t->loc_first[i + 2] += t->loc_first[i + 1];
 	for (i = 0; i < t->nev; i++)
@@ -1265,6 +1336,7 @@ static struct sh5_trace *read_src(struct lsrc *src, const char *name,
 
 	memset(&p, 0, sizeof(p));
 	p.comm0 = -1;
+	p.lastcomm_idx = SH5_TRACE_NONE;
 	t = calloc(1, sizeof(*t));
 	if (!t) {
 		sh5_errprintf(errp, "%s: %s", name, strerror(errno));
@@ -1272,6 +1344,10 @@ static struct sh5_trace *read_src(struct lsrc *src, const char *name,
 	}
 	p.t = t;
 	p.name = name;
+	p.locdirect = malloc(LOC_DIRECT * sizeof(*p.locdirect));
+	if (!p.locdirect)
+		NOMEM(p);
+	memset(p.locdirect, 0xff, LOC_DIRECT * sizeof(*p.locdirect));
 	t->mu_inter = -1;
 	t->mu_intra = -1;
 	if (sizehint) {
@@ -1356,9 +1432,12 @@ fail:
 	sh5_trace_destroy(t);
 	t = NULL;
 done:
+	free(p.locdirect);
 	free(p.ls);
 	free(p.offs);
 	free(p.chans);
+	free(p.p2p);
+	free(p.cbl);
 	free(p.loc_node_named);
 	hmap_free(&p.locmap);
 	hmap_free(&p.commmap);
@@ -1482,22 +1561,34 @@ static int obuf_put(struct obuf *o, const char *s, size_t n)
 	return 0;
 }
 
+static const char digit_pairs[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233"
+	"34353637383940414243444546474849505152535455565758596061626364656667"
+	"6869707172737475767778798081828384858687888990919293949596979899";
+
 static size_t fmt_i64(char *out, int64_t v)
 {
 	char tmp[24];
-	size_t n = 0, i;
+	size_t n = sizeof(tmp), i = 0;
 	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
 
-	do {
-		tmp[n++] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	i = 0;
+	while (u >= 100) {
+		unsigned r = (unsigned)(u % 100) * 2;
+
+		u /= 100;
+		tmp[--n] = digit_pairs[r + 1];
+		tmp[--n] = digit_pairs[r];
+	}
+	if (u >= 10) {
+		tmp[--n] = digit_pairs[u * 2 + 1];
+		tmp[--n] = digit_pairs[u * 2];
+	} else {
+		tmp[--n] = (char)('0' + u);
+	}
 	if (v < 0)
 		out[i++] = '-';
-	while (n)
-		out[i++] = tmp[--n];
-	return i;
+	memcpy(out + i, tmp + n, sizeof(tmp) - n);
+	return i + sizeof(tmp) - n;
 }
 
 static int write_src(const struct sh5_trace *t, struct lsrc *src,
@@ -1516,12 +1607,19 @@ static int write_src(const struct sh5_trace *t, struct lsrc *src,
 			 s + len < src->buf + src->end);
 		line++;
 		if (k < t->nev && t->ev[k].line == line) {
-			const char *c1 = memchr(s, ',', len), *c2;
+			const char *c1 = NULL, *c2 = NULL, *q;
 			char num[24];
 			size_t nl;
 
-			c2 = c1 ? memchr(c1 + 1, ',', len - (size_t)(c1 + 1 - s))
-				: NULL;
+			for (q = s; q < s + len; q++) {
+				if (*q != ',')
+					continue;
+				if (c1) {
+					c2 = q;
+					break;
+				}
+				c1 = q;
+			}
 			if (!c2) {
 				errno = EINVAL;
 				return sh5_errprintf(errp, "%s:%u: input "

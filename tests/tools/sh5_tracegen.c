@@ -145,15 +145,16 @@ static int64_t work(void)
 static void p2p(int a, int b, int tag)
 {
 	char buf[96];
-	int64_t ts, tr;
+	int64_t ts, tr, l;
 
 	tnow[a] += work();
 	ts = tnow[a];
 	snprintf(buf, sizeof(buf), "SEND,%d,%d,0,,%d", b, tag, 64 * tag);
 	emit(a, ts, buf);
 	tr = tnow[b] + work();
-	if (tr < ts + lat(a, b))
-		tr = ts + lat(a, b);
+	l = lat(a, b);
+	if (tr < ts + l)
+		tr = ts + l;
 	tnow[b] = tr;
 	snprintf(buf, sizeof(buf), "RECV,%d,%d,0,,%d", a, tag, 64 * tag);
 	emit(b, tr, buf);
