@@ -990,9 +990,10 @@ static int backward_one(struct clc *x, const struct jump *j, int64_t *shift,
 	uint32_t first = t->loc_first[t->ev[r].loc], q;
 	int64_t tr = x->lcp[r], D = j->amount, LA, t0;
 	size_t ne = 0, nh = 0, i, h;
-	double la = ceil((double)D / x->p->rate);
+	double la = (double)D / x->p->rate;
 
-	LA = la > 4.0e18 ? (int64_t)4e18 : (int64_t)la;
+	/* LA = jump / rate, to the nearest ns */
+	LA = la > 4.0e18 ? (int64_t)4e18 : llround(la);
 	if (LA < 1)
 		LA = 1;
 	t0 = sat64((__int128)tr - LA);
