@@ -88,12 +88,21 @@ static int parse_ns(const char *s, int64_t *v)
 	return 0;
 }
 
-static void print_problems(const struct sh5_trace *t, const char *in,
+static int cmp_problem(const void *a, const void *b)
+{
+	const struct sh5_trace_problem *x = a, *y = b;
+
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+/* The kept problems, by line number. */
+static void print_problems(struct sh5_trace *t, const char *in,
 			   const char *what)
 {
 	size_t i, n = t->nproblems < SH5_TRACE_MAX_PROBLEMS ?
 		      t->nproblems : SH5_TRACE_MAX_PROBLEMS;
 
+	qsort(t->problem, n, sizeof(t->problem[0]), cmp_problem);
 	for (i = 0; i < n; i++) {
 		if (t->problem[i].line)
 			fprintf(stderr, "sh5merge: %s:%u: %s%s\n", in,

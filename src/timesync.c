@@ -611,6 +611,11 @@ struct clc {
 	struct jump *jumps;
 	size_t njumps, jcap;
 	size_t left;		/* events not processed yet */
+	struct endmin {
+		int64_t m1, m2;
+		uint32_t n1;
+		uint8_t ok;
+	} *emin;		/* per instance, for backward amortization */
 	struct sh5_clc_result *res;
 };
 
@@ -910,6 +915,55 @@ out:
 	return rc;
 }
 
+/* The latest time a begin at location loc may have, by the constrained
+ * ends of N-to-N or 1-to-N instance k: min over them of LC'(end) - mu.
+ * Cached per instance as the smallest end over all nodes and over the
+ * nodes other than that one; exact when mu_intra <= mu_inter, else a
+ * lower (safe) value. */
+static int64_t ends_room(struct clc *x, uint32_t k, uint32_t loc)
+{
+	struct sh5_trace *t = x->t;
+	struct endmin *m = &x->emin[k];
+	uint32_t n = t->loc_node[loc];
+	int64_t mu_a = x->p->mu_intra, mu_e = x->p->mu_inter, a, b;
+
+	if (!m->ok) {
+		const struct sh5_trace_inst *in = &t->inst[k];
+		const uint32_t *bl = t->inst_begin + in->first;
+		uint32_t r;
+
+		m->m1 = m->m2 = INT64_MAX;
+		m->n1 = SH5_TRACE_NONE;
+		for (r = 0; r < in->size; r++) {
+			uint32_t end = t->ev[bl[r]].link, nd;
+			int64_t v;
+
+			if (!end_constrained(in, r) ||
+			    (t->ev[end].flags & SH5_EVF_FREE))
+				continue;
+			v = x->lcp[end];
+			nd = t->loc_node[t->ev[end].loc];
+			if (v < m->m1) {
+				if (nd != m->n1)
+					m->m2 = m->m1;
+				m->m1 = v;
+				m->n1 = nd;
+			} else if (nd != m->n1 && v < m->m2) {
+				m->m2 = v;
+			}
+		}
+		m->ok = 1;
+	}
+	if (m->m1 == INT64_MAX)
+		return INT64_MAX;
+	if (mu_a > mu_e)
+		return sat64((__int128)m->m1 - mu_a);
+	a = n == m->n1 ? sat64((__int128)m->m1 - mu_a) : INT64_MAX;
+	b = n == m->n1 ? m->m2 : m->m1;
+	b = b == INT64_MAX ? INT64_MAX : sat64((__int128)b - mu_e);
+	return a < b ? a : b;
+}
+
 /* Upper bound on moving sending event e forward (from LC' values): how
  * far it may move; INT64_MAX when unconstrained. */
 static int64_t send_room(struct clc *x, uint32_t e)
@@ -933,25 +987,25 @@ static int64_t send_room(struct clc *x, uint32_t e)
 		const uint32_t *bl = t->inst_begin + in->first;
 		uint32_t r, me = 0, lo = 0, hi = in->size;
 
-		for (r = 0; r < in->size; r++)
-			if (bl[r] == e)
-				me = r;
 		switch (in->cls) {
 		case SH5_COLL_1TON:
-			if (me != in->root_rank)
-				return INT64_MAX;
-			break;
+			if (ev->loc != ev->aux)
+				return INT64_MAX;	/* not the root */
+			/* fall through */
+		case SH5_COLL_NTON:
+			room = ends_room(x, ev->ref, ev->loc);
+			room = sat64((__int128)room - x->lcp[e]);
+			return room < 0 ? 0 : room;
 		case SH5_COLL_NTO1:
 			lo = in->root_rank;
 			hi = lo + 1;
 			break;
 		case SH5_COLL_SCAN:
-			lo = me;
-			break;
 		case SH5_COLL_EXSCAN:
-			lo = me + 1;
-			break;
-		default:
+			for (r = 0; r < in->size; r++)
+				if (bl[r] == e)
+					me = r;
+			lo = in->cls == SH5_COLL_SCAN ? me : me + 1;
 			break;
 		}
 		for (r = lo; r < hi; r++) {
@@ -1147,7 +1201,14 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 		goto out;
 	/* times[] is free now: it becomes the backward shift. */
 	memset(times, 0, t->nev * sizeof(*times));
-	if (p->rate > 0) {
+	if (p->rate > 0 && x.njumps) {
+		x.emin = calloc(t->ninst + 1, sizeof(*x.emin));
+		if (!x.emin) {
+			errno = ENOMEM;
+			sh5_errprintf(errp, "controlled logical clock: %s",
+				      strerror(errno));
+			goto out;
+		}
 		for (i = 0; i < x.njumps; i++) {
 			if (backward_one(&x, &x.jumps[i], times, &hull, &hcap,
 					 &evs, &ecap) < 0) {
@@ -1172,6 +1233,7 @@ out:
 	free(x.prefix);
 	free(x.bound);
 	free(x.jumps);
+	free(x.emin);
 	free(hull);
 	free(evs);
 	nodescratch_free(&x.ns);
