@@ -1179,7 +1179,7 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 	for (i = 0; i < t->ninst; i++)
 		if (t->inst[i].size > maxsize)
 			maxsize = t->inst[i].size;
-	x.lcp = sh5_trace_alloc_big((t->nev + 1) * sizeof(*x.lcp));
+	x.lcp = malloc((t->nev + 1) * sizeof(*x.lcp));
 	x.cur = malloc((t->nloc + 1) * sizeof(*x.cur));
 	x.blocked = calloc(t->nloc + 1, 1);
 	x.stack = malloc((t->nloc + 1) * sizeof(*x.stack));

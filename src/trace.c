@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -182,24 +181,6 @@ static int lsrc_next(struct lsrc *s, const char **line, size_t *len)
 }
 
 /* ------------------------------------------------------------- helpers */
-
-void *sh5_trace_alloc_big(size_t bytes)
-{
-	const size_t huge = (size_t)2 << 20;
-	void *p = NULL;
-
-	if (bytes < 4 * huge)
-		return malloc(bytes ? bytes : 1);
-	if (posix_memalign(&p, huge, bytes) != 0) {
-		errno = ENOMEM;
-		return NULL;
-	}
-#ifdef MADV_HUGEPAGE
-	/* fewer page faults on arrays of millions of events */
-	(void)madvise(p, bytes & ~(huge - 1), MADV_HUGEPAGE);
-#endif
-	return p;
-}
 
 static const char *const op_names[SH5_OP_COUNT] = {
 	"?", "BARRIER", "BCAST", "SCATTER", "GATHER", "REDUCE", "ALLREDUCE",
@@ -1330,8 +1311,7 @@ static int finish(struct parser *p)
 
 	/* Events by location. */
 	t->loc_first = calloc(t->nloc + 2, sizeof(*t->loc_first));
-	t->loc_order = sh5_trace_alloc_big((t->nev + 1) *
-					   sizeof(*t->loc_order));
+	t->loc_order = malloc((t->nev + 1) * sizeof(*t->loc_order));
 	if (!t->loc_first || !t->loc_order)
 		return -1;
 	for (i = 0; i < t->nloc; i++)
@@ -1392,8 +1372,8 @@ static struct sh5_trace *read_src(struct lsrc *src, const char *name,
 	t->mu_intra = -1;
 	if (sizehint) {
 		p.evcap = sizehint / 24 + 16;
-		t->ev = sh5_trace_alloc_big(p.evcap * sizeof(*t->ev));
-		t->time = sh5_trace_alloc_big(p.evcap * sizeof(*t->time));
+		t->ev = malloc(p.evcap * sizeof(*t->ev));
+		t->time = malloc(p.evcap * sizeof(*t->time));
 		if (!t->ev || !t->time)
 			NOMEM(p);
 	}

@@ -180,11 +180,6 @@ int sh5_trace_write_mem(const struct sh5_trace *t, const char *in,
 			size_t inlen, const int64_t *times, char **out,
 			size_t *outlen, struct sh5_error *errp);
 
-/* malloc() for arrays of millions of entries: 2 MB aligned, with the
- * advice to back them by transparent huge pages (fewer page faults).
- * Release with free().  NULL with errno ENOMEM on failure. */
-void *sh5_trace_alloc_big(size_t bytes);
-
 /* Name of a collective operation ("BARRIER"...), or "?" */
 const char *sh5_trace_op_name(unsigned op);
 
