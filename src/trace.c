@@ -1117,8 +1117,11 @@ static int assemble_colls(struct parser *p)
 		struct sh5_trace_event *e = &t->ev[i = p->cbl[j]];
 		uint32_t rank;
 
-		if (e->flags & SH5_EVF_FREE)
+		rk[j] = SH5_TRACE_NONE;	/* slot, or NONE: left out */
+		if (e->flags & SH5_EVF_FREE) {
+			free_flag_coll(t, (uint32_t)i);
 			continue;
+		}
 		if (e->link == SH5_TRACE_NONE) {
 			sh5_trace_problem_add(t, e->line, "CBEGIN without a "
 					      "CEND at location %lld",
@@ -1146,8 +1149,8 @@ static int assemble_colls(struct parser *p)
 			free_flag_coll(t, (uint32_t)i);
 			continue;
 		}
-		cnt[t->comm_first[e->ref] + rank + 1]++;
-		rk[j] = rank;
+		rk[j] = t->comm_first[e->ref] + rank;
+		cnt[rk[j] + 1]++;
 	}
 	for (i = 0; i < nslot; i++)
 		cnt[i + 1] += cnt[i];
@@ -1156,13 +1159,9 @@ static int assemble_colls(struct parser *p)
 	if (!list || !cur)
 		goto out;
 	memcpy(cur, cnt, (nslot + 1) * sizeof(*cur));
-	for (j = 0; j < p->ncb; j++) {
-		struct sh5_trace_event *e = &t->ev[i = p->cbl[j]];
-
-		if (e->flags & SH5_EVF_FREE)
-			continue;
-		list[cur[t->comm_first[e->ref] + rk[j]]++] = (uint32_t)i;
-	}
+	for (j = 0; j < p->ncb; j++)
+		if (rk[j] != SH5_TRACE_NONE)
+			list[cur[rk[j]]++] = p->cbl[j];
 	/* Count instances. */
 	for (c = 0; c < t->ncomm; c++) {
 		size_t f = t->comm_first[c], l = t->comm_first[c + 1], mx = 0;
@@ -1265,10 +1264,7 @@ static int assemble_colls(struct parser *p)
 			}
 		}
 	}
-	/* Any collective event not in an instance is unconstrained. */
-	for (j = 0; j < p->ncb; j++)
-		if (t->ev[p->cbl[j]].flags & SH5_EVF_FREE)
-			free_flag_coll(t, p->cbl[j]);
+	/* (every collective event left out was marked by free_flag_coll) */
 	rc = 0;
 out:
 	free(cnt);
@@ -1586,29 +1582,96 @@ static const char digit_pairs[201] =
 	"34353637383940414243444546474849505152535455565758596061626364656667"
 	"6869707172737475767778798081828384858687888990919293949596979899";
 
-static size_t fmt_i64(char *out, int64_t v)
+/* Exactly eight digits of v < 10^8. */
+static void put8(char *o, uint32_t v)
 {
-	char tmp[24];
-	size_t n = sizeof(tmp), i = 0;
-	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	uint32_t hi = v / 10000, lo = v % 10000;
 
-	while (u >= 100) {
-		unsigned r = (unsigned)(u % 100) * 2;
+	memcpy(o, digit_pairs + 2 * (hi / 100), 2);
+	memcpy(o + 2, digit_pairs + 2 * (hi % 100), 2);
+	memcpy(o + 4, digit_pairs + 2 * (lo / 100), 2);
+	memcpy(o + 6, digit_pairs + 2 * (lo % 100), 2);
+}
 
-		u /= 100;
+/* Decimal digits of v < 10^8, no leading zeros. */
+static size_t put_small(char *o, uint32_t v)
+{
+	char tmp[8];
+	size_t n = sizeof(tmp);
+
+	while (v >= 100) {
+		unsigned r = (v % 100) * 2;
+
+		v /= 100;
 		tmp[--n] = digit_pairs[r + 1];
 		tmp[--n] = digit_pairs[r];
 	}
-	if (u >= 10) {
-		tmp[--n] = digit_pairs[u * 2 + 1];
-		tmp[--n] = digit_pairs[u * 2];
+	if (v >= 10) {
+		tmp[--n] = digit_pairs[v * 2 + 1];
+		tmp[--n] = digit_pairs[v * 2];
 	} else {
-		tmp[--n] = (char)('0' + u);
+		tmp[--n] = (char)('0' + v);
 	}
+	memcpy(o, tmp + n, sizeof(tmp) - n);
+	return sizeof(tmp) - n;
+}
+
+static size_t fmt_i64(char *out, int64_t v)
+{
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	size_t i = 0;
+
 	if (v < 0)
 		out[i++] = '-';
-	memcpy(out + i, tmp + n, sizeof(tmp) - n);
-	return i + sizeof(tmp) - n;
+	if (u < 100000000u)
+		return i + put_small(out + i, (uint32_t)u);
+	if (u >= 10000000000000000ULL) {
+		i += put_small(out + i, (uint32_t)(u / 10000000000000000ULL));
+		put8(out + i,
+		     (uint32_t)(u / 100000000u % 100000000u));
+		put8(out + i + 8, (uint32_t)(u % 100000000u));
+		return i + 16;
+	}
+	i += put_small(out + i, (uint32_t)(u / 100000000u));
+	put8(out + i, (uint32_t)(u % 100000000u));
+	return i + 8;
+}
+
+/* The first two commas of s (SWAR, eight bytes at a time). */
+static void two_commas(const char *s, size_t len, const char **c1,
+		       const char **c2)
+{
+	size_t i;
+
+	*c1 = *c2 = NULL;
+	for (i = 0; i + 8 <= len; i += 8) {
+		uint64_t v, x, m;
+
+		memcpy(&v, s + i, 8);
+		x = v ^ 0x2C2C2C2C2C2C2C2CULL;
+		m = ~(((x & 0x7F7F7F7F7F7F7F7FULL) + 0x7F7F7F7F7F7F7F7FULL) |
+		      x) & 0x8080808080808080ULL;
+		while (m) {
+			const char *c = s + i +
+					((size_t)__builtin_ctzll(m) >> 3);
+
+			if (*c1) {
+				*c2 = c;
+				return;
+			}
+			*c1 = c;
+			m &= m - 1;
+		}
+	}
+	for (; i < len; i++) {
+		if (s[i] != ',')
+			continue;
+		if (*c1) {
+			*c2 = s + i;
+			return;
+		}
+		*c1 = s + i;
+	}
 }
 
 static int write_src(const struct sh5_trace *t, struct lsrc *src,
@@ -1627,19 +1690,11 @@ static int write_src(const struct sh5_trace *t, struct lsrc *src,
 			 s + len < src->buf + src->end);
 		line++;
 		if (k < t->nev && t->ev[k].line == line) {
-			const char *c1 = NULL, *c2 = NULL, *q;
+			const char *c1, *c2;
 			char num[24];
 			size_t nl;
 
-			for (q = s; q < s + len; q++) {
-				if (*q != ',')
-					continue;
-				if (c1) {
-					c2 = q;
-					break;
-				}
-				c1 = q;
-			}
+			two_commas(s, len, &c1, &c2);
 			if (!c2) {
 				errno = EINVAL;
 				return sh5_errprintf(errp, "%s:%u: input "
