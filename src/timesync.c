@@ -195,7 +195,7 @@ void sh5_timesync_offset(const struct sh5_trace *t, int64_t *out)
 		for (l = 0; l < t->nloc; l++)
 			offcur_init(&cur[l], t, (uint32_t)l);
 		for (k = 0; k < t->nev; k++)
-			out[k] = offcur_map(&cur[t->ev[k].loc], t->time[k]);
+			out[k] = offcur_map(&cur[t->loc[k]], t->time[k]);
 		free(cur);
 		return;
 	}
@@ -237,7 +237,7 @@ int sh5_timesync_mu_estimate(const struct sh5_trace *t, const int64_t *times,
 	memset(last, 0xff, (t->nloc + 1) * sizeof(*last));
 	for (i = 0; i < t->nev; i++) {
 		const struct sh5_trace_event *e = &t->ev[i];
-		uint32_t l = e->loc, r1 = last[l], s1, r2;
+		uint32_t l = t->loc[i], r1 = last[l], s1, r2;
 		__int128 d, rt;
 
 		last[l] = (uint32_t)i;
@@ -245,7 +245,7 @@ int sh5_timesync_mu_estimate(const struct sh5_trace *t, const int64_t *times,
 			continue;
 		if (e->kind == SH5_EV_RECV) {
 			d = (__int128)times[i] - times[e->link];
-			if (t->loc_node[t->ev[e->link].loc] == t->loc_node[l]) {
+			if (t->loc_node[t->loc[e->link]] == t->loc_node[l]) {
 				if (d < intra)
 					intra = sat64(d);
 			} else if (d < oneway) {
@@ -414,30 +414,30 @@ static void inst_bounds(const struct sh5_trace *t,
 	switch (in->cls) {
 	case SH5_COLL_NTON:
 		for (r = 0; r < n; r++)
-			top2_add(s, &tp, t->loc_node[t->ev[b[r]].loc],
+			top2_add(s, &tp, t->loc_node[t->loc[b[r]]],
 				 vals[b[r]]);
 		for (r = 0; r < n; r++)
 			bound[r] = top2_bound(s, &tp,
-					      t->loc_node[t->ev[b[r]].loc],
+					      t->loc_node[t->loc[b[r]]],
 					      mu_intra, mu_inter);
 		break;
 	case SH5_COLL_1TON: {
-		uint32_t rl = t->ev[b[in->root_rank]].loc;
+		uint32_t rl = t->loc[b[in->root_rank]];
 
 		for (r = 0; r < n; r++)
 			bound[r] = r == in->root_rank ? INT64_MIN :
 				   add_mu(vals[b[in->root_rank]],
-					  mu_of(t, rl, t->ev[b[r]].loc,
+					  mu_of(t, rl, t->loc[b[r]],
 						mu_intra, mu_inter));
 		break;
 	}
 	case SH5_COLL_NTO1: {
-		uint32_t rl = t->ev[b[in->root_rank]].loc;
+		uint32_t rl = t->loc[b[in->root_rank]];
 		int64_t m = INT64_MIN;
 
 		for (r = 0; r < n; r++) {
 			int64_t v = add_mu(vals[b[r]],
-					   mu_of(t, t->ev[b[r]].loc, rl,
+					   mu_of(t, t->loc[b[r]], rl,
 						 mu_intra, mu_inter));
 			if (v > m)
 				m = v;
@@ -449,7 +449,7 @@ static void inst_bounds(const struct sh5_trace *t,
 	case SH5_COLL_SCAN:
 	case SH5_COLL_EXSCAN:
 		for (r = 0; r < n; r++) {
-			uint32_t node = t->loc_node[t->ev[b[r]].loc];
+			uint32_t node = t->loc_node[t->loc[b[r]]];
 
 			if (in->cls == SH5_COLL_SCAN)
 				top2_add(s, &tp, node, vals[b[r]]);
@@ -482,7 +482,7 @@ int sh5_timesync_violations(const struct sh5_trace *t, const int64_t *times,
 		    (e->flags & SH5_EVF_FREE))
 			continue;
 		if ((__int128)times[i] < (__int128)times[e->link] +
-		    mu_of(t, t->ev[e->link].loc, e->loc, mu_intra, mu_inter))
+		    mu_of(t, t->loc[e->link], t->loc[i], mu_intra, mu_inter))
 			(*p2p)++;
 	}
 	for (i = 0; i < t->ninst; i++)
@@ -534,7 +534,7 @@ int sh5_timesync_stage_stats(const struct sh5_trace *t, const int64_t *cur,
 	for (l = 0; l < t->nloc; l++)
 		offcur_init(&ls[l].c, t, (uint32_t)l);
 	for (i = 0; i < t->nev; i++) {
-		struct locst *x = &ls[t->ev[i].loc];
+		struct locst *x = &ls[t->loc[i]];
 		int64_t p = prev ? prev[i] : offcur_map(&x->c, t->time[i]);
 		__int128 d = (__int128)cur[i] - p;
 
@@ -621,7 +621,7 @@ struct clc {
 
 static void wake_if_waiting(struct clc *x, uint32_t e)
 {
-	uint32_t l = x->t->ev[e].loc;
+	uint32_t l = x->t->loc[e];
 
 	if (x->blocked[l] && x->t->loc_order[x->cur[l]] == e) {
 		x->blocked[l] = 0;
@@ -654,7 +654,7 @@ static int needs_bound(const struct sh5_trace *t, uint32_t e)
 	switch (in->cls) {
 	case SH5_COLL_1TON:
 	case SH5_COLL_NTO1: {
-		int is_root = ev->loc == ev->aux;
+		int is_root = t->loc[e] == ev->aux;
 
 		return in->cls == SH5_COLL_1TON ? !is_root : is_root;
 	}
@@ -693,8 +693,8 @@ static void begin_done(struct clc *x, uint32_t b)
 			if (r != in->root_rank)
 				set_bound(x, t->ev[bl[r]].link,
 					  add_mu(x->lcp[b],
-						 mu_of(t, t->ev[b].loc,
-						       t->ev[bl[r]].loc, mu_a,
+						 mu_of(t, t->loc[b],
+						       t->loc[bl[r]], mu_a,
 						       mu_e)));
 		return;
 	case SH5_COLL_SCAN:
@@ -711,8 +711,8 @@ static void begin_done(struct clc *x, uint32_t b)
 				continue;
 			for (j = 0; j < p; j++) {
 				int64_t v = add_mu(x->lcp[bl[j]],
-						   mu_of(t, t->ev[bl[j]].loc,
-							 t->ev[bl[i]].loc,
+						   mu_of(t, t->loc[bl[j]],
+							 t->loc[bl[i]],
 							 mu_a, mu_e));
 				if (v > m)
 					m = v;
@@ -807,7 +807,7 @@ static int drain(struct clc *x, const int64_t *delta, uint32_t limit)
 			    !(t->ev[ev->link].flags & SH5_EVF_FREE))
 				set_bound(x, ev->link,
 					  add_mu(lc, mu_of(t, loc,
-							   t->ev[ev->link].loc,
+							   t->loc[ev->link],
 							   p->mu_intra,
 							   p->mu_inter)));
 			else if (ev->kind == SH5_EV_CBEGIN &&
@@ -841,7 +841,7 @@ static int forward(struct clc *x, struct sh5_error *errp)
 	}
 	if (p->delta < 0) {
 		for (i = 0; i < t->nev; i++) {
-			uint32_t lo = t->ev[i].loc;
+			uint32_t lo = t->loc[i];
 			int64_t c = x->c[i];
 
 			if (lastc[lo] != INT64_MIN && delta[lo] &&
@@ -852,7 +852,7 @@ static int forward(struct clc *x, struct sh5_error *errp)
 	}
 	x->left = t->nev;
 	for (i = 0; i < t->nev; i++) {
-		uint32_t lo = t->ev[i].loc;
+		uint32_t lo = t->loc[i];
 
 		if (x->blocked[lo] || t->loc_order[x->cur[lo]] != i)
 			continue;
@@ -942,7 +942,7 @@ static int64_t ends_room(struct clc *x, uint32_t k, uint32_t loc)
 			    (t->ev[end].flags & SH5_EVF_FREE))
 				continue;
 			v = x->lcp[end];
-			nd = t->loc_node[t->ev[end].loc];
+			nd = t->loc_node[t->loc[end]];
 			if (v < m->m1) {
 				if (nd != m->n1)
 					m->m2 = m->m1;
@@ -980,7 +980,7 @@ static int64_t send_room(struct clc *x, uint32_t e)
 		    (t->ev[ev->link].flags & SH5_EVF_FREE))
 			return INT64_MAX;
 		room = sat64((__int128)x->lcp[ev->link] -
-			     mu_of(t, ev->loc, t->ev[ev->link].loc, mu_a,
+			     mu_of(t, t->loc[e], t->loc[ev->link], mu_a,
 				   mu_e) - x->lcp[e]);
 	} else if (ev->kind == SH5_EV_CBEGIN && ev->ref != SH5_TRACE_NONE) {
 		const struct sh5_trace_inst *in = &t->inst[ev->ref];
@@ -989,11 +989,11 @@ static int64_t send_room(struct clc *x, uint32_t e)
 
 		switch (in->cls) {
 		case SH5_COLL_1TON:
-			if (ev->loc != ev->aux)
+			if (t->loc[e] != ev->aux)
 				return INT64_MAX;	/* not the root */
 			/* fall through */
 		case SH5_COLL_NTON:
-			room = ends_room(x, ev->ref, ev->loc);
+			room = ends_room(x, ev->ref, t->loc[e]);
 			room = sat64((__int128)room - x->lcp[e]);
 			return room < 0 ? 0 : room;
 		case SH5_COLL_NTO1:
@@ -1016,7 +1016,7 @@ static int64_t send_room(struct clc *x, uint32_t e)
 			    (t->ev[end].flags & SH5_EVF_FREE))
 				continue;
 			v = sat64((__int128)x->lcp[end] -
-				  mu_of(t, ev->loc, t->ev[end].loc, mu_a,
+				  mu_of(t, t->loc[e], t->loc[end], mu_a,
 					mu_e) - x->lcp[e]);
 			if (v < room)
 				room = v;
@@ -1041,7 +1041,7 @@ static int backward_one(struct clc *x, const struct jump *j, int64_t *shift,
 {
 	struct sh5_trace *t = x->t;
 	uint32_t r = t->loc_order[j->pos];
-	uint32_t first = t->loc_first[t->ev[r].loc], q;
+	uint32_t first = t->loc_first[t->loc[r]], q;
 	int64_t tr = x->lcp[r], D = j->amount, LA, t0;
 	size_t ne = 0, nh = 0, i, h;
 	double la = (double)D / x->p->rate;

@@ -831,10 +831,15 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 		if (!nt)
 			return -1;
 		t->time = nt;
+		c = p->evcap;
+		nt = grow(t->loc, &c, t->nev + 1, sizeof(*t->loc));
+		if (!nt)
+			return -1;
+		t->loc = nt;
 		p->evcap = c;
 	}
 	e = &t->ev[t->nev];
-	e->loc = li;
+	t->loc[t->nev] = li;
 	e->line = line;
 	e->link = SH5_TRACE_NONE;
 	e->ref = SH5_TRACE_NONE;
@@ -1125,16 +1130,16 @@ static int assemble_colls(struct parser *p)
 		if (e->link == SH5_TRACE_NONE) {
 			sh5_trace_problem_add(t, e->line, "CBEGIN without a "
 					      "CEND at location %lld",
-					      (long long)t->loc_id[e->loc]);
+					      (long long)t->loc_id[t->loc[i]]);
 			free_flag_coll(t, (uint32_t)i);
 			continue;
 		}
-		rank = hmap_get(&p->rankmap, e->ref, e->loc, 0,
+		rank = hmap_get(&p->rankmap, e->ref, t->loc[i], 0,
 				SH5_TRACE_NONE);
 		if (rank == SH5_TRACE_NONE) {
 			sh5_trace_problem_add(t, e->line, "location %lld is "
 				"not a member of communicator %lld",
-				(long long)t->loc_id[e->loc],
+				(long long)t->loc_id[t->loc[i]],
 				(long long)t->comm_id[e->ref]);
 			free_flag_coll(t, (uint32_t)i);
 			continue;
@@ -1315,7 +1320,7 @@ static int finish(struct parser *p)
 	for (i = 0; i < t->nloc; i++)
 		t->loc_first[i + 2] += t->loc_first[i + 1];
 	for (i = 0; i < t->nev; i++)
-		t->loc_order[t->loc_first[t->ev[i].loc + 1]++] = (uint32_t)i;
+		t->loc_order[t->loc_first[t->loc[i] + 1]++] = (uint32_t)i;
 
 	/* Offsets by location. */
 	t->off_first = calloc(t->nloc + 2, sizeof(*t->off_first));
@@ -1370,7 +1375,8 @@ static struct sh5_trace *read_src(struct lsrc *src, const char *name,
 		p.evcap = sizehint / 24 + 16;
 		t->ev = malloc(p.evcap * sizeof(*t->ev));
 		t->time = malloc(p.evcap * sizeof(*t->time));
-		if (!t->ev || !t->time)
+		t->loc = malloc(p.evcap * sizeof(*t->loc));
+		if (!t->ev || !t->time || !t->loc)
 			NOMEM(p);
 	}
 	while ((r = lsrc_next(src, &s, &len)) > 0) {
@@ -1512,6 +1518,7 @@ void sh5_trace_destroy(struct sh5_trace *t)
 		return;
 	free(t->ev);
 	free(t->time);
+	free(t->loc);
 	free(t->loc_id);
 	free(t->loc_node);
 	free(t->loc_first);

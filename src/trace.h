@@ -2,11 +2,12 @@
  * trace.h - the event-trace CSV, version 1 (doc/timesync.md and
  * ../shared/notes/event-trace-csv.md): reading, validation, writing.
  *
- * A trace is read once into compact arrays (24 bytes per event plus the
- * times the caller keeps), with point-to-point messages matched (MPI's
- * non-overtaking rule) and collective operations assembled into
+ * A trace is read once into compact arrays (36 bytes per event: a
+ * 20-byte record, the 8-byte time and 4-byte location in arrays of their
+ * own, a 4-byte per-location index), with point-to-point messages matched
+ * (MPI's non-overtaking rule) and collective operations assembled into
  * instances.  No per-event allocation: a trace of 10 million events
- * takes about 360 MB here (36 bytes per event).
+ * takes about 360 MB here.
  *
  * Problems in the file (malformed lines, unknown kinds, times going
  * backwards, unmatched sends or receives, collectives with missing
@@ -72,7 +73,6 @@ enum sh5_coll_class {
 /* One event line.  Times are kept by the caller in parallel arrays
  * (trace->time holds the times as read). */
 struct sh5_trace_event {
-	uint32_t loc;	/* location index (0 .. nloc-1) */
 	uint32_t line;	/* 1-based line number in the file */
 	uint32_t link;	/* SEND<->RECV partner, CBEGIN<->CEND; or NONE */
 	uint32_t ref;	/* collective: instance index; p2p: channel; NONE */
@@ -107,6 +107,8 @@ struct sh5_trace {
 	size_t nev;
 	struct sh5_trace_event *ev;	/* file order */
 	int64_t *time;			/* times as read, file order */
+	uint32_t *loc;			/* location index of each event
+					 * (0 .. nloc-1), file order */
 
 	size_t nloc;
 	int64_t *loc_id;		/* location number of each index */
