@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "timesync.h"
@@ -273,6 +274,16 @@ int cmd_sync(int argc, char **argv)
 		return 2;
 	}
 	in = argv[optind];
+	{
+		struct stat st;
+
+		/* The input is read twice (parse, then copy with new times). */
+		if (stat(in, &st) == 0 && !S_ISREG(st.st_mode)) {
+			fprintf(stderr, "sh5merge: %s: not a regular file (the "
+				"input is read twice)\n", in);
+			return 1;
+		}
+	}
 
 	t = sh5_trace_read(in, &err);
 	if (!t) {

@@ -61,6 +61,12 @@ grep -q "v2.csv:1: unsupported event-trace version '2'" $W/e || fail "v2: messag
 $SH5 sync $W/missing.csv -o $W/m.out 2> $W/e; [ $? -eq 1 ] || fail "missing: exit"
 grep -q "missing.csv: No such file" $W/e || fail "missing: message"
 
+# A pipe cannot be read twice.
+printf '#sh5-trace 1\n0,1,INT,,,,,\n' | $SH5 sync /dev/stdin -o $W/pipe.out 2> $W/e
+[ $? -eq 1 ] || fail "pipe: exit"
+grep -q "not a regular file" $W/e || fail "pipe: message"
+[ -e $W/pipe.out ] && fail "pipe: output written"
+
 # Usage errors exit 2; --help exits 0.
 $SH5 sync $W/unmatched_send.csv 2>/dev/null; [ $? -eq 2 ] || fail "no -o: want 2"
 $SH5 sync $W/unmatched_send.csv -o $W/x --method nope 2>/dev/null; [ $? -eq 2 ] || fail "bad method: want 2"
