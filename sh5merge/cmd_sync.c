@@ -306,8 +306,11 @@ int cmd_sync(int argc, char **argv)
 	sh5_timesync_offset(t, times);
 	phase(timing, "offset", t0);
 
-	/* Minimum latencies: command line, directives, then the data. */
-	if (sh5_timesync_mu_estimate(t, times, &mu_a, &sa, &mu_e, &se,
+	/* Minimum latencies: command line, directives, then the data
+	 * (estimated only when some class is not given). */
+	if ((mu_ns < 0 && (t->mu_inter < 0 ||
+			   (t->mu_intra < 0 && mu_intra_ns < 0))) &&
+	    sh5_timesync_mu_estimate(t, times, &mu_a, &sa, &mu_e, &se,
 				     &err) < 0) {
 		fprintf(stderr, "sh5merge: %s: %s\n", in, err.text);
 		goto out;
