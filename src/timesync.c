@@ -745,7 +745,7 @@ static int add_jump(struct clc *x, uint32_t pos, int64_t amount)
 
 /* Run the locations on the stack as far as they can go, but not past
  * file index `limit` (keeps the memory access nearly sequential). */
-static int drain(struct clc *x, const int64_t *delta, uint32_t limit)
+static int drain(struct clc *x, uint32_t limit)
 {
 	struct sh5_trace *t = x->t;
 	const struct sh5_clc_params *p = x->p;
@@ -774,9 +774,12 @@ static int drain(struct clc *x, const int64_t *delta, uint32_t limit)
 				x->blocked[loc] = 1;
 				break;
 			}
-			/* Equation (4): local constraints. */
+			/* Equation (4): local constraints.  delta: given,
+			 * or 1 ns unless the local interval is 0. */
 			if (has_prev) {
-				int64_t v = sat64((__int128)plc + delta[loc]);
+				int64_t d = p->delta >= 0 ? p->delta :
+					    (c > pc ? 1 : 0);
+				int64_t v = sat64((__int128)plc + d);
 
 				if (v > lc)
 					lc = v;
@@ -827,29 +830,8 @@ static int forward(struct clc *x, struct sh5_error *errp)
 	struct sh5_trace *t = x->t;
 	const struct sh5_clc_params *p = x->p;
 	size_t l, i;
-	int64_t *delta = NULL, *lastc = NULL;
 	int rc = -1;
 
-	delta = malloc((t->nloc + 1) * sizeof(*delta));
-	lastc = malloc((t->nloc + 1) * sizeof(*lastc));
-	if (!delta || !lastc)
-		goto nomem;
-	/* delta: given, or min(1 ns, smallest local interval). */
-	for (l = 0; l < t->nloc; l++) {
-		delta[l] = p->delta >= 0 ? p->delta : 1;
-		lastc[l] = INT64_MIN;
-	}
-	if (p->delta < 0) {
-		for (i = 0; i < t->nev; i++) {
-			uint32_t lo = t->loc[i];
-			int64_t c = x->c[i];
-
-			if (lastc[lo] != INT64_MIN && delta[lo] &&
-			    (__int128)c - lastc[lo] < delta[lo])
-				delta[lo] = c > lastc[lo] ? c - lastc[lo] : 0;
-			lastc[lo] = c;
-		}
-	}
 	x->left = t->nev;
 	for (i = 0; i < t->nev; i++) {
 		uint32_t lo = t->loc[i];
@@ -857,7 +839,7 @@ static int forward(struct clc *x, struct sh5_error *errp)
 		if (x->blocked[lo] || t->loc_order[x->cur[lo]] != i)
 			continue;
 		x->stack[x->nstack++] = lo;
-		if (drain(x, delta, (uint32_t)i) < 0)
+		if (drain(x, (uint32_t)i) < 0)
 			goto nomem;
 	}
 	while (x->left) {
@@ -901,7 +883,7 @@ static int forward(struct clc *x, struct sh5_error *errp)
 				      "internal error: stuck");
 			goto out;
 		}
-		if (drain(x, delta, UINT32_MAX) < 0)
+		if (drain(x, UINT32_MAX) < 0)
 			goto nomem;
 	}
 	rc = 0;
@@ -910,8 +892,6 @@ nomem:
 	errno = ENOMEM;
 	sh5_errprintf(errp, "controlled logical clock: %s", strerror(errno));
 out:
-	free(delta);
-	free(lastc);
 	return rc;
 }
 
@@ -1219,12 +1199,15 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 			}
 		}
 	}
-	for (i = 0; i < t->nev; i++)
+	for (i = 0; i < t->nev; i++) {
 		times[i] = sat64((__int128)x.lcp[i] + times[i]);
+		t->ev[i].flags &= (uint16_t)~(EVF_DONE | EVF_BOUND);
+	}
 	rc = 0;
 out:
-	for (i = 0; i < t->nev; i++)
-		t->ev[i].flags &= (uint16_t)~(EVF_DONE | EVF_BOUND);
+	if (rc < 0)
+		for (i = 0; i < t->nev; i++)
+			t->ev[i].flags &= (uint16_t)~(EVF_DONE | EVF_BOUND);
 	free(x.lcp);
 	free(x.cur);
 	free(x.blocked);

@@ -109,8 +109,8 @@ struct sh5_clc_params {
 				 * (default 1 - gamma; <= 0: no backward
 				 * amortization) */
 	int64_t delta;		/* minimum spacing of local events; < 0
-				 * (default): per location min(1 ns, its
-				 * smallest local interval) */
+				 * (default): 1 ns, or 0 where the local
+				 * interval is 0 (equal times stay equal) */
 	int64_t mu_intra;	/* minimum latency within a node, >= 0 */
 	int64_t mu_inter;	/* minimum latency between nodes, >= 0 */
 	int allow_partial;	/* break dependency cycles instead of
