@@ -1,0 +1,732 @@
+/*
+ * acct_gather_profile_sh5.c - Slurm profile plugin writing sh5 node-step
+ * files (HDF5), one per node and step.
+ *
+ * This file is only the glue between slurmstepd and the sh5 library
+ * (src/): it translates Slurm's calls and types, keeps the per-step state,
+ * runs the flush thread and logs.  It never calls fatal() after start-up
+ * (only conf_set, at daemon start, may refuse a broken configuration) and
+ * never does file I/O while Slurm holds its profile lock: add_sample_data
+ * only copies a record into memory.
+ *
+ * Built against a configured Slurm source tree of exactly the installed
+ * release (configure --with-slurm-source).  Tested with 22.05; the
+ * SLURM_VERSION_NUMBER guards mark what moved in 23.02.
+ */
+#include "config.h" /* Slurm's */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "src/common/slurm_xlator.h"
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
+/* 23.02 moved the plugin interfaces to src/interfaces/. */
+#include "src/interfaces/acct_gather_profile.h"
+#else
+#include "src/common/slurm_acct_gather_profile.h"
+#endif
+#include "src/common/parse_config.h"
+#include "src/common/read_config.h"
+#include "src/common/slurm_time.h"
+#include "src/common/xstring.h"
+#include "src/slurmd/slurmstepd/slurmstepd_job.h"
+
+#include "error.h"
+#include "layout.h"
+#include "ntp.h"
+#include "series.h"
+#include "writer.h"
+
+const char plugin_name[] = "AcctGatherProfile sh5 plugin";
+const char plugin_type[] = "acct_gather_profile/sh5";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+#define MAX_GROUPS 64
+
+/* Configuration (acct_gather.conf). */
+static struct {
+	char *dir;
+	uint32_t def;
+	uint32_t compression;
+	uint32_t flush_interval; /* seconds */
+	char *clock_server;      /* host[:port] of an NTP server, or NULL */
+	uint32_t clock_interval; /* seconds between measurements */
+	uint32_t clock_samples;  /* exchanges per measurement */
+	uint32_t clock_timeout;  /* ms, hard bound of one measurement */
+} cfg = { NULL, ACCT_GATHER_PROFILE_NONE, 4, 10, NULL, 60, 4, 300 };
+
+/* The clock server, resolved once when the configuration is read (DNS is
+ * not bounded; the measurements themselves are). */
+static struct sockaddr_storage clock_addr;
+static socklen_t clock_addrlen;
+
+/*
+ * Step state.  The rwlock guards the writer pointer: sample paths take it
+ * shared, node_step_end exclusive to detach the writer before closing it.
+ */
+static pthread_rwlock_t state_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct sh5_writer *writer;
+static uint32_t profile_running = ACCT_GATHER_PROFILE_NOT_SET;
+static time_t step_start;
+static char file_path[4096];
+static bool in_child;      /* set in the forked task before exec */
+static bool step_ended;
+
+static char group_names[MAX_GROUPS][SH5_NAME_MAX];
+static int ngroups;
+
+/* Flush thread. */
+static pthread_t flush_tid;
+static bool flush_running;
+static pthread_mutex_t flush_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flush_cond = PTHREAD_COND_INITIALIZER;
+static bool flush_stop;
+
+/* Sampling frequencies are known only once slurmstepd started polling,
+ * after node_step_start: written by the first flush. */
+static atomic_int freq_written;
+
+/* Log each kind of trouble once per step. */
+static atomic_int logged_add, logged_flush, logged_ended;
+
+static uint32_t profile_from_job(stepd_step_rec_t *job)
+{
+	if (job->profile >= ACCT_GATHER_PROFILE_NONE)
+		return job->profile;
+	return cfg.def;
+}
+
+static double sample_hz(int type)
+{
+	int freq = acct_gather_profile_timer[type].freq;
+
+	return freq > 0 ? 1.0 / freq : 1.0;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Detach and close the writer; safe to call more than once. */
+static void stop_profiling(const char *why)
+{
+	struct sh5_writer *w;
+	struct sh5_error err = { "" };
+
+	pthread_rwlock_wrlock(&state_lock);
+	w = writer;
+	writer = NULL;
+	pthread_rwlock_unlock(&state_lock);
+	if (!w)
+		return;
+	if (why)
+		error("%s: profiling of this step stops: %s", plugin_type, why);
+	if (sh5_writer_close(w, &err) < 0)
+		error("%s: %s", plugin_type, err.text);
+}
+
+static void write_frequencies(struct sh5_writer *w)
+{
+	char buf[96];
+
+	if (atomic_exchange(&freq_written, 1))
+		return;
+	snprintf(buf, sizeof(buf), "task=%d,energy=%d,filesystem=%d,network=%d",
+		 acct_gather_profile_timer[PROFILE_TASK].freq,
+		 acct_gather_profile_timer[PROFILE_ENERGY].freq,
+		 acct_gather_profile_timer[PROFILE_FILESYSTEM].freq,
+		 acct_gather_profile_timer[PROFILE_NETWORK].freq);
+	sh5_writer_attr_str(w, "Sampling Frequencies", buf, NULL);
+}
+
+static void *flush_main(void *arg)
+{
+	struct timespec ts;
+	struct sh5_error err;
+	bool stop;
+
+	(void)arg;
+	sh5_error_h5_silence();
+	pthread_mutex_lock(&flush_mutex);
+	while (!flush_stop) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += cfg.flush_interval;
+		pthread_cond_timedwait(&flush_cond, &flush_mutex, &ts);
+		stop = flush_stop;
+		pthread_mutex_unlock(&flush_mutex);
+		if (!stop) {
+			int rc = 0;
+
+			pthread_rwlock_rdlock(&state_lock);
+			if (writer) {
+				write_frequencies(writer);
+				rc = sh5_writer_flush(writer, &err);
+			}
+			pthread_rwlock_unlock(&state_lock);
+			if (rc < 0 && !atomic_exchange(&logged_flush, 1))
+				stop_profiling(err.text);
+		}
+		pthread_mutex_lock(&flush_mutex);
+	}
+	pthread_mutex_unlock(&flush_mutex);
+	return NULL;
+}
+
+static void stop_flush_thread(void)
+{
+	if (!flush_running)
+		return;
+	pthread_mutex_lock(&flush_mutex);
+	flush_stop = true;
+	pthread_cond_signal(&flush_cond);
+	pthread_mutex_unlock(&flush_mutex);
+	pthread_join(flush_tid, NULL);
+	flush_running = false;
+}
+
+/*
+ * Clock-offset thread: one measurement at step start, one every
+ * ProfileSH5ClockInterval, one at step end (only if the server answered
+ * the one before: a dead server costs the step nothing).  Each is bounded
+ * by ProfileSH5ClockTimeout; failures are logged once per step.
+ */
+static pthread_t clock_tid;
+static bool clock_running;
+static pthread_mutex_t clock_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t clock_cond = PTHREAD_COND_INITIALIZER;
+static bool clock_stop;
+static atomic_int logged_clock;
+
+static bool clock_measure(uint32_t phase)
+{
+	struct sh5_ntp_result r;
+	struct sh5_error err = { "" };
+	struct sh5_clock_sample c;
+
+	if (sh5_ntp_measure_addr((struct sockaddr *)&clock_addr, clock_addrlen,
+				 (int)cfg.clock_samples, (int)cfg.clock_timeout,
+				 &r, &err) < 0) {
+		if (!atomic_exchange(&logged_clock, 1))
+			error("%s: clock offset to %s not measured: %s",
+			      plugin_type, cfg.clock_server, err.text);
+		return false;
+	}
+	c.local_ns = r.local_ns;
+	c.offset_ns = r.offset_ns;
+	c.rtt_ns = r.rtt_ns;
+	c.stratum = (uint32_t)r.stratum;
+	c.phase = phase;
+	pthread_rwlock_rdlock(&state_lock);
+	if (writer)
+		sh5_writer_add_clock(writer, &c);
+	pthread_rwlock_unlock(&state_lock);
+	log_flag(PROFILE, "%s: clock offset %" PRId64 " ns (rtt %" PRId64
+		 " ns, stratum %d)", plugin_type, r.offset_ns, r.rtt_ns,
+		 r.stratum);
+	return true;
+}
+
+static void *clock_main(void *arg)
+{
+	struct timespec ts;
+	bool ok, stop;
+
+	(void)arg;
+	ok = clock_measure(0);
+	pthread_mutex_lock(&clock_mutex);
+	while (!clock_stop) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += cfg.clock_interval;
+		pthread_cond_timedwait(&clock_cond, &clock_mutex, &ts);
+		stop = clock_stop;
+		pthread_mutex_unlock(&clock_mutex);
+		if (!stop)
+			ok = clock_measure(1);
+		else if (ok)
+			clock_measure(2);
+		pthread_mutex_lock(&clock_mutex);
+	}
+	pthread_mutex_unlock(&clock_mutex);
+	return NULL;
+}
+
+static void start_clock_thread(void)
+{
+	if (!cfg.clock_server || !clock_addrlen)
+		return;
+	clock_stop = false;
+	atomic_store(&logged_clock, 0);
+	if (pthread_create(&clock_tid, NULL, clock_main, NULL) == 0)
+		clock_running = true;
+	else
+		error("%s: cannot start the clock thread: %m", plugin_type);
+}
+
+/* Ends with the step-end measurement (bounded by the timeout). */
+static void stop_clock_thread(void)
+{
+	if (!clock_running)
+		return;
+	pthread_mutex_lock(&clock_mutex);
+	clock_stop = true;
+	pthread_cond_signal(&clock_cond);
+	pthread_mutex_unlock(&clock_mutex);
+	pthread_join(clock_tid, NULL);
+	clock_running = false;
+}
+
+extern int init(void)
+{
+	return SLURM_SUCCESS;
+}
+
+extern int fini(void)
+{
+	if (!in_child) {
+		stop_clock_thread();
+		stop_flush_thread();
+		stop_profiling(NULL);
+	}
+	xfree(cfg.dir);
+	xfree(cfg.clock_server);
+	return SLURM_SUCCESS;
+}
+
+extern void acct_gather_profile_p_conf_options(s_p_options_t **full_options,
+					       int *full_options_cnt)
+{
+	s_p_options_t options[] = {
+		{ .key = "ProfileSH5Dir", .type = S_P_STRING },
+		{ .key = "ProfileSH5Default", .type = S_P_STRING },
+		{ .key = "ProfileSH5Compression", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5FlushInterval", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5ClockServer", .type = S_P_STRING },
+		{ .key = "ProfileSH5ClockInterval", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5ClockSamples", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5ClockTimeout", .type = S_P_UINT32 },
+		{ .key = NULL }
+	};
+
+	transfer_s_p_options(full_options, options, full_options_cnt);
+}
+
+extern void acct_gather_profile_p_conf_set(s_p_hashtbl_t *tbl)
+{
+	char *tmp = NULL;
+
+	xfree(cfg.dir);
+	cfg.def = ACCT_GATHER_PROFILE_NONE;
+	cfg.compression = 4;
+	cfg.flush_interval = 10;
+	xfree(cfg.clock_server);
+	cfg.clock_interval = 60;
+	cfg.clock_samples = 4;
+	cfg.clock_timeout = 300;
+	clock_addrlen = 0;
+	if (tbl) {
+		s_p_get_string(&cfg.dir, "ProfileSH5Dir", tbl);
+		if (s_p_get_string(&tmp, "ProfileSH5Default", tbl)) {
+			cfg.def = acct_gather_profile_from_string(tmp);
+			if (cfg.def == ACCT_GATHER_PROFILE_NOT_SET)
+				fatal("%s: ProfileSH5Default=%s is not one of "
+				      "none, energy, task, lustre, network, "
+				      "all", plugin_type, tmp);
+			xfree(tmp);
+		}
+		if (s_p_get_uint32(&cfg.compression, "ProfileSH5Compression",
+				   tbl) && cfg.compression > 9)
+			fatal("%s: ProfileSH5Compression=%u is not a deflate "
+			      "level 0-9", plugin_type, cfg.compression);
+		if (s_p_get_uint32(&cfg.flush_interval,
+				   "ProfileSH5FlushInterval", tbl) &&
+		    (cfg.flush_interval < 1 || cfg.flush_interval > 3600))
+			fatal("%s: ProfileSH5FlushInterval=%u is not 1-3600 "
+			      "seconds", plugin_type, cfg.flush_interval);
+		s_p_get_string(&cfg.clock_server, "ProfileSH5ClockServer", tbl);
+		if (s_p_get_uint32(&cfg.clock_interval,
+				   "ProfileSH5ClockInterval", tbl) &&
+		    (cfg.clock_interval < 1 || cfg.clock_interval > 86400))
+			fatal("%s: ProfileSH5ClockInterval=%u is not 1-86400 "
+			      "seconds", plugin_type, cfg.clock_interval);
+		if (s_p_get_uint32(&cfg.clock_samples, "ProfileSH5ClockSamples",
+				   tbl) &&
+		    (cfg.clock_samples < 1 ||
+		     cfg.clock_samples > SH5_NTP_MAX_SAMPLES))
+			fatal("%s: ProfileSH5ClockSamples=%u is not 1-%d",
+			      plugin_type, cfg.clock_samples,
+			      SH5_NTP_MAX_SAMPLES);
+		if (s_p_get_uint32(&cfg.clock_timeout, "ProfileSH5ClockTimeout",
+				   tbl) &&
+		    (cfg.clock_timeout < 10 || cfg.clock_timeout > 10000))
+			fatal("%s: ProfileSH5ClockTimeout=%u is not 10-10000 "
+			      "ms", plugin_type, cfg.clock_timeout);
+	}
+	if (cfg.clock_server) {
+		char host[256];
+		int port;
+		struct sh5_error err = { "" };
+
+		/* A bad address disables the measurements, not the daemon. */
+		if (sh5_ntp_parse_server(cfg.clock_server, host, sizeof(host),
+					 &port, &err) < 0 ||
+		    sh5_ntp_resolve(host, port, &clock_addr, &clock_addrlen,
+				    &err) < 0) {
+			clock_addrlen = 0;
+			error("%s: ProfileSH5ClockServer=%s: %s: clock offsets "
+			      "are not measured", plugin_type,
+			      cfg.clock_server, err.text);
+		}
+	}
+	if (!cfg.dir)
+		fatal("%s: no ProfileSH5Dir in acct_gather.conf: it is "
+		      "required to use this plugin", plugin_type);
+	if (cfg.dir[0] != '/')
+		fatal("%s: ProfileSH5Dir=%s is not an absolute path",
+		      plugin_type, cfg.dir);
+	debug("%s loaded", plugin_name);
+}
+
+extern void acct_gather_profile_p_get(enum acct_gather_profile_info info_type,
+				      void *data)
+{
+	switch (info_type) {
+	case ACCT_GATHER_PROFILE_DIR:
+		*(char **)data = xstrdup(cfg.dir);
+		break;
+	case ACCT_GATHER_PROFILE_DEFAULT:
+		*(uint32_t *)data = cfg.def;
+		break;
+	case ACCT_GATHER_PROFILE_RUNNING:
+		*(uint32_t *)data = profile_running;
+		break;
+	default:
+		debug2("%s: get: info type %d unknown", plugin_type, info_type);
+	}
+}
+
+/* Write the node group's attributes: the stock five, then ours. */
+static int write_attrs(struct sh5_writer *w, stepd_step_rec_t *job,
+		       struct sh5_error *err)
+{
+	char step[16], buf[64];
+	struct tm tm;
+	int64_t start_ns = (int64_t)step_start * 1000000000;
+	const char *cluster = slurm_conf.cluster_name;
+	int rc = 0;
+
+	gmtime_r(&step_start, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	rc |= sh5_writer_attr_int(w, "Node Index", job->nodeid, err);
+	rc |= sh5_writer_attr_str(w, "Node Name", job->node_name, err);
+	rc |= sh5_writer_attr_int(w, "Number of Tasks", job->node_tasks, err);
+	rc |= sh5_writer_attr_int(w, "CPUs per Task", job->cpus_per_task, err);
+	rc |= sh5_writer_attr_str(w, "Start Time", slurm_ctime2(&step_start),
+				  err);
+	rc |= sh5_writer_attr_u32(w, "Job ID", job->step_id.job_id, err);
+	rc |= sh5_writer_attr_str(w, "Step ID",
+				  sh5_layout_step_name(job->step_id.step_id,
+						       step, sizeof(step)),
+				  err);
+	rc |= sh5_writer_attr_u32(w, "Step Number", job->step_id.step_id, err);
+	rc |= sh5_writer_attr_u32(w, "UID", job->uid, err);
+	rc |= sh5_writer_attr_str(w, "User", job->user_name, err);
+	rc |= sh5_writer_attr_str(w, "Cluster", cluster ? cluster : "", err);
+	rc |= sh5_writer_attr_u32(w, "Number of Nodes", job->nnodes, err);
+	rc |= sh5_writer_attr_u32(w, "Step Tasks", job->ntasks, err);
+	rc |= sh5_writer_attr_str(w, "Start Time UTC", buf, err);
+	rc |= sh5_writer_attr_i64(w, "Start Time ns", start_ns, err);
+	rc |= sh5_writer_attr_i64(w, "Start Clock ns", now_ns(), err);
+	rc |= sh5_writer_attr_str(w, "Profile",
+				  acct_gather_profile_to_string(profile_running),
+				  err);
+	rc |= sh5_writer_attr_int(w, "Flush Interval", cfg.flush_interval,
+				  err);
+	rc |= sh5_writer_attr_str(w, "Slurm Version", SLURM_VERSION_STRING, err);
+	rc |= sh5_writer_attr_str(w, "Plugin Version", PLUGIN_PACKAGE_VERSION,
+				  err);
+	rc |= sh5_writer_attr_int(w, "sh5 Format Version", SH5_FORMAT_VERSION,
+				  err);
+	return rc ? -1 : 0;
+}
+
+extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
+{
+	struct sh5_writer_opts opts;
+	struct sh5_error err = { "" };
+	struct sh5_writer *w;
+	char fname[256];
+	int fd;
+
+	if (in_child)
+		return SLURM_SUCCESS;
+	profile_running = profile_from_job(job);
+	log_flag(PROFILE, "%s: node_step_start %ps profile=%s", plugin_type,
+		 &job->step_id, acct_gather_profile_to_string(profile_running));
+	if (profile_running <= ACCT_GATHER_PROFILE_NONE)
+		return SLURM_SUCCESS;
+
+	sh5_error_h5_silence();
+	step_start = time(NULL);
+	step_ended = false;
+	ngroups = 0;
+	atomic_store(&logged_add, 0);
+	atomic_store(&logged_flush, 0);
+	atomic_store(&logged_ended, 0);
+	atomic_store(&freq_written, 0);
+	if (sh5_layout_file_name(job->step_id.job_id, job->step_id.step_id,
+				 job->node_name, fname, sizeof(fname)) < 0) {
+		error("%s: %ps: node name %s unusable in a file name: "
+		      "profiling off for this step", plugin_type,
+		      &job->step_id, job->node_name);
+		return SLURM_SUCCESS;
+	}
+	snprintf(file_path, sizeof(file_path), "%s/%s/%s", cfg.dir,
+		 job->user_name, fname);
+	fd = sh5_layout_open_node_file(cfg.dir, job->user_name, job->uid,
+				       job->gid, fname, &err);
+	if (fd < 0) {
+		error("%s: %ps: %s: profiling off for this step", plugin_type,
+		      &job->step_id, err.text);
+		return SLURM_SUCCESS;
+	}
+	sh5_writer_opts_init(&opts);
+	opts.compression = (int)cfg.compression;
+	w = sh5_writer_create(file_path, fd, job->node_name, &opts, &err);
+	close(fd);
+	if (!w) {
+		error("%s: %ps: %s: profiling off for this step", plugin_type,
+		      &job->step_id, err.text);
+		return SLURM_SUCCESS;
+	}
+	if (write_attrs(w, job, &err) < 0 || sh5_writer_flush(w, &err) < 0) {
+		error("%s: %ps: %s: profiling off for this step", plugin_type,
+		      &job->step_id, err.text);
+		sh5_writer_close(w, NULL);
+		return SLURM_SUCCESS;
+	}
+	pthread_rwlock_wrlock(&state_lock);
+	writer = w;
+	pthread_rwlock_unlock(&state_lock);
+
+	if (cfg.clock_server)
+		sh5_writer_attr_str(w, "Clock Server", cfg.clock_server, NULL);
+	start_clock_thread();
+	flush_stop = false;
+	if (pthread_create(&flush_tid, NULL, flush_main, NULL) == 0)
+		flush_running = true;
+	else
+		error("%s: cannot start the flush thread: %m; samples are "
+		      "written at step end only", plugin_type);
+	log_flag(PROFILE, "%s: writing %s", plugin_type, file_path);
+	return SLURM_SUCCESS;
+}
+
+extern int acct_gather_profile_p_child_forked(void)
+{
+	/* In the task between fork and exec: touch nothing (the HDF5 file
+	 * and our threads belong to the parent). */
+	in_child = true;
+	return SLURM_SUCCESS;
+}
+
+extern int acct_gather_profile_p_node_step_end(void)
+{
+	struct sh5_writer_stats st = { 0 };
+
+	if (in_child)
+		return SLURM_SUCCESS;
+	step_ended = true;
+	stop_clock_thread();
+	stop_flush_thread();
+	pthread_rwlock_rdlock(&state_lock);
+	if (writer) {
+		write_frequencies(writer);
+		sh5_writer_stats(writer, &st);
+	}
+	pthread_rwlock_unlock(&state_lock);
+	stop_profiling(NULL);
+	if (profile_running > ACCT_GATHER_PROFILE_NONE)
+		log_flag(PROFILE, "%s: node_step_end: %s: %" PRIu64
+			 " samples buffered, %" PRIu64 " dropped",
+			 plugin_type, file_path, st.written, st.dropped);
+	return SLURM_SUCCESS;
+}
+
+extern int acct_gather_profile_p_task_start(uint32_t taskid)
+{
+	log_flag(PROFILE, "%s: task_start %u", plugin_type, taskid);
+	return SLURM_SUCCESS;
+}
+
+extern int acct_gather_profile_p_task_end(pid_t taskpid)
+{
+	log_flag(PROFILE, "%s: task_end %d", plugin_type, (int)taskpid);
+	return SLURM_SUCCESS;
+}
+
+extern int64_t acct_gather_profile_p_create_group(const char *name)
+{
+	int i;
+
+	if (in_child || !name || !name[0] || strlen(name) >= SH5_NAME_MAX)
+		return SLURM_ERROR;
+	/* Called under Slurm's profile lock: the table needs no other. */
+	for (i = 0; i < ngroups; i++)
+		if (!strcmp(group_names[i], name))
+			return i;
+	if (ngroups == MAX_GROUPS) {
+		error("%s: too many groups, %s refused", plugin_type, name);
+		return SLURM_ERROR;
+	}
+	snprintf(group_names[ngroups], SH5_NAME_MAX, "%s", name);
+	return ngroups++;
+}
+
+extern int acct_gather_profile_p_create_dataset(
+	const char *name, int64_t parent,
+	acct_gather_profile_dataset_t *dataset)
+{
+	const char *names[128];
+	enum sh5_ftype types[128];
+	const char *pname = NULL;
+	struct sh5_series *s;
+	struct sh5_error err = { "" };
+	size_t n = 0;
+	int id = SLURM_ERROR, type;
+
+	if (in_child || profile_running <= ACCT_GATHER_PROFILE_NONE)
+		return SLURM_ERROR;
+	if (parent >= 0 && parent < ngroups)
+		pname = group_names[parent];
+	else if (parent != NO_PARENT) {
+		error("%s: dataset %s: unknown parent group %" PRId64,
+		      plugin_type, name, parent);
+		return SLURM_ERROR;
+	}
+	while (dataset && dataset[n].type != PROFILE_FIELD_NOT_SET &&
+	       n < sizeof(names) / sizeof(names[0])) {
+		names[n] = dataset[n].name;
+		types[n] = dataset[n].type == PROFILE_FIELD_DOUBLE ?
+				   SH5_FT_DOUBLE : SH5_FT_U64;
+		n++;
+	}
+	if (!(s = sh5_series_create(pname, name, names, types, n, &err))) {
+		error("%s: dataset %s: %s", plugin_type, name, err.text);
+		return SLURM_ERROR;
+	}
+	type = pname && !strcmp(pname, "Tasks") ? PROFILE_TASK :
+	       !strcmp(name, "Energy") ? PROFILE_ENERGY :
+	       !strcmp(name, "Filesystem") ? PROFILE_FILESYSTEM :
+	       !strcmp(name, "Network") ? PROFILE_NETWORK : PROFILE_TASK;
+	pthread_rwlock_rdlock(&state_lock);
+	if (writer)
+		id = sh5_writer_add_series(writer, pname, s, sample_hz(type),
+					   &err);
+	else
+		sh5_series_destroy(s);
+	pthread_rwlock_unlock(&state_lock);
+	if (id < 0 && err.text[0])
+		error("%s: dataset %s: %s", plugin_type, name, err.text);
+	log_flag(PROFILE, "%s: dataset %s%s%s has id %d", plugin_type,
+		 pname ? pname : "", pname ? "/" : "", name, id);
+	return id < 0 ? SLURM_ERROR : id;
+}
+
+extern int acct_gather_profile_p_add_sample_data(int dataset_id, void *data,
+						 time_t sample_time)
+{
+	union sh5_value rec[SH5_TIME_SLOTS + 129];
+	const struct sh5_series *s;
+	int rc = SLURM_SUCCESS;
+
+	if (in_child)
+		return SLURM_SUCCESS;
+	pthread_rwlock_rdlock(&state_lock);
+	if (!writer) {
+		pthread_rwlock_unlock(&state_lock);
+		if (step_ended && !atomic_exchange(&logged_ended, 1))
+			debug("%s: sample after node_step_end ignored",
+			      plugin_type);
+		return SLURM_SUCCESS;
+	}
+	s = sh5_writer_series(writer, dataset_id);
+	if (!s) {
+		pthread_rwlock_unlock(&state_lock);
+		if (!atomic_exchange(&logged_add, 1))
+			error("%s: sample for unknown dataset id %d ignored",
+			      plugin_type, dataset_id);
+		return SLURM_ERROR;
+	}
+	memset(rec, 0, sizeof(rec));
+	rec[0].u = sample_time > step_start ?
+			   (uint64_t)(sample_time - step_start) : 0;
+	rec[1].u = (uint64_t)sample_time;
+	rec[2].i = now_ns();
+	/* Slurm hands the fields as an array of 8-byte unions, in the
+	 * order of the dataset definition: the same as our slots. */
+	memcpy(&rec[SH5_TIME_SLOTS], data, s->nfields * sizeof(rec[0]));
+	if (sh5_writer_append(writer, dataset_id, rec) < 0) {
+		if (errno == ENOBUFS && !atomic_exchange(&logged_add, 1))
+			error("%s: %s: sample buffer full, samples dropped",
+			      plugin_type, file_path);
+		rc = SLURM_ERROR;
+	}
+	pthread_rwlock_unlock(&state_lock);
+	return rc;
+}
+
+static void add_pair(List data, const char *name, char *value)
+{
+	config_key_pair_t *kp = xmalloc(sizeof(*kp));
+
+	kp->name = xstrdup(name);
+	kp->value = value;
+	list_append(data, kp);
+}
+
+/* What `scontrol show config` prints.  Never credentials. */
+extern void acct_gather_profile_p_conf_values(List *data)
+{
+	add_pair(*data, "ProfileSH5Dir", xstrdup(cfg.dir));
+	add_pair(*data, "ProfileSH5Default",
+		 xstrdup(acct_gather_profile_to_string(cfg.def)));
+	add_pair(*data, "ProfileSH5Compression",
+		 xstrdup_printf("%u", cfg.compression));
+	add_pair(*data, "ProfileSH5FlushInterval",
+		 xstrdup_printf("%u sec", cfg.flush_interval));
+	add_pair(*data, "ProfileSH5ClockServer", xstrdup(cfg.clock_server));
+	add_pair(*data, "ProfileSH5ClockInterval",
+		 xstrdup_printf("%u sec", cfg.clock_interval));
+	add_pair(*data, "ProfileSH5ClockSamples",
+		 xstrdup_printf("%u", cfg.clock_samples));
+	add_pair(*data, "ProfileSH5ClockTimeout",
+		 xstrdup_printf("%u ms", cfg.clock_timeout));
+}
+
+extern bool acct_gather_profile_p_is_active(uint32_t type)
+{
+	bool have_file;
+
+	if (profile_running <= ACCT_GATHER_PROFILE_NONE || in_child)
+		return false;
+	/* Once profiling of the step stopped (no file), gather plugins
+	 * should not keep trying to create datasets. */
+	pthread_rwlock_rdlock(&state_lock);
+	have_file = writer != NULL;
+	pthread_rwlock_unlock(&state_lock);
+	if (!have_file)
+		return false;
+	return (type == ACCT_GATHER_PROFILE_NOT_SET) ||
+	       (profile_running & type);
+}

@@ -1,0 +1,247 @@
+/* cmd_counters.c - sh5merge counters: counter statistics and anomalies. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "counters.h"
+#include "json.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: sh5merge counters -i JOB.h5 -o STATS.json [--sigma 6]\n"
+		"                         [--step S] [--top N] [--pretty] "
+		"[--summary]\n"
+		"\n"
+		"Write Chimbuko-style statistics of every counter (each numeric"
+		"\n"
+		"field of each series) and the SSTD anomalies of a job file as"
+		"\n"
+		"one JSON packet (version 2: counter_stats, anomaly_stats).\n"
+		"\n"
+		"  -i, --input FILE    job file written by sh5merge merge\n"
+		"  -o, --output FILE   output JSON (- for standard output)\n"
+		"      --sigma S       anomaly threshold in standard deviations"
+		"\n"
+		"                      (default 6)\n"
+		"  -s, --step S        only this step (default: every step)\n"
+		"      --top N         anomalies listed by --summary (default "
+		"10)\n"
+		"      --pretty        indent the JSON\n"
+		"      --summary       print totals and the top anomalies\n"
+		"  -h, --help          this help\n");
+}
+
+static void fmt_ns(int64_t ns, char *buf, size_t size)
+{
+	time_t s = (time_t)(ns / 1000000000);
+	struct tm tm;
+	char b[32];
+
+	if (!gmtime_r(&s, &tm) ||
+	    !strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%S", &tm))
+		snprintf(buf, size, "%" PRId64, ns);
+	else
+		snprintf(buf, size, "%s.%03dZ", b,
+			 (int)((ns % 1000000000) / 1000000));
+}
+
+static void print_summary(FILE *f, const char *out, double sigma,
+			  const struct sh5_counters_result *r)
+{
+	char when[48], task[24];
+	size_t i;
+
+	fprintf(f, "counters: %zu steps, %zu counters, %" PRIu64 " samples, %"
+	       PRIu64 " values -> %s\n",
+	       r->napps, r->ncounters, r->samples, r->values, out);
+	fprintf(f, "counters: %" PRIu64 " anomalies beyond %g sigma in %zu "
+	       "series\n",
+	       r->anomalies, sigma, r->nkeys);
+	if (!r->ntop)
+		return;
+	fprintf(f, "%-24s %-12s %-16s %-6s %-26s %14s %10s\n", "time (UTC)", "app",
+	       "node", "task", "counter", "value", "score");
+	for (i = 0; i < r->ntop; i++) {
+		const struct sh5_counters_anomaly *a = &r->top[i];
+
+		fmt_ns(a->time_ns, when, sizeof(when));
+		if (a->task >= 0)
+			snprintf(task, sizeof(task), "%" PRId64, a->task);
+		else
+			snprintf(task, sizeof(task), "-");
+		fprintf(f, "%-24s %-12s %-16s %-6s %-26s %14.6g %10.2f\n", when,
+		       a->app, a->node, task, a->counter, a->value, a->score);
+	}
+}
+
+static int parse_double(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return errno || end == s || *end || !isfinite(*out) ? -1 : 0;
+}
+
+int cmd_counters(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "sigma", required_argument, NULL, 'g' },
+		{ "step", required_argument, NULL, 's' },
+		{ "top", required_argument, NULL, 't' },
+		{ "pretty", no_argument, NULL, 'P' },
+		{ "summary", no_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sh5_counters_opts o;
+	struct sh5_counters_result res;
+	struct sh5_error err = { "" };
+	const char *input = NULL, *output = NULL;
+	char *tmp = NULL;
+	struct sh5_json *j = NULL;
+	FILE *fp = NULL;
+	int c, fd, pretty = 0, summary = 0, rc = 1;
+	double d;
+
+	memset(&o, 0, sizeof(o));
+	memset(&res, 0, sizeof(res));
+	o.sigma = 6.0;
+	o.top = 10;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "i:o:s:h", longopts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'i':
+			input = optarg;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'g':
+			if (parse_double(optarg, &o.sigma) < 0 ||
+			    o.sigma <= 0) {
+				fprintf(stderr, "sh5merge: counters: bad "
+					"--sigma '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 's':
+			o.step = optarg;
+			break;
+		case 't':
+			if (parse_double(optarg, &d) < 0 || d < 0 ||
+			    d > 1000000 || d != floor(d)) {
+				fprintf(stderr, "sh5merge: counters: bad "
+					"--top '%s'\n", optarg);
+				return 2;
+			}
+			o.top = (size_t)d;
+			break;
+		case 'P':
+			pretty = 1;
+			break;
+		case 'm':
+			summary = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc || !input || !output) {
+		if (optind < argc)
+			fprintf(stderr, "sh5merge: counters: unexpected "
+				"argument '%s'\n", argv[optind]);
+		else
+			fprintf(stderr, "sh5merge: counters: -i and -o are "
+				"required\n");
+		usage(stderr);
+		return 2;
+	}
+	if (!summary)
+		o.top = 0;
+	if (!strcmp(output, "-")) {
+		fp = stdout;
+	} else {
+		size_t n = strlen(output) + 16;
+
+		tmp = malloc(n);
+		if (!tmp) {
+			fprintf(stderr, "sh5merge: %s: out of memory\n", output);
+			return 1;
+		}
+		snprintf(tmp, n, "%s.XXXXXX", output);
+		fd = mkstemp(tmp);
+		if (fd < 0 || !(fp = fdopen(fd, "w"))) {
+			fprintf(stderr, "sh5merge: %s: %s\n", tmp,
+				strerror(errno));
+			if (fd >= 0) {
+				close(fd);
+				unlink(tmp);
+			}
+			free(tmp);
+			return 1;
+		}
+	}
+	j = sh5_json_create_file(fp, pretty ? SH5_JSON_PRETTY : 0, &err);
+	if (!j)
+		goto error;
+	if (sh5_counters_export(input, j, &o, &res, &err) < 0)
+		goto error;
+	if (sh5_json_finish(j, &err) < 0) {
+		fprintf(stderr, "sh5merge: %s: %s\n", output, strerror(errno));
+		goto out;
+	}
+	if (fp == stdout) {
+		putchar('\n');
+	} else {
+		if (fputc('\n', fp) == EOF || fclose(fp) != 0) {
+			fp = NULL;
+			fprintf(stderr, "sh5merge: %s: %s\n", output,
+				strerror(errno));
+			goto out;
+		}
+		fp = NULL;
+		if (rename(tmp, output) < 0) {
+			fprintf(stderr, "sh5merge: %s: %s\n", output,
+				strerror(errno));
+			goto out;
+		}
+		free(tmp);
+		tmp = NULL;
+	}
+	if (summary)
+		print_summary(strcmp(output, "-") ? stdout : stderr, output,
+			      o.sigma, &res);
+	rc = 0;
+	goto out;
+error:
+	fprintf(stderr, "sh5merge: %s\n", err.text);
+out:
+	sh5_json_destroy(j);
+	if (fp && fp != stdout)
+		fclose(fp);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	sh5_counters_result_free(&res);
+	return rc;
+}

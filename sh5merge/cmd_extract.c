@@ -1,0 +1,582 @@
+/* cmd_extract.c - sh5merge extract: series or totals of a job file as CSV. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "csvfmt.h"
+#include "error.h"
+#include "jobfile.h"
+#include "reader.h"
+#include "series.h"
+
+#define ROW_BUFFER (1u << 20)
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: sh5merge extract -i JOB.h5 [OPTIONS]\n"
+"\n"
+"Write series or totals of a job file as CSV with a header row.\n"
+"\n"
+"  -i, --input FILE     the job file (ours or sh5util's)\n"
+"  -s, --step S         only step S (number, batch, extern, ...)\n"
+"  -S, --series NAME    Tasks (default), Energy, Filesystem, Network or\n"
+"                       another series name\n"
+"  -n, --node N         only node N\n"
+"  -t, --task T         only task T (series Tasks)\n"
+"  -F, --field F        only field F: one column per node (per task for\n"
+"                       Tasks), rows aligned by EpochTime\n"
+"  -l, --level L        timeseries (default) or totals\n"
+"  -o, --output FILE    the CSV file (default: standard output)\n"
+"  -h, --help           this help\n"
+"\n"
+"Exit status: 0 ok, 1 error, 2 usage.\n");
+}
+
+struct opts {
+	const char *input, *step, *series, *node, *task, *field, *output;
+	int totals;
+};
+
+struct sel {
+	struct sh5_jf_entry e;
+	struct sh5_series *s;
+	hid_t dset;
+};
+
+static int is_tasks(const struct opts *o)
+{
+	return !strcmp(o->series, "Tasks");
+}
+
+/* Select and open the entries that match the options. */
+static int select_entries(hid_t f, const struct opts *o, struct sel **out,
+			  size_t *nout)
+{
+	struct sh5_jf_entry *v = NULL;
+	struct sh5_error err = { "" };
+	struct sel *sv = NULL;
+	size_t n = 0, i, k = 0;
+	char stepname[32] = "";
+
+	hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+
+	/* --field reads all columns side by side: no chunk cache per
+	 * dataset, or memory grows with the number of columns. */
+	if (o->field)
+		H5Pset_chunk_cache(dapl, 0, 0, 1.0);
+	if (sh5_jobfile_list(f, o->input, &v, &n, &err) < 0) {
+		cli_error(NULL, "%s", err.text);
+		H5Pclose(dapl);
+		return -1;
+	}
+	if (o->step)
+		sh5_step_name(o->step, stepname, sizeof(stepname));
+	if (!(sv = calloc(n ? n : 1, sizeof(*sv)))) {
+		free(v);
+		H5Pclose(dapl);
+		cli_error(o->input, "out of memory");
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		struct sh5_jf_entry *e = &v[i];
+		char np[256];
+		hid_t d;
+
+		if (o->step && strcmp(e->step, stepname) &&
+		    strcmp(e->step, o->step))
+			continue;
+		if (o->node && strcmp(e->node, o->node))
+			continue;
+		if (is_tasks(o)) {
+			if (strcmp(e->parent, "Tasks"))
+				continue;
+			if (o->task && strcmp(e->name, o->task))
+				continue;
+		} else if (e->parent[0] || strcmp(e->name, o->series)) {
+			continue;
+		}
+		sh5_jobfile_node_path(e, np, sizeof(np));
+		{
+			char full[512];
+
+			snprintf(full, sizeof(full), "%s/%s", np, e->path);
+			if ((d = H5Dopen2(f, full, dapl)) < 0)
+				continue;
+		}
+		sv[k].s = sh5_series_from_dataset(e->parent, e->name, d, NULL);
+		if (!sv[k].s) {
+			H5Dclose(d);
+			continue;
+		}
+		sv[k].e = *e;
+		sv[k].dset = d;
+		k++;
+	}
+	free(v);
+	H5Pclose(dapl);
+	*out = sv;
+	*nout = k;
+	return 0;
+}
+
+static void free_sel(struct sel *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++) {
+		sh5_series_destroy(v[i].s);
+		H5Dclose(v[i].dset);
+	}
+	free(v);
+}
+
+static void prefix_of(const struct opts *o, const struct sel *e, char *buf,
+		      size_t len)
+{
+	if (is_tasks(o))
+		snprintf(buf, len, "%s,%s,%s,", e->e.step, e->e.node, e->e.name);
+	else
+		snprintf(buf, len, "%s,%s,", e->e.step, e->e.node);
+}
+
+/* The header an entry's ops write, for checking all entries agree. */
+static char *header_of(const struct sel *e, int totals)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	if (!m)
+		return NULL;
+	if (totals)
+		e->s->ops->extract_totals(e->s, m, 1, "", NULL);
+	else
+		e->s->ops->extract_series(e->s, m, 1, "", NULL, 0);
+	fclose(m);
+	return buf;
+}
+
+static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
+{
+	void *buf = malloc(ROW_BUFFER);
+	size_t i;
+	int rc = -1;
+
+	if (!buf) {
+		cli_error(o->input, "out of memory");
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		struct sh5_cursor c;
+		struct sh5_error err = { "" };
+		size_t rows = ROW_BUFFER / v[i].s->ops->record_size(v[i].s), got;
+		char prefix[256];
+
+		if (!rows)
+			rows = 1;
+		prefix_of(o, &v[i], prefix, sizeof(prefix));
+		if (sh5_cursor_open(&c, v[i].dset, v[i].s, 0, &err) < 0) {
+			cli_error(o->input, "%s/%s/%s: %s", v[i].e.step,
+				  v[i].e.node, v[i].e.path, err.text);
+			goto out;
+		}
+		while ((got = sh5_cursor_read(&c, buf, rows)) > 0)
+			if (v[i].s->ops->extract_series(v[i].s, out, 0, prefix,
+							buf, got) < 0)
+				break;
+		if (c.damaged)
+			cli_warn(o->input, "%s/%s/%s: %" PRIu64 " rows "
+				 "unreadable (%s)", v[i].e.step, v[i].e.node,
+				 v[i].e.path, sh5_cursor_lost(&c), c.reason);
+		sh5_cursor_close(&c);
+		if (ferror(out))
+			break;
+		cli_progress("extracting", i + 1, n);
+	}
+	rc = 0;
+out:
+	free(buf);
+	return rc;
+}
+
+/* The total of one entry: stored under Totals/ or computed. */
+static void *entry_total(hid_t f, struct sel *e)
+{
+	const struct sh5_series *s = e->s;
+	void *t = malloc(s->ops->total_size(s));
+	char np[256], full[512];
+	hid_t d, mt;
+
+	if (!t)
+		return NULL;
+	sh5_jobfile_node_path(&e->e, np, sizeof(np));
+	snprintf(full, sizeof(full), "%s/Totals/%s", np, e->e.path);
+	if (H5Lexists(f, np, H5P_DEFAULT) > 0 &&
+	    H5Lexists(f, full, H5P_DEFAULT) <= 0)
+		d = -1;
+	else
+		d = H5Dopen2(f, full, H5P_DEFAULT);
+	if (d >= 0) {
+		s->ops->total_init(s, t);
+		mt = s->ops->total_mem_type(s);
+		if (mt >= 0 && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+				       t) >= 0) {
+			H5Tclose(mt);
+			H5Dclose(d);
+			return t;
+		}
+		if (mt >= 0)
+			H5Tclose(mt);
+		H5Dclose(d);
+	}
+	/* sh5util's job files have no totals: compute them. */
+	{
+		struct sh5_cursor c;
+		size_t rows = ROW_BUFFER / s->ops->record_size(s), got;
+		void *buf = malloc(ROW_BUFFER);
+
+		s->ops->total_init(s, t);
+		if (!buf || sh5_cursor_open(&c, e->dset, s, 0, NULL) < 0) {
+			free(buf);
+			return t;
+		}
+		while ((got = sh5_cursor_read(&c, buf, rows ? rows : 1)) > 0)
+			s->ops->total_add(s, t, buf, got);
+		sh5_cursor_close(&c);
+		free(buf);
+	}
+	return t;
+}
+
+static int totals(const struct opts *o, hid_t f, struct sel *v, size_t n,
+		  FILE *out)
+{
+	void *node_t = NULL, *step_t = NULL;
+	size_t i;
+	int per_node = is_tasks(o) && !o->task;
+	int per_step = !o->task && !o->node;
+	char prefix[256];
+
+	for (i = 0; i < n; i++) {
+		const struct sh5_series *s = v[i].s;
+		void *t = entry_total(f, &v[i]);
+
+		if (!t) {
+			cli_error(o->input, "out of memory");
+			goto error;
+		}
+		prefix_of(o, &v[i], prefix, sizeof(prefix));
+		s->ops->extract_totals(s, out, 0, prefix, t);
+		if (per_node) {
+			if (!node_t && (node_t = malloc(s->ops->total_size(s))))
+				s->ops->total_init(s, node_t);
+			if (node_t)
+				s->ops->total_merge(s, node_t, t);
+		}
+		if (per_step) {
+			if (!step_t && (step_t = malloc(s->ops->total_size(s))))
+				s->ops->total_init(s, step_t);
+			if (step_t)
+				s->ops->total_merge(s, step_t, t);
+		}
+		free(t);
+		if (per_node && node_t &&
+		    (i + 1 == n || strcmp(v[i + 1].e.node, v[i].e.node) ||
+		     strcmp(v[i + 1].e.step, v[i].e.step))) {
+			snprintf(prefix, sizeof(prefix), "%s,%s,all,",
+				 v[i].e.step, v[i].e.node);
+			s->ops->extract_totals(s, out, 0, prefix, node_t);
+			free(node_t);
+			node_t = NULL;
+		}
+		if (per_step && step_t &&
+		    (i + 1 == n || strcmp(v[i + 1].e.step, v[i].e.step))) {
+			snprintf(prefix, sizeof(prefix), "%s,all,%s",
+				 v[i].e.step, is_tasks(o) ? "all," : "");
+			s->ops->extract_totals(s, out, 0, prefix, step_t);
+			free(step_t);
+			step_t = NULL;
+		}
+	}
+	return 0;
+error:
+	free(node_t);
+	free(step_t);
+	return -1;
+}
+
+/* --field: one column per entry, one row per EpochTime second. */
+struct col {
+	struct sh5_cursor c;
+	void *buf;
+	size_t rows, have, at;
+	int field;
+	int done;
+};
+
+static int col_fill(struct col *k)
+{
+	if (k->at < k->have)
+		return 1;
+	k->have = sh5_cursor_read(&k->c, k->buf, k->rows);
+	k->at = 0;
+	if (!k->have)
+		k->done = 1;
+	return k->have > 0;
+}
+
+static uint64_t col_time(const struct col *k, const struct sh5_series *s)
+{
+	return ((const union sh5_value *)k->buf)[k->at * sh5_record_slots(s) +
+						  1].u;
+}
+
+static int aligned(const struct opts *o, struct sel *v, size_t n, FILE *out)
+{
+	struct col *cols = calloc(n ? n : 1, sizeof(*cols));
+	size_t i, multi_step = 0, budget;
+	char *line = NULL;
+	size_t linecap;
+	int rc = -1;
+
+	if (!cols)
+		goto oom;
+	for (i = 1; i < n; i++)
+		if (strcmp(v[i].e.step, v[0].e.step))
+			multi_step = 1;
+	/* Bounded memory: 16 MiB of row buffers across all columns
+	 * (SH5MERGE_EXTRACT_BUFFER overrides it, for tests). */
+	budget = (16u << 20);
+	if (getenv("SH5MERGE_EXTRACT_BUFFER"))
+		budget = (size_t)strtoul(getenv("SH5MERGE_EXTRACT_BUFFER"),
+					 NULL, 10);
+	budget /= n ? n : 1;
+	fputs("EpochTime", out);
+	for (i = 0; i < n; i++) {
+		struct col *k = &cols[i];
+		size_t rs = v[i].s->ops->record_size(v[i].s);
+
+		k->field = sh5_series_field_index(v[i].s, o->field);
+		if (k->field < 0) {
+			cli_error(o->input, "%s/%s/%s: no field %s", v[i].e.step,
+				  v[i].e.node, v[i].e.path, o->field);
+			goto out;
+		}
+		k->rows = budget / rs;
+		if (k->rows < 16)
+			k->rows = 16;
+		if (k->rows > 4096)
+			k->rows = 4096;
+		if (!(k->buf = malloc(k->rows * rs)))
+			goto oom;
+		if (sh5_cursor_open(&k->c, v[i].dset, v[i].s, 0, NULL) < 0) {
+			cli_error(o->input, "%s/%s/%s: unreadable", v[i].e.step,
+				  v[i].e.node, v[i].e.path);
+			goto out;
+		}
+		/* Direct chunk reads need a whole chunk per column. */
+		k->c.direct = 0;
+		fputc(',', out);
+		if (multi_step)
+			fprintf(out, "%s:", v[i].e.step);
+		if (is_tasks(o))
+			fprintf(out, "%s:%s", v[i].e.node, v[i].e.name);
+		else
+			fputs(v[i].e.node, out);
+	}
+	fputc('\n', out);
+	linecap = 32 + n * (SH5_FMT_MAX + 1);
+	if (!(line = malloc(linecap)))
+		goto oom;
+	for (;;) {
+		uint64_t tmin = UINT64_MAX;
+		size_t len = 0;
+
+		for (i = 0; i < n; i++) {
+			if (cols[i].done || !col_fill(&cols[i]))
+				continue;
+			if (col_time(&cols[i], v[i].s) < tmin)
+				tmin = col_time(&cols[i], v[i].s);
+		}
+		if (tmin == UINT64_MAX)
+			break;
+		len = sh5_fmt_u64(line, tmin);
+		for (i = 0; i < n; i++) {
+			struct col *k = &cols[i];
+			const struct sh5_series *s = v[i].s;
+			union sh5_value val;
+			int have = 0;
+
+			line[len++] = ',';
+			/* Several samples in one second: the last one.  The
+			 * value is copied out: refilling the buffer
+			 * overwrites it. */
+			while (!k->done && col_fill(k) &&
+			       col_time(k, s) == tmin) {
+				val = ((const union sh5_value *)k->buf)
+					[k->at * sh5_record_slots(s) +
+					 SH5_TIME_SLOTS + (size_t)k->field];
+				have = 1;
+				k->at++;
+			}
+			if (!have)
+				continue;
+			if (s->fields[k->field].type == SH5_FT_DOUBLE)
+				len += sh5_fmt_double(line + len, val.d);
+			else
+				len += sh5_fmt_u64(line + len, val.u);
+		}
+		line[len++] = '\n';
+		if (fwrite(line, 1, len, out) != len)
+			break;
+	}
+	rc = 0;
+	goto out;
+oom:
+	cli_error(o->input, "out of memory");
+out:
+	for (i = 0; cols && i < n; i++) {
+		if (cols[i].buf)
+			sh5_cursor_close(&cols[i].c);
+		free(cols[i].buf);
+	}
+	free(cols);
+	free(line);
+	return rc;
+}
+
+int cmd_extract(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "step", required_argument, NULL, 's' },
+		{ "series", required_argument, NULL, 'S' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "task", required_argument, NULL, 't' },
+		{ "field", required_argument, NULL, 'F' },
+		{ "level", required_argument, NULL, 'l' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct opts o;
+	struct sel *v = NULL;
+	size_t n = 0, i;
+	hid_t f = -1;
+	FILE *out = NULL;
+	char *first = NULL;
+	static char obuf[1 << 20];
+	int c, status = 1;
+
+	memset(&o, 0, sizeof(o));
+	o.series = "Tasks";
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "i:s:S:n:t:F:l:o:h", lopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'i': o.input = optarg; break;
+		case 's': o.step = optarg; break;
+		case 'S': o.series = optarg; break;
+		case 'n': o.node = optarg; break;
+		case 't': o.task = optarg; break;
+		case 'F': o.field = optarg; break;
+		case 'l':
+			if (!strcmp(optarg, "totals") ||
+			    !strcasecmp(optarg, "Node:Totals"))
+				o.totals = 1;
+			else if (strcmp(optarg, "timeseries") &&
+				 strcasecmp(optarg, "Node:TimeSeries")) {
+				cli_error(NULL, "--level: timeseries or totals");
+				return 2;
+			}
+			break;
+		case 'o': o.output = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc || !o.input) {
+		cli_error(NULL, "extract: %s", optind < argc ?
+			  "unexpected argument" : "-i JOB.h5 is required");
+		usage(stderr);
+		return 2;
+	}
+	if (o.task && !is_tasks(&o)) {
+		cli_error(NULL, "--task needs --series Tasks");
+		return 2;
+	}
+	if (o.field && o.totals) {
+		cli_error(NULL, "--field works on time series only");
+		return 2;
+	}
+	sh5_error_h5_silence();
+	if ((f = H5Fopen(o.input, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
+		struct sh5_error err;
+
+		sh5_errprintf_h5(&err, "cannot open");
+		cli_error(o.input, "%s", err.text);
+		return 1;
+	}
+	if (select_entries(f, &o, &v, &n) < 0)
+		goto out;
+	if (!n) {
+		cli_error(o.input, "no series %s%s%s%s%s%s%s", o.series,
+			  o.step ? " in step " : "", o.step ? o.step : "",
+			  o.node ? " on node " : "", o.node ? o.node : "",
+			  o.task ? " of task " : "", o.task ? o.task : "");
+		goto out;
+	}
+	first = header_of(&v[0], o.totals);
+	for (i = 1; i < n && !o.field; i++) {
+		char *h = header_of(&v[i], o.totals);
+		int same = h && first && !strcmp(h, first);
+
+		free(h);
+		if (!same) {
+			cli_error(o.input, "%s/%s/%s: fields differ from %s/%s/%s"
+				  " (select one step or node)", v[i].e.step,
+				  v[i].e.node, v[i].e.path, v[0].e.step,
+				  v[0].e.node, v[0].e.path);
+			goto out;
+		}
+	}
+	out = o.output && strcmp(o.output, "-") ? fopen(o.output, "w") : stdout;
+	if (!out) {
+		cli_error(o.output, "%s", strerror(errno));
+		goto out;
+	}
+	setvbuf(out, obuf, _IOFBF, sizeof(obuf));
+	if (!o.field)
+		fprintf(out, "Step,Node,%s%s", is_tasks(&o) ? "Task," : "",
+			first ? first : "\n");
+	if (o.field ? aligned(&o, v, n, out) :
+	    o.totals ? totals(&o, f, v, n, out) : timeseries(&o, v, n, out))
+		goto out;
+	if (fflush(out) != 0 || ferror(out)) {
+		cli_error(o.output ? o.output : "stdout", "write error: %s",
+			  strerror(errno));
+		goto out;
+	}
+	status = 0;
+out:
+	if (out && out != stdout && fclose(out) != 0 && !status) {
+		cli_error(o.output, "write error: %s", strerror(errno));
+		status = 1;
+	}
+	if (out == stdout)
+		fflush(stdout);
+	free(first);
+	free_sel(v, n);
+	if (f >= 0)
+		H5Fclose(f);
+	return status;
+}

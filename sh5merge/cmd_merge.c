@@ -1,0 +1,286 @@
+/* cmd_merge.c - sh5merge merge: node-step files -> one job file. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "error.h"
+#include "merge.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: sh5merge merge -j JOB[.STEP][,JOB[.STEP]...] [OPTIONS]\n"
+"\n"
+"Merge the node-step profile files of a job into one job file.\n"
+"\n"
+"  -j, --jobs LIST        jobs and steps (all steps of a job when no step is\n"
+"                         given; steps by number or batch, extern,\n"
+"                         interactive, pending)\n"
+"  -p, --profile-dir DIR  where the files are (default: ProfileSH5Dir, else\n"
+"                         ProfileHDF5Dir, of acct_gather.conf)\n"
+"  -u, --user NAME        owner of the files: DIR/NAME/ (default: you)\n"
+"  -o, --output FILE      job file (default ./job_JOB.h5; one job only)\n"
+"  -f, --force            overwrite an existing job file\n"
+"      --remove-inputs    delete the merged inputs once the job file is\n"
+"                         written and verified (damaged inputs are kept)\n"
+"      --allow-partial    write the job file despite missing or damaged\n"
+"                         inputs (recorded in /Merge), exit 0\n"
+"  -q, --quiet            no progress, no warnings\n"
+"  -h, --help             this help\n"
+"\n"
+"Exit status: 0 merged, 1 error (nothing written unless --allow-partial),\n"
+"2 usage.\n");
+}
+
+/* The temporary output, removed if a signal ends the merge. */
+static char temp_buf[4096];
+static volatile sig_atomic_t temp_set;
+
+static void on_temp(void *arg, const char *path)
+{
+	(void)arg;
+	temp_set = 0;
+	if (path) {
+		snprintf(temp_buf, sizeof(temp_buf), "%s", path);
+		temp_set = 1;
+	}
+}
+
+static void on_signal(int sig)
+{
+	if (temp_set)
+		unlink(temp_buf);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+struct ctx {
+	int allow_partial;
+};
+
+static void on_report(void *arg, int error, const char *file,
+		      const char *msg)
+{
+	struct ctx *c = arg;
+
+	if (error && !c->allow_partial)
+		cli_error(file, "%s", msg);
+	else
+		cli_warn(file, "%s", msg);
+}
+
+static void on_progress(void *arg, int phase, size_t done, size_t total)
+{
+	(void)arg;
+	cli_progress(phase == 1 ? "checking" : "merging", done, total);
+}
+
+struct jobsel {
+	uint32_t job;
+	int all;
+	const char **steps;
+	size_t nsteps;
+};
+
+static int parse_jobs(char *list, struct jobsel **out, size_t *n)
+{
+	char *save = NULL, *tok;
+	struct jobsel *v = NULL;
+	size_t cnt = 0, i;
+
+	for (tok = strtok_r(list, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *dot = strchr(tok, '.'), *end;
+		unsigned long long j;
+		struct jobsel *nv;
+
+		if (dot)
+			*dot = '\0';
+		errno = 0;
+		j = strtoull(tok, &end, 10);
+		if (errno || *end || end == tok || j == 0 || j > UINT32_MAX ||
+		    (dot && (!dot[1] || strlen(dot + 1) >= 32))) {
+			cli_error(NULL, "invalid job '%s'", tok);
+			goto error;
+		}
+		for (i = 0; i < cnt && v[i].job != j; i++)
+			;
+		if (i == cnt) {
+			if (!(nv = realloc(v, (cnt + 1) * sizeof(*v))))
+				goto error;
+			v = nv;
+			memset(&v[cnt++], 0, sizeof(*v));
+			v[i].job = (uint32_t)j;
+		}
+		if (!dot) {
+			v[i].all = 1;
+		} else {
+			const char **ns = realloc(v[i].steps, (v[i].nsteps + 1) *
+						  sizeof(*ns));
+
+			if (!ns)
+				goto error;
+			v[i].steps = ns;
+			ns[v[i].nsteps++] = dot + 1;
+		}
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+error:
+	for (i = 0; i < cnt; i++)
+		free(v[i].steps);
+	free(v);
+	return -1;
+}
+
+int cmd_merge(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "profile-dir", required_argument, NULL, 'p' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "remove-inputs", no_argument, NULL, 'R' },
+		{ "allow-partial", no_argument, NULL, 'P' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sh5_merge_opts o;
+	struct ctx ctx = { 0 };
+	char *jobs = NULL, *pdir = NULL, *user = NULL, *output = NULL;
+	char conf_dir[4096], conf_path[4096], dir[8192], outbuf[64];
+	char options[2048];
+	struct jobsel *sel = NULL;
+	size_t nsel = 0, i;
+	int c, status = 0;
+	size_t ol = 0;
+
+	sh5_error_h5_silence();
+	memset(&o, 0, sizeof(o));
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "j:p:u:o:fqh", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'j': jobs = optarg; break;
+		case 'p': pdir = optarg; break;
+		case 'u': user = optarg; break;
+		case 'o': output = optarg; break;
+		case 'f': o.force = 1; break;
+		case 'R': o.remove_inputs = 1; break;
+		case 'P': o.allow_partial = 1; break;
+		case 'q': sh5merge_quiet = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc || !jobs) {
+		cli_error(NULL, optind < argc ? "unexpected argument '%s'" :
+			  "merge: -j JOB is required%s",
+			  optind < argc ? argv[optind] : "");
+		usage(stderr);
+		return 2;
+	}
+	options[0] = '\0';
+	for (i = 0; i < (size_t)argc && ol < sizeof(options) - 1; i++)
+		ol += (size_t)snprintf(options + ol, sizeof(options) - ol,
+				       "%s%s", i ? " " : "", argv[i]);
+	if (parse_jobs(jobs, &sel, &nsel) < 0 || !nsel) {
+		usage(stderr);
+		return 2;
+	}
+	if (output && nsel > 1) {
+		cli_error(NULL, "-o names one file: give one job");
+		status = 2;
+		goto out;
+	}
+	if (!pdir) {
+		if (cli_profile_dir(conf_dir, sizeof(conf_dir), conf_path,
+				    sizeof(conf_path)) < 0) {
+			cli_error(conf_path, "no ProfileSH5Dir or ProfileHDF5Dir "
+				  "(give -p DIR)");
+			status = 1;
+			goto out;
+		}
+		pdir = conf_dir;
+	}
+	if (!user) {
+		struct passwd *pw = getpwuid(getuid());
+
+		if (!pw) {
+			cli_error(NULL, "cannot find your user name (give "
+				  "--user)");
+			status = 1;
+			goto out;
+		}
+		user = pw->pw_name;
+	}
+	snprintf(dir, sizeof(dir), "%s/%s", pdir, user);
+	signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error */
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	ctx.allow_partial = o.allow_partial;
+	o.dir = dir;
+	o.options = options;
+	o.report = on_report;
+	o.progress = on_progress;
+	o.temp_path = on_temp;
+	o.arg = &ctx;
+	for (i = 0; i < nsel; i++) {
+		struct sh5_merge_stats st;
+		struct sh5_error err = { "" };
+		int rc;
+
+		o.job = sel[i].job;
+		o.steps = sel[i].all ? NULL : sel[i].steps;
+		o.nsteps = sel[i].all ? 0 : sel[i].nsteps;
+		if (output) {
+			o.output = output;
+		} else {
+			snprintf(outbuf, sizeof(outbuf), "./job_%" PRIu32 ".h5",
+				 sel[i].job);
+			o.output = outbuf;
+		}
+		rc = sh5_merge_job(&o, &st, &err);
+		if (rc < 0) {
+			cli_error(NULL, "%s", err.text);
+			status = 1;
+		} else if (rc > 0 && !o.allow_partial) {
+			cli_error(o.output, "not written: %zu problem%s (see "
+				  "above; --allow-partial writes what is "
+				  "there)", st.problems,
+				  st.problems == 1 ? "" : "s");
+			status = 1;
+		} else if (!sh5merge_quiet) {
+			fprintf(stderr, "sh5merge: %s: %zu step%s, %zu node "
+				"file%s, %" PRIu64 " samples%s%s\n", o.output,
+				st.steps, st.steps == 1 ? "" : "s", st.merged,
+				st.merged == 1 ? "" : "s", st.samples,
+				rc > 0 ? " (partial: see /Merge)" : "",
+				st.removed ? ", inputs removed" : "");
+		}
+	}
+out:
+	for (i = 0; i < nsel; i++)
+		free(sel[i].steps);
+	free(sel);
+	if (status) {
+		/* After a failed write HDF5 may hold a half-closed file that
+		 * crashes its exit handler: leave without it. */
+		fflush(NULL);
+		_exit(status);
+	}
+	return status;
+}

@@ -1,0 +1,167 @@
+/* csvfmt.c - see csvfmt.h */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "csvfmt.h"
+
+static const char digits2[] =
+	"00010203040506070809101112131415161718192021222324252627282930313233"
+	"34353637383940414243444546474849505152535455565758596061626364656667"
+	"6869707172737475767778798081828384858687888990919293949596979899";
+
+size_t sh5_fmt_u64(char *buf, uint64_t v)
+{
+	char tmp[24];
+	char *p = tmp + sizeof(tmp);
+	size_t n;
+
+	while (v >= 100) {
+		unsigned k = (unsigned)(v % 100) * 2;
+
+		v /= 100;
+		*--p = digits2[k + 1];
+		*--p = digits2[k];
+	}
+	if (v >= 10) {
+		*--p = digits2[v * 2 + 1];
+		*--p = digits2[v * 2];
+	} else {
+		*--p = (char)('0' + v);
+	}
+	n = (size_t)(tmp + sizeof(tmp) - p);
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	return n;
+}
+
+size_t sh5_fmt_i64(char *buf, int64_t v)
+{
+	if (v < 0) {
+		buf[0] = '-';
+		return 1 + sh5_fmt_u64(buf + 1, (uint64_t)0 - (uint64_t)v);
+	}
+	return sh5_fmt_u64(buf, (uint64_t)v);
+}
+
+static const double pow10tab[] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+	1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+	1e20, 1e21, 1e22 };
+
+/* Digits of d with a decimal point p digits from the right, trailing
+ * fraction zeros dropped. */
+static size_t put_fixed(char *buf, int neg, uint64_t d, int p)
+{
+	char dig[SH5_FMT_MAX];
+	size_t n, pos = 0, intlen;
+
+	while (p > 0 && d && d % 10 == 0) {
+		d /= 10;
+		p--;
+	}
+	n = sh5_fmt_u64(dig, d);
+	if (neg)
+		buf[pos++] = '-';
+	if (p <= 0) {
+		memcpy(buf + pos, dig, n);
+		pos += n;
+	} else if ((size_t)p >= n) {
+		buf[pos++] = '0';
+		buf[pos++] = '.';
+		memset(buf + pos, '0', (size_t)p - n);
+		pos += (size_t)p - n;
+		memcpy(buf + pos, dig, n);
+		pos += n;
+	} else {
+		intlen = n - (size_t)p;
+		memcpy(buf + pos, dig, intlen);
+		pos += intlen;
+		buf[pos++] = '.';
+		memcpy(buf + pos, dig + intlen, (size_t)p);
+		pos += (size_t)p;
+	}
+	buf[pos] = '\0';
+	return pos;
+}
+
+/* round(a * 10^p) exactly, for a = m * 2^-s (m < 2^53, s <= 100,
+ * 10^p < 2^74): round half to even. */
+static unsigned __int128 scaled_round(uint64_t m, int s, int p)
+{
+	unsigned __int128 t = 1, n, d, rem, half;
+	int i;
+
+	for (i = 0; i < p; i++)
+		t *= 10;
+	n = (unsigned __int128)m * t;
+	if (s <= 0)
+		return n << -s;
+	if (s >= 127)
+		return 0;
+	d = n >> s;
+	rem = n - (d << s);
+	half = (unsigned __int128)1 << (s - 1);
+	if (rem > half || (rem == half && (d & 1)))
+		d++;
+	return d;
+}
+
+size_t sh5_fmt_double(char *buf, double v)
+{
+	double a = fabs(v);
+	size_t k;
+
+	if (!isfinite(v) || a >= 1e15 || (a < 1e-6 && a != 0))
+		return (size_t)snprintf(buf, SH5_FMT_MAX, "%.17g", v);
+	/* Up to 9 decimals with a 53-bit integer: the check is exact, as
+	 * both operands are exact doubles and division rounds correctly,
+	 * like strtod. */
+	for (k = 0; k <= 9; k++) {
+		double x = v * pow10tab[k];
+		long long r;
+
+		if (fabs(x) >= 9007199254740992.0) /* 2^53 */
+			break;
+		r = (long long)(x < 0 ? x - 0.5 : x + 0.5);
+		if ((double)r / pow10tab[k] == v)
+			return put_fixed(buf, r < 0, r < 0 ?
+					 0 - (unsigned long long)r :
+					 (unsigned long long)r, (int)k);
+	}
+	{
+		/* 15 significant digits when they read back exactly, else
+		 * 17 (always enough), both rounded exactly from the binary
+		 * value: v = m * 2^-s. */
+		int e, lg, p15, p17;
+		double f = frexp(a, &e);
+		uint64_t m = (uint64_t)ldexp(f, 53);
+		int s = 53 - e;
+		unsigned __int128 d;
+
+		lg = (int)floor(log10(a));
+		if (a < pow10tab[lg < 0 ? 0 : lg] && lg > 0)
+			lg--;
+		p15 = 14 - lg;
+		p17 = 16 - lg;
+		if (p15 >= 0 && p15 <= 22) {
+			d = scaled_round(m, s, p15);
+			if (d < ((unsigned __int128)1 << 53) &&
+			    (double)(uint64_t)d / pow10tab[p15] == a)
+				return put_fixed(buf, v < 0, (uint64_t)d, p15);
+		}
+		if (p17 >= 0 && p17 <= 21) {
+			/* log10() may be off by one near a power of ten:
+			 * keep at least 17 significant digits. */
+			d = scaled_round(m, s, p17);
+			if (d < (unsigned __int128)10000000000000000ULL) {
+				p17++;
+				d = scaled_round(m, s, p17);
+			}
+			if (d < ((unsigned __int128)1 << 64))
+				return put_fixed(buf, v < 0, (uint64_t)d, p17);
+		}
+	}
+	return (size_t)snprintf(buf, SH5_FMT_MAX, "%.17g", v);
+}

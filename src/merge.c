@@ -1,0 +1,1607 @@
+/* merge.c - see merge.h */
+#include "config.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "merge.h"
+#include "reader.h"
+
+#define CHUNK_ROWS_MAX 4096
+
+/* ------------------------------------------------------------------ */
+/* Discovery. */
+
+static int step_rank(const char *s)
+{
+	static const char *const special[] = { "batch", "extern",
+					       "interactive", "pending" };
+	size_t i;
+
+	for (i = 0; i < 4; i++)
+		if (!strcmp(s, special[i]))
+			return (int)i;
+	if (s[0] && strspn(s, "0123456789") == strlen(s))
+		return 4;
+	return 5;
+}
+
+int sh5_step_cmp(const char *a, const char *b)
+{
+	int ra = step_rank(a), rb = step_rank(b);
+
+	if (ra != rb)
+		return ra - rb;
+	if (ra == 4) {
+		unsigned long long x = strtoull(a, NULL, 10),
+				   y = strtoull(b, NULL, 10);
+
+		return x < y ? -1 : x > y;
+	}
+	return strcmp(a, b);
+}
+
+/* Node names: natural order (n2 before n10). */
+static int natural_cmp(const char *a, const char *b)
+{
+	while (*a && *b) {
+		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+			unsigned long long x = strtoull(a, (char **)&a, 10);
+			unsigned long long y = strtoull(b, (char **)&b, 10);
+
+			if (x != y)
+				return x < y ? -1 : 1;
+			continue;
+		}
+		if (*a != *b)
+			return (unsigned char)*a - (unsigned char)*b;
+		a++;
+		b++;
+	}
+	return (unsigned char)*a - (unsigned char)*b;
+}
+
+static int input_cmp(const void *pa, const void *pb)
+{
+	const struct sh5_input *a = pa, *b = pb;
+	int c = sh5_step_cmp(a->step, b->step);
+
+	return c ? c : natural_cmp(a->node, b->node);
+}
+
+void sh5_inputs_free(struct sh5_input *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
+/* Parse <job>_<step>_<node>.h5; 0 if it matches job. */
+static int parse_name(const char *name, uint32_t job, struct sh5_input *in)
+{
+	const char *p = name, *u1, *u2;
+	size_t len = strlen(name), sl, nl;
+	char *end;
+	unsigned long long j;
+
+	if (len < 8 || strcmp(name + len - 3, ".h5") || !isdigit((unsigned char)*p))
+		return -1;
+	errno = 0;
+	j = strtoull(p, &end, 10);
+	if (errno || *end != '_' || j != job)
+		return -1;
+	u1 = end;
+	if (!(u2 = strchr(u1 + 1, '_')))
+		return -1;
+	sl = (size_t)(u2 - u1 - 1);
+	nl = (size_t)(name + len - 3 - u2 - 1);
+	if (!sl || sl >= sizeof(in->step_id) || !nl || nl >= sizeof(in->node))
+		return -1;
+	in->job = (uint32_t)j;
+	memcpy(in->step_id, u1 + 1, sl);
+	in->step_id[sl] = '\0';
+	memcpy(in->node, u2 + 1, nl);
+	in->node[nl] = '\0';
+	sh5_step_name(in->step_id, in->step, sizeof(in->step));
+	return 0;
+}
+
+int sh5_merge_discover(const char *dir, uint32_t job,
+		       const char *const *steps, size_t nsteps,
+		       struct sh5_input **out, size_t *n,
+		       struct sh5_error *errp)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct sh5_input *v = NULL, in;
+	size_t cnt = 0, cap = 0, i;
+
+	*out = NULL;
+	*n = 0;
+	if (!d)
+		return sh5_errprintf(errp, "%s: %s", dir, strerror(errno));
+	while ((de = readdir(d))) {
+		int want = nsteps == 0;
+
+		if (de->d_name[0] == '.')
+			continue;
+		memset(&in, 0, sizeof(in));
+		if (parse_name(de->d_name, job, &in) < 0)
+			continue;
+		for (i = 0; i < nsteps && !want; i++) {
+			char b[32];
+
+			want = !strcmp(sh5_step_name(steps[i], b, sizeof(b)),
+				       in.step);
+		}
+		if (!want)
+			continue;
+		if (cnt == cap) {
+			struct sh5_input *nv;
+
+			cap = cap ? 2 * cap : 64;
+			if (!(nv = realloc(v, cap * sizeof(*v))))
+				goto oom;
+			v = nv;
+		}
+		if (!(in.path = malloc(strlen(dir) + strlen(de->d_name) + 2)))
+			goto oom;
+		snprintf(in.path, strlen(dir) + strlen(de->d_name) + 2,
+			 "%s/%s", dir, de->d_name);
+		in.file = in.path + strlen(dir) + 1;
+		v[cnt++] = in;
+	}
+	closedir(d);
+	qsort(v, cnt, sizeof(*v), input_cmp);
+	*out = v;
+	*n = cnt;
+	return 0;
+oom:
+	closedir(d);
+	sh5_inputs_free(v, cnt);
+	errno = ENOMEM;
+	return sh5_errprintf(errp, "%s: out of memory", dir);
+}
+
+/* ------------------------------------------------------------------ */
+/* Small HDF5 writers. */
+
+/* Like sh5_errprintf_h5(), but a system error inside HDF5 (a full disk,
+ * a file size limit) is reported as strerror() instead of HDF5's
+ * multi-line description. */
+static int h5err(struct sh5_error *errp, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int h5err(struct sh5_error *errp, const char *fmt, ...)
+{
+	struct sh5_error tmp = { "" };
+	char prefix[200], *p;
+	const char *e;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	sh5_errprintf_h5(&tmp, "%s", prefix);
+	if ((e = strstr(tmp.text, "errno = "))) {
+		long n = strtol(e + 8, NULL, 10);
+
+		if (n > 0) {
+			errno = (int)n;
+			return sh5_errprintf(errp, "%s: %s", prefix,
+					     strerror((int)n));
+		}
+	}
+	for (p = tmp.text; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	return sh5_errprintf(errp, "%s", tmp.text);
+}
+
+
+
+static int put_attr_num(hid_t obj, const char *name, hid_t ftype,
+			hid_t mtype, const void *v)
+{
+	hid_t sp = H5Screate(H5S_SCALAR), a;
+	int rc = -1;
+
+	if (H5Aexists(obj, name) > 0)
+		H5Adelete(obj, name);
+	a = H5Acreate2(obj, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
+	if (a >= 0 && H5Awrite(a, mtype, v) >= 0)
+		rc = 0;
+	if (a >= 0)
+		H5Aclose(a);
+	H5Sclose(sp);
+	return rc;
+}
+
+static int put_attr_int(hid_t obj, const char *name, int v)
+{
+	return put_attr_num(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT, &v);
+}
+
+static int put_attr_u32(hid_t obj, const char *name, uint32_t v)
+{
+	return put_attr_num(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &v);
+}
+
+static int put_attr_i64(hid_t obj, const char *name, int64_t v)
+{
+	return put_attr_num(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
+}
+
+static int put_attr_str(hid_t obj, const char *name, const char *v)
+{
+	hid_t st = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), a;
+	int rc = -1;
+
+	H5Tset_size(st, strlen(v) + 1);
+	H5Tset_strpad(st, H5T_STR_NULLTERM);
+	if (H5Aexists(obj, name) > 0)
+		H5Adelete(obj, name);
+	a = H5Acreate2(obj, name, st, sp, H5P_DEFAULT, H5P_DEFAULT);
+	if (a >= 0 && H5Awrite(a, st, v) >= 0)
+		rc = 0;
+	if (a >= 0)
+		H5Aclose(a);
+	H5Sclose(sp);
+	H5Tclose(st);
+	return rc;
+}
+
+static herr_t copy_attr_cb(hid_t src, const char *name,
+			   const H5A_info_t *info, void *data)
+{
+	hid_t dst = *(hid_t *)data;
+	hid_t a = -1, ft = -1, mt = -1, sp = -1, na = -1;
+	hssize_t n;
+	void *buf = NULL;
+	int vlen;
+
+	(void)info;
+	if ((a = H5Aopen(src, name, H5P_DEFAULT)) < 0 ||
+	    (ft = H5Aget_type(a)) < 0 || (sp = H5Aget_space(a)) < 0 ||
+	    (mt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) < 0)
+		goto out;
+	n = H5Sget_select_npoints(sp);
+	if (n < 0 || !(buf = calloc((size_t)(n ? n : 1), H5Tget_size(mt))))
+		goto out;
+	vlen = H5Tdetect_class(mt, H5T_VLEN) > 0 ||
+	       (H5Tget_class(mt) == H5T_STRING && H5Tis_variable_str(mt) > 0);
+	if (H5Aread(a, mt, buf) < 0)
+		goto out;
+	if ((na = H5Acreate2(dst, name, ft, sp, H5P_DEFAULT, H5P_DEFAULT)) >= 0)
+		H5Awrite(na, mt, buf);
+	if (vlen)
+		H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, buf);
+out:
+	free(buf);
+	if (na >= 0)
+		H5Aclose(na);
+	if (mt >= 0)
+		H5Tclose(mt);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ft >= 0)
+		H5Tclose(ft);
+	if (a >= 0)
+		H5Aclose(a);
+	return 0; /* an unreadable attribute does not stop the others */
+}
+
+static void copy_attrs(hid_t src, hid_t dst)
+{
+	hsize_t idx = 0;
+
+	H5Aiterate2(src, H5_INDEX_NAME, H5_ITER_INC, &idx, copy_attr_cb, &dst);
+}
+
+static hid_t lcpl_intermediate(void)
+{
+	hid_t p = H5Pcreate(H5P_LINK_CREATE);
+
+	if (p >= 0)
+		H5Pset_create_intermediate_group(p, 1);
+	return p;
+}
+
+static hid_t make_group(hid_t loc, const char *name)
+{
+	hid_t lcpl, g;
+
+	if (H5Lexists(loc, name, H5P_DEFAULT) > 0)
+		return H5Gopen2(loc, name, H5P_DEFAULT);
+	lcpl = lcpl_intermediate();
+	g = H5Gcreate2(loc, name, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+	H5Pclose(lcpl);
+	return g;
+}
+
+/* Copy a dataset that is not a series (ClockOffsets, ...) by reading and
+ * writing it in blocks: H5Ocopy() crashes on some damaged objects.
+ * 0, or -1 with err set. */
+static int copy_dataset(hid_t src, const char *path, hid_t dst,
+			struct sh5_error *err)
+{
+	hid_t d = -1, ft = -1, nt = -1, sp = -1, od = -1, dcpl = -1,
+	      lcpl = -1, osp = -1, ms = -1, fs = -1;
+	hsize_t dims[1], maxd[1] = { H5S_UNLIMITED }, chunk[1], start[1],
+		cnt[1];
+	size_t esz, rows;
+	void *buf = NULL;
+	int nd, vlen, rc = -1;
+
+	if ((d = H5Dopen2(src, path, H5P_DEFAULT)) < 0 ||
+	    (ft = H5Dget_type(d)) < 0 ||
+	    (nt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) < 0 ||
+	    (sp = H5Dget_space(d)) < 0 ||
+	    (nd = H5Sget_simple_extent_ndims(sp)) < 0) {
+		sh5_errprintf_h5(err, "unreadable");
+		goto out;
+	}
+	vlen = H5Tdetect_class(nt, H5T_VLEN) > 0 ||
+	       (H5Tget_class(nt) == H5T_STRING && H5Tis_variable_str(nt) > 0);
+	esz = H5Tget_size(nt);
+	lcpl = lcpl_intermediate();
+	if (nd != 1) {
+		/* Scalars and the like: small by nature. */
+		hssize_t n = H5Sget_select_npoints(sp);
+
+		if (n < 0 || (size_t)n * esz > SH5_MERGE_BUFFER * 16) {
+			sh5_errprintf(err, "not a 1-D dataset and too large");
+			goto out;
+		}
+		if (!(buf = calloc((size_t)(n ? n : 1), esz)) ||
+		    H5Dread(d, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ||
+		    (od = H5Dcreate2(dst, path, ft, sp, lcpl, H5P_DEFAULT,
+				     H5P_DEFAULT)) < 0 ||
+		    H5Dwrite(od, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+			sh5_errprintf_h5(err, "cannot copy");
+			goto out;
+		}
+		if (vlen)
+			H5Dvlen_reclaim(nt, sp, H5P_DEFAULT, buf);
+	} else {
+		H5Sget_simple_extent_dims(sp, dims, NULL);
+		rows = SH5_MERGE_BUFFER / (esz ? esz : 1);
+		if (!rows)
+			rows = 1;
+		chunk[0] = dims[0] ? (dims[0] < rows ? dims[0] : rows) : 1;
+		if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
+		    H5Pset_chunk(dcpl, 1, chunk) < 0 ||
+		    (osp = H5Screate_simple(1, dims, maxd)) < 0 ||
+		    (od = H5Dcreate2(dst, path, ft, osp, lcpl, dcpl,
+				     H5P_DEFAULT)) < 0 ||
+		    !(buf = malloc(rows * esz))) {
+			sh5_errprintf_h5(err, "cannot create the copy");
+			goto out;
+		}
+		for (start[0] = 0; start[0] < dims[0]; start[0] += cnt[0]) {
+			cnt[0] = dims[0] - start[0] < rows ? dims[0] - start[0] :
+							     rows;
+			if ((ms = H5Screate_simple(1, cnt, NULL)) < 0 ||
+			    H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL,
+						cnt, NULL) < 0 ||
+			    H5Sselect_hyperslab(osp, H5S_SELECT_SET, start,
+						NULL, cnt, NULL) < 0 ||
+			    H5Dread(d, nt, ms, sp, H5P_DEFAULT, buf) < 0 ||
+			    H5Dwrite(od, nt, ms, osp, H5P_DEFAULT, buf) < 0) {
+				sh5_errprintf_h5(err, "unreadable rows from %llu",
+						 (unsigned long long)start[0]);
+				goto out;
+			}
+			if (vlen)
+				H5Dvlen_reclaim(nt, ms, H5P_DEFAULT, buf);
+			H5Sclose(ms);
+			ms = -1;
+		}
+	}
+	copy_attrs(d, od);
+	rc = 0;
+out:
+	(void)fs;
+	free(buf);
+	if (ms >= 0)
+		H5Sclose(ms);
+	if (osp >= 0)
+		H5Sclose(osp);
+	if (od >= 0)
+		H5Dclose(od);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (lcpl >= 0)
+		H5Pclose(lcpl);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (nt >= 0)
+		H5Tclose(nt);
+	if (ft >= 0)
+		H5Tclose(ft);
+	if (d >= 0)
+		H5Dclose(d);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* State. */
+
+struct finfo {
+	struct sh5_input *in;
+	int usable;
+	enum sh5_nodestep_kind kind;
+	uint64_t size;
+	uint32_t crc;
+	int node_index, ntasks, nnodes;
+	long max_task;
+	uint64_t samples;   /* rows the file claims */
+	uint64_t written;   /* rows merged */
+	uint64_t lost;      /* rows lost */
+	const char *status; /* merged, salvaged, skipped */
+	char reason[256];
+};
+
+struct acc {                /* a running total */
+	char key[2 * SH5_NAME_MAX + 2];
+	struct sh5_series *s;   /* owned copy (types and fields) */
+	void *total;
+	size_t count;
+};
+
+struct check {              /* a dataset to verify after writing */
+	char *path;
+	uint64_t rows;
+};
+
+struct mstate {
+	const struct sh5_merge_opts *o;
+	struct sh5_merge_stats *st;
+	struct sh5_error *errp;
+	struct sh5_input *in;
+	size_t nin;
+	struct finfo *fi;
+	char **missing;         /* step-level findings */
+	size_t nmissing;
+	struct check *checks;
+	size_t nchecks;
+	void *buf;
+	size_t buf_bytes;
+	char user[64], cluster[64];
+	size_t nsteps_written;
+	int write_failed;       /* an HDF5 write failed: stop */
+	hid_t dxpl;             /* small conversion buffers */
+};
+
+static void report(struct mstate *m, int error, const char *file,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void report(struct mstate *m, int error, const char *file,
+		   const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (error)
+		m->st->problems++;
+	if (m->o->report)
+		m->o->report(m->o->arg, error, file, msg);
+}
+
+static int add_missing(struct mstate *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int add_missing(struct mstate *m, const char *fmt, ...)
+{
+	char msg[512], **v;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	report(m, 1, m->o->dir, "%s", msg);
+	if (!(v = realloc(m->missing, (m->nmissing + 1) * sizeof(*v))))
+		return -1;
+	m->missing = v;
+	if (!(v[m->nmissing] = strdup(msg)))
+		return -1;
+	m->nmissing++;
+	return 0;
+}
+
+static int add_check(struct mstate *m, const char *path, uint64_t rows)
+{
+	struct check *v = realloc(m->checks, (m->nchecks + 1) * sizeof(*v));
+
+	if (!v)
+		return -1;
+	m->checks = v;
+	if (!(v[m->nchecks].path = strdup(path)))
+		return -1;
+	v[m->nchecks].rows = rows;
+	m->nchecks++;
+	return 0;
+}
+
+static struct sh5_series *series_dup(const struct sh5_series *s)
+{
+	struct sh5_series *d = malloc(sizeof(*d));
+
+	if (!d)
+		return NULL;
+	*d = *s;
+	d->fields = NULL;
+	if (s->nfields &&
+	    !(d->fields = malloc(s->nfields * sizeof(*s->fields)))) {
+		free(d);
+		return NULL;
+	}
+	if (s->nfields)
+		memcpy(d->fields, s->fields, s->nfields * sizeof(*s->fields));
+	return d;
+}
+
+static int same_fields(const struct sh5_series *a, const struct sh5_series *b)
+{
+	size_t i;
+
+	if (a->nfields != b->nfields || a->ops != b->ops)
+		return 0;
+	for (i = 0; i < a->nfields; i++)
+		if (strcmp(a->fields[i].name, b->fields[i].name) ||
+		    a->fields[i].type != b->fields[i].type ||
+		    a->fields[i].kind != b->fields[i].kind)
+			return 0;
+	return 1;
+}
+
+static void acc_free(struct acc *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++) {
+		sh5_series_destroy(v[i].s);
+		free(v[i].total);
+	}
+	free(v);
+}
+
+/* Fold total (of series s) into the accumulator keyed key.  Returns 0,
+ * 1 if the fields differ from the accumulator's (not folded), -1 on
+ * out of memory. */
+static int acc_fold(struct acc **v, size_t *n, const char *key,
+		    const struct sh5_series *s, const void *total)
+{
+	size_t i;
+	struct acc *a, *nv;
+
+	for (i = 0; i < *n; i++)
+		if (!strcmp((*v)[i].key, key))
+			break;
+	if (i == *n) {
+		if (!(nv = realloc(*v, (*n + 1) * sizeof(*nv))))
+			return -1;
+		*v = nv;
+		a = nv + *n;
+		memset(a, 0, sizeof(*a));
+		snprintf(a->key, sizeof(a->key), "%s", key);
+		if (!(a->s = series_dup(s)) ||
+		    !(a->total = malloc(s->ops->total_size(s)))) {
+			sh5_series_destroy(a->s);
+			return -1;
+		}
+		s->ops->total_init(a->s, a->total);
+		(*n)++;
+	}
+	a = *v + i;
+	if (!same_fields(a->s, s))
+		return 1;
+	a->s->ops->total_merge(a->s, a->total, total);
+	a->count++;
+	return 0;
+}
+
+/* Write one total as a one-record dataset at path (relative to loc). */
+static int write_total(struct mstate *m, hid_t loc, const char *path,
+		       const struct sh5_series *s, const void *total,
+		       size_t count)
+{
+	hsize_t dim[1] = { 1 };
+	hid_t ft = s->ops->total_file_type(s), mt = s->ops->total_mem_type(s);
+	hid_t sp = H5Screate_simple(1, dim, NULL), lcpl = lcpl_intermediate();
+	hid_t d = -1;
+	int rc = -1;
+
+	if (ft < 0 || mt < 0 || sp < 0)
+		goto out;
+	d = H5Dcreate2(loc, path, ft, sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+	if (d < 0 || H5Dwrite(d, mt, H5S_ALL, H5S_ALL, m->dxpl, total) < 0)
+		goto out;
+	if (put_attr_str(d, "Series", s->ops->name) < 0 ||
+	    put_attr_int(d, "Series Count", (int)count) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc < 0)
+		h5err(m->errp, "%s: cannot write totals %s",
+				 m->o->output, path);
+	if (d >= 0)
+		H5Dclose(d);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (lcpl >= 0)
+		H5Pclose(lcpl);
+	if (ft >= 0)
+		H5Tclose(ft);
+	if (mt >= 0)
+		H5Tclose(mt);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pass 1: check each input. */
+
+static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
+		    void *buf, size_t len, struct sh5_error *errp)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uLong c = crc32(0L, Z_NULL, 0);
+	uint64_t total = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return sh5_errprintf(errp, "%s", strerror(errno));
+	while ((n = read(fd, buf, len)) > 0) {
+		c = crc32(c, buf, (uInt)n);
+		total += (uint64_t)n;
+	}
+	if (n < 0) {
+		sh5_errprintf(errp, "read error: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	*crc = (uint32_t)c;
+	*size = total;
+	return 0;
+}
+
+static void check_file(struct mstate *m, struct finfo *f)
+{
+	struct sh5_error err = { "" };
+	struct sh5_nodestep *ns;
+	size_t i;
+
+	f->status = "skipped";
+	f->node_index = f->ntasks = f->nnodes = -1;
+	f->max_task = -1;
+	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
+		     &err) < 0) {
+		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
+		report(m, 1, f->in->path, "%s", err.text);
+		return;
+	}
+	ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
+			       f->in->step_id, &err);
+	if (!ns) {
+		const char *r = err.text;
+		size_t pl = strlen(f->in->path);
+
+		/* The reason names the file; keep only the reason. */
+		if (!strncmp(r, f->in->path, pl) && r[pl] == ':')
+			r += pl + 2;
+		snprintf(f->reason, sizeof(f->reason), "%s", r);
+		report(m, 1, f->in->path, "%s", r);
+		return;
+	}
+	f->usable = 1;
+	f->status = "merged";
+	f->kind = ns->kind;
+	f->node_index = ns->node_index;
+	f->ntasks = ns->ntasks;
+	f->nnodes = ns->nnodes;
+	if (ns->kind == SH5_NODESTEP_OURS && !m->user[0])
+		sh5_attr_get_str(ns->node, "User", m->user, sizeof(m->user));
+	if (ns->kind == SH5_NODESTEP_OURS && !m->cluster[0])
+		sh5_attr_get_str(ns->node, "Cluster", m->cluster,
+				 sizeof(m->cluster));
+	for (i = 0; i < ns->nseries; i++) {
+		struct sh5_ns_series *e = &ns->series[i];
+		struct sh5_cursor c;
+		hid_t d;
+
+		f->samples += e->nrows;
+		if (e->series->ops == sh5_series_ops_lookup("Tasks", "0")) {
+			char *end;
+			long t = strtol(e->series->name, &end, 10);
+
+			if (!*end && t > f->max_task)
+				f->max_task = t;
+		}
+		/* Chunk checks only for files cut short; damage in intact
+		 * files shows when the second pass reads them. */
+		if (!ns->salvaged)
+			continue;
+		if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0)
+			continue;
+		if (sh5_cursor_open(&c, d, e->series, ns->real_eof, NULL) == 0) {
+			if (c.damaged) {
+				f->lost += sh5_cursor_lost(&c);
+				if (!f->reason[0])
+					snprintf(f->reason, sizeof(f->reason),
+						 "%.60s: %.180s", e->path,
+						 c.reason);
+			}
+			sh5_cursor_close(&c);
+		}
+		H5Dclose(d);
+	}
+	if (ns->damage[0] || f->lost) {
+		char tmp[256];
+
+		f->status = "salvaged";
+		snprintf(tmp, sizeof(tmp), "%.120s%s%.120s", ns->damage,
+			 ns->damage[0] && f->reason[0] ? "; " : "", f->reason);
+		snprintf(f->reason, sizeof(f->reason), "%s", tmp);
+		report(m, 1, f->in->path, "damaged: %s; %" PRIu64 " of %"
+		       PRIu64 " samples lost, the rest salvaged", f->reason,
+		       f->lost, f->samples);
+	}
+	sh5_nodestep_close(ns);
+}
+
+/* Findings per step that no single file shows: missing nodes or tasks,
+ * empty steps. */
+static int check_step(struct mstate *m, size_t lo, size_t hi)
+{
+	const char *step = m->in[lo].step;
+	size_t i, usable = 0;
+	uint64_t samples = 0;
+	long max_task = -1, tasks = 0, max_index = -1, nnodes = -1;
+	int tasks_known = 1;
+	char *seen = NULL;
+
+	for (i = lo; i < hi; i++) {
+		struct finfo *f = &m->fi[i];
+
+		if (!f->usable)
+			continue;
+		usable++;
+		samples += f->samples;
+		if (f->max_task > max_task)
+			max_task = f->max_task;
+		if (f->ntasks >= 0)
+			tasks += f->ntasks;
+		else
+			tasks_known = 0;
+		if (f->node_index > max_index)
+			max_index = f->node_index;
+		if (f->nnodes > nnodes)
+			nnodes = f->nnodes;
+	}
+	if (!usable)
+		return add_missing(m, "step %s: no usable node-step file", step);
+	if (!samples && add_missing(m, "step %s: empty step (no samples in "
+				    "%zu node-step file%s)", step, usable,
+				    usable == 1 ? "" : "s") < 0)
+		return -1;
+	/* Node indexes: 0 .. max(index, Number of Nodes - 1). */
+	if (nnodes - 1 > max_index)
+		max_index = nnodes - 1;
+	if (max_index >= 0 && max_index < 1000000 &&
+	    (seen = calloc((size_t)max_index + 1, 1))) {
+		long k, first = -1;
+
+		for (i = lo; i < hi; i++)
+			if (m->fi[i].usable && m->fi[i].node_index >= 0)
+				seen[m->fi[i].node_index] = 1;
+		for (k = 0; k <= max_index + 1; k++) {
+			if (k <= max_index && !seen[k]) {
+				if (first < 0)
+					first = k;
+				continue;
+			}
+			if (first < 0)
+				continue;
+			if (add_missing(m, "step %s: node index%s %ld%s%.0ld "
+					"missing (no node-step file)", step,
+					k - 1 > first ? "es" : "", first,
+					k - 1 > first ? "-" : "",
+					k - 1 > first ? k - 1 : 0) < 0) {
+				free(seen);
+				return -1;
+			}
+			first = -1;
+		}
+		free(seen);
+	}
+	/* Tasks: the nodes present run `tasks` tasks; a higher task id
+	 * means the tasks of a missing node. */
+	if (tasks_known && max_task + 1 > tasks &&
+	    add_missing(m, "step %s: %ld task%s missing (task ids reach %ld, "
+			"the nodes present run %ld)", step,
+			max_task + 1 - tasks, max_task + 1 - tasks == 1 ? "" :
+			"s", max_task, tasks) < 0)
+		return -1;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pass 2: write. */
+
+static int write_series(struct mstate *m, struct sh5_nodestep *ns,
+			struct sh5_ns_series *e, hid_t gout, const char *gpath,
+			struct finfo *f, void *total)
+{
+	const struct sh5_series *s = e->series;
+	const struct sh5_series_ops *ops = s->ops;
+	struct sh5_cursor c;
+	struct sh5_error err = { "" };
+	hid_t din = -1, dout = -1, ft = -1, sp = -1, dcpl = -1, lcpl = -1,
+	      ms = -1, fsp = -1;
+	hsize_t dims[1], maxd[1] = { H5S_UNLIMITED }, chunk[1];
+	size_t rows_per_buf = m->buf_bytes / ops->record_size(s);
+	uint64_t done = 0;
+	char full[512];
+	int rc = -1, copen = 0;
+	struct sh5_recmap *map = NULL;
+	void *wbuf = NULL;
+	hid_t dapl = -1;
+
+	if (rows_per_buf > CHUNK_ROWS_MAX)
+		rows_per_buf -= rows_per_buf % CHUNK_ROWS_MAX;
+	if (!rows_per_buf)
+		rows_per_buf = 1;
+	ops->total_init(s, total);
+	if ((din = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0 ||
+	    sh5_cursor_open(&c, din, s, ns->salvaged ? ns->real_eof : 0,
+			    &err) < 0) {
+		sh5_errprintf_h5(&err, "cannot open");
+		report(m, 1, f->in->path, "%s: %s; series left out", e->path,
+		       err.text);
+		f->lost += e->nrows;
+		if (din >= 0)
+			H5Dclose(din);
+		return 0;
+	}
+	copen = 1;
+	dims[0] = c.good_rows;
+	chunk[0] = c.good_rows < 1 ? 1 :
+		   c.good_rows > CHUNK_ROWS_MAX ? CHUNK_ROWS_MAX : c.good_rows;
+	if ((ft = ops->file_type(s)) < 0 ||
+	    (sp = H5Screate_simple(1, dims, maxd)) < 0 ||
+	    (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
+	    H5Pset_chunk(dcpl, 1, chunk) < 0 || (lcpl = lcpl_intermediate()) < 0)
+		goto h5fail;
+	/* No chunk cache: whole chunks go straight from our buffer to the
+	 * file (a cache would calloc and copy each chunk first). */
+	if ((dapl = H5Pcreate(H5P_DATASET_ACCESS)) < 0 ||
+	    H5Pset_chunk_cache(dapl, 0, 0, 1.0) < 0)
+		goto h5fail;
+	dout = H5Dcreate2(gout, e->path, ft, sp, lcpl, dcpl, dapl);
+	if (dout < 0 || sh5_series_write_attrs(s, dout, NULL) < 0)
+		goto h5fail;
+	if ((fsp = H5Dget_space(dout)) < 0)
+		goto h5fail;
+	/* Pack records into the file layout ourselves (HDF5's compound
+	 * conversion is the slow part of a merge) and write them as they
+	 * are; HDF5 converts only when no map applies. */
+	if ((map = sh5_recmap_build(c.mtype, ft)) &&
+	    !(wbuf = malloc(rows_per_buf * H5Tget_size(ft)))) {
+		sh5_recmap_free(map);
+		map = NULL;
+	}
+	for (;;) {
+		size_t n = sh5_cursor_read(&c, m->buf, rows_per_buf);
+		hsize_t start[1] = { done }, cnt[1] = { n };
+
+		if (!n)
+			break;
+		if (map)
+			sh5_recmap_apply(map, m->buf, wbuf, n);
+		if ((ms = H5Screate_simple(1, cnt, NULL)) < 0 ||
+		    H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, cnt,
+					NULL) < 0 ||
+		    H5Dwrite(dout, map ? ft : c.mtype, ms, fsp, H5P_DEFAULT,
+			     map ? wbuf : m->buf) < 0)
+			goto h5fail;
+		H5Sclose(ms);
+		ms = -1;
+		ops->total_add(s, total, m->buf, n);
+		done += n;
+	}
+	if (done < dims[0]) {
+		dims[0] = done;
+		if (H5Dset_extent(dout, dims) < 0)
+			goto h5fail;
+	}
+	f->written += done;
+	m->st->samples += done;
+	if (c.damaged || done < e->nrows) {
+		uint64_t lost = e->nrows - done;
+
+		f->lost += lost;
+		m->st->lost += lost;
+		if (strcmp(f->status, "salvaged")) {
+			/* Damage the first pass did not see. */
+			f->status = "salvaged";
+			snprintf(f->reason, sizeof(f->reason), "%.60s: %.180s",
+				 e->path, c.reason);
+			report(m, 1, f->in->path, "damaged: %s: %s; %" PRIu64
+			       " of %" PRIu64 " samples lost", e->path,
+			       c.reason, lost, e->nrows);
+		}
+	}
+	snprintf(full, sizeof(full), "%s/%s", gpath, e->path);
+	if (add_check(m, full, done) < 0) {
+		sh5_errprintf(m->errp, "out of memory");
+		goto out;
+	}
+	rc = 0;
+	goto out;
+h5fail:
+	h5err(m->errp, "%s: cannot write %s/%s", m->o->output,
+			 gpath, e->path);
+	m->write_failed = 1;
+out:
+	sh5_recmap_free(map);
+	free(wbuf);
+	if (dapl >= 0)
+		H5Pclose(dapl);
+	if (ms >= 0)
+		H5Sclose(ms);
+	if (fsp >= 0)
+		H5Sclose(fsp);
+	if (dout >= 0)
+		H5Dclose(dout);
+	if (lcpl >= 0)
+		H5Pclose(lcpl);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ft >= 0)
+		H5Tclose(ft);
+	if (copen)
+		sh5_cursor_close(&c);
+	H5Dclose(din);
+	return rc;
+}
+
+static int write_node(struct mstate *m, hid_t nodes, const char *step,
+		      struct finfo *f, struct acc **sacc, size_t *nsacc,
+		      uint32_t *ntasks, int64_t *start_ns)
+{
+	struct sh5_error err = { "" };
+	struct sh5_nodestep *ns;
+	struct acc *nacc = NULL;
+	size_t nnacc = 0, i;
+	hid_t g = -1, ocpy = -1, lcpl = -1;
+	char gpath[256];
+	void *total = NULL;
+	long long v;
+	int rc = -1;
+
+	ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
+			       f->in->step_id, &err);
+	if (!ns) {
+		/* Changed since the first pass. */
+		f->usable = 0;
+		f->status = "skipped";
+		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
+		report(m, 1, f->in->path, "%s", err.text);
+		return 0;
+	}
+	snprintf(gpath, sizeof(gpath), "/Steps/%s/Nodes/%s", step,
+		 ns->node_name);
+	if ((g = make_group(nodes, ns->node_name)) < 0) {
+		h5err(m->errp, "%s: cannot create %s", m->o->output,
+				 gpath);
+		m->write_failed = 1;
+		goto out;
+	}
+	copy_attrs(ns->node, g);
+	if (sh5_attr_get_int(ns->node, "Number of Tasks", &v) == 0)
+		*ntasks += (uint32_t)v;
+	if (sh5_attr_get_int(ns->node, "Start Time ns", &v) == 0 &&
+	    v < *start_ns)
+		*start_ns = v;
+	for (i = 0; i < ns->nseries; i++) {
+		struct sh5_ns_series *e = &ns->series[i];
+		const struct sh5_series *s = e->series;
+		char tpath[2 * SH5_NAME_MAX + 16];
+		int is_task = !strcmp(s->ops->name, "Task");
+		void *t2;
+		int fr;
+
+		if (!(t2 = realloc(total, s->ops->total_size(s))))
+			goto oom;
+		total = t2;
+		if (write_series(m, ns, e, g, gpath, f, total) < 0)
+			goto out;
+		snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
+		if (write_total(m, g, tpath, s, total, 1) < 0) {
+			m->write_failed = 1;
+			goto out;
+		}
+		fr = acc_fold(&nacc, &nnacc, is_task ? "AllTasks" : e->path,
+			      s, total);
+		if (fr < 0)
+			goto oom;
+		if (fr > 0)
+			report(m, 0, f->in->path, "%s: fields differ from the "
+			       "node's other tasks: left out of the node "
+			       "total", e->path);
+		if (!is_task) {
+			fr = acc_fold(sacc, nsacc, e->path, s, total);
+			if (fr < 0)
+				goto oom;
+			if (fr > 0)
+				report(m, 0, f->in->path, "%s: fields differ "
+				       "from other nodes: left out of the step "
+				       "total", e->path);
+		}
+	}
+	for (i = 0; i < nnacc; i++) {
+		char tpath[2 * SH5_NAME_MAX + 16];
+
+		if (strcmp(nacc[i].key, "AllTasks"))
+			continue;
+		snprintf(tpath, sizeof(tpath), "Totals/%s", nacc[i].key);
+		if (write_total(m, g, tpath, nacc[i].s, nacc[i].total,
+				nacc[i].count) < 0) {
+			m->write_failed = 1;
+			goto out;
+		}
+		if (acc_fold(sacc, nsacc, "AllTasks", nacc[i].s,
+			     nacc[i].total) > 0)
+			report(m, 0, f->in->path, "task fields differ from "
+			       "other nodes: left out of the step total");
+	}
+	/* Objects that are not series (ClockOffsets, ...): datasets copied
+	 * by value; groups (none in our files) with H5Ocopy, but never from
+	 * a damaged file (H5Ocopy crashes on some damaged objects). */
+	ocpy = H5Pcreate(H5P_OBJECT_COPY);
+	lcpl = lcpl_intermediate();
+	for (i = 0; i < ns->nother; i++) {
+		H5O_info_t oi;
+		int bad = 0;
+
+		err.text[0] = '\0';
+		if (H5Oget_info_by_name(ns->node, ns->other[i], &oi,
+					H5P_DEFAULT) < 0) {
+			sh5_errprintf_h5(&err, "unreadable object header");
+			bad = 1;
+		} else if (oi.type == H5O_TYPE_DATASET) {
+			bad = copy_dataset(ns->node, ns->other[i], g, &err) < 0;
+		} else if (ns->salvaged || ns->damage[0]) {
+			sh5_errprintf(&err, "in a damaged file");
+			bad = 1;
+		} else if (H5Ocopy(ns->node, ns->other[i], g, ns->other[i],
+				   ocpy, lcpl) < 0) {
+			sh5_errprintf_h5(&err, "cannot copy");
+			bad = 1;
+		}
+		if (!bad)
+			continue;
+		report(m, 1, f->in->path, "%s: left out (%s)", ns->other[i],
+		       err.text);
+		if (strcmp(f->status, "salvaged")) {
+			f->status = "salvaged";
+			snprintf(f->reason, sizeof(f->reason),
+				 "%.60s: unreadable object", ns->other[i]);
+		}
+	}
+	m->st->nodes++;
+	rc = 0;
+	goto out;
+oom:
+	errno = ENOMEM;
+	sh5_errprintf(m->errp, "out of memory");
+out:
+	if (ocpy >= 0)
+		H5Pclose(ocpy);
+	if (lcpl >= 0)
+		H5Pclose(lcpl);
+	free(total);
+	acc_free(nacc, nnacc);
+	if (g >= 0)
+		H5Gclose(g);
+	sh5_nodestep_close(ns);
+	return rc;
+}
+
+static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
+		      size_t *done)
+{
+	const char *step = m->in[lo].step;
+	char path[128];
+	hid_t sg = -1, nodes = -1;
+	struct acc *sacc = NULL;
+	size_t nsacc = 0, i, nnodes = 0;
+	uint32_t ntasks = 0;
+	int64_t start_ns = INT64_MAX;
+	int rc = -1;
+
+	for (i = lo; i < hi; i++)
+		nnodes += m->fi[i].usable;
+	if (!nnodes)
+		return 0;
+	snprintf(path, sizeof(path), "/Steps/%s", step);
+	if ((sg = make_group(fout, path)) < 0 ||
+	    (nodes = make_group(sg, "Nodes")) < 0) {
+		h5err(m->errp, "%s: cannot create %s", m->o->output,
+				 path);
+		goto out;
+	}
+	nnodes = 0;
+	for (i = lo; i < hi; i++) {
+		if (m->fi[i].usable) {
+			if (write_node(m, nodes, step, &m->fi[i], &sacc,
+				       &nsacc, &ntasks, &start_ns) < 0)
+				goto out;
+			nnodes += m->fi[i].usable;
+		}
+		if (m->o->progress)
+			m->o->progress(m->o->arg, 2, ++*done, m->nin);
+	}
+	for (i = 0; i < nsacc; i++) {
+		char tpath[2 * SH5_NAME_MAX + 16];
+
+		snprintf(tpath, sizeof(tpath), "Totals/%s", sacc[i].key);
+		if (write_total(m, sg, tpath, sacc[i].s, sacc[i].total,
+				sacc[i].count) < 0)
+			goto out;
+	}
+	if (put_attr_int(sg, "Number of Nodes", (int)nnodes) < 0 ||
+	    put_attr_str(sg, "Step ID", step) < 0 ||
+	    put_attr_u32(sg, "Number of Tasks", ntasks) < 0 ||
+	    (start_ns != INT64_MAX &&
+	     put_attr_i64(sg, "Start Time ns", start_ns) < 0)) {
+		h5err(m->errp, "%s: cannot write attributes of %s",
+				 m->o->output, path);
+		goto out;
+	}
+	m->nsteps_written++;
+	m->st->steps++;
+	rc = 0;
+out:
+	if (rc < 0)
+		m->write_failed = 1;
+	acc_free(sacc, nsacc);
+	if (nodes >= 0)
+		H5Gclose(nodes);
+	if (sg >= 0)
+		H5Gclose(sg);
+	return rc;
+}
+
+struct input_rec {
+	const char *file, *step, *node, *kind, *status, *reason;
+	uint64_t size, samples, written, lost;
+	uint32_t crc32;
+};
+
+static int write_merge_record(struct mstate *m, hid_t fout, int partial)
+{
+	hid_t g = -1, st = -1, ct = -1, sp = -1, d = -1;
+	struct input_rec *r = NULL;
+	hsize_t dim[1];
+	char now[32];
+	time_t t = time(NULL);
+	struct tm tm;
+	size_t i;
+	int rc = -1;
+
+	gmtime_r(&t, &tm);
+	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if ((g = make_group(fout, "Merge")) < 0 ||
+	    put_attr_str(g, "sh5merge Version", PACKAGE_VERSION) < 0 ||
+	    put_attr_str(g, "Merge Time", now) < 0 ||
+	    put_attr_str(g, "Profile Directory", m->o->dir) < 0 ||
+	    put_attr_str(g, "Options", m->o->options ? m->o->options : "") < 0 ||
+	    put_attr_int(g, "Partial", partial) < 0 ||
+	    put_attr_int(g, "Number of Problems", (int)m->st->problems) < 0 ||
+	    put_attr_str(g, "Checksum", "CRC-32 (zlib) of the whole file") < 0)
+		goto out;
+	st = H5Tcopy(H5T_C_S1);
+	H5Tset_size(st, H5T_VARIABLE);
+	H5Tset_cset(st, H5T_CSET_UTF8);
+	ct = H5Tcreate(H5T_COMPOUND, sizeof(struct input_rec));
+#define S(n, mem) H5Tinsert(ct, n, HOFFSET(struct input_rec, mem), st)
+#define U(n, mem, t) H5Tinsert(ct, n, HOFFSET(struct input_rec, mem), t)
+	if (S("File", file) < 0 || S("Step", step) < 0 || S("Node", node) < 0 ||
+	    S("Format", kind) < 0 || U("Size", size, H5T_NATIVE_UINT64) < 0 ||
+	    U("CRC32", crc32, H5T_NATIVE_UINT32) < 0 ||
+	    U("Samples", samples, H5T_NATIVE_UINT64) < 0 ||
+	    U("Merged", written, H5T_NATIVE_UINT64) < 0 ||
+	    U("Lost", lost, H5T_NATIVE_UINT64) < 0 ||
+	    S("Status", status) < 0 || S("Reason", reason) < 0)
+		goto out;
+#undef S
+#undef U
+	if (!(r = calloc(m->nin ? m->nin : 1, sizeof(*r))))
+		goto out;
+	for (i = 0; i < m->nin; i++) {
+		struct finfo *f = &m->fi[i];
+
+		r[i].file = f->in->path;
+		r[i].step = f->in->step;
+		r[i].node = f->in->node;
+		r[i].kind = !f->usable && !f->kind ? "unknown" :
+			    f->kind == SH5_NODESTEP_OURS ? "sh5" : "stock";
+		r[i].status = f->status ? f->status : "skipped";
+		r[i].reason = f->reason;
+		r[i].size = f->size;
+		r[i].crc32 = f->crc;
+		r[i].samples = f->samples;
+		r[i].written = f->written;
+		r[i].lost = f->usable ? f->lost : f->samples;
+	}
+	dim[0] = m->nin;
+	if ((sp = H5Screate_simple(1, dim, NULL)) < 0 ||
+	    (d = H5Dcreate2(g, "Inputs", ct, sp, H5P_DEFAULT, H5P_DEFAULT,
+			    H5P_DEFAULT)) < 0 ||
+	    (m->nin && H5Dwrite(d, ct, H5S_ALL, H5S_ALL, H5P_DEFAULT, r) < 0))
+		goto out;
+	H5Dclose(d);
+	H5Sclose(sp);
+	d = sp = -1;
+	dim[0] = m->nmissing;
+	if ((sp = H5Screate_simple(1, dim, NULL)) < 0 ||
+	    (d = H5Dcreate2(g, "Missing", st, sp, H5P_DEFAULT, H5P_DEFAULT,
+			    H5P_DEFAULT)) < 0 ||
+	    (m->nmissing && H5Dwrite(d, st, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+				     m->missing) < 0))
+		goto out;
+	rc = 0;
+out:
+	if (rc < 0)
+		h5err(m->errp, "%s: cannot write /Merge",
+				 m->o->output);
+	free(r);
+	if (d >= 0)
+		H5Dclose(d);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ct >= 0)
+		H5Tclose(ct);
+	if (st >= 0)
+		H5Tclose(st);
+	if (g >= 0)
+		H5Gclose(g);
+	return rc;
+}
+
+/* Reopen the written file and check every dataset's row count. */
+static int verify(struct mstate *m, const char *tmp)
+{
+	hid_t f = H5Fopen(tmp, H5F_ACC_RDONLY, H5P_DEFAULT);
+	long long v;
+	size_t i;
+	int rc = -1;
+
+	if (f < 0)
+		return h5err(m->errp, "%s: verification: cannot "
+					"reopen the written file", tmp);
+	if (sh5_attr_get_int(f, "Number of Steps", &v) < 0 ||
+	    v != (long long)m->nsteps_written) {
+		sh5_errprintf(m->errp, "%s: verification: wrong Number of "
+			      "Steps", tmp);
+		goto out;
+	}
+	for (i = 0; i < m->nchecks; i++) {
+		hid_t d = H5Dopen2(f, m->checks[i].path, H5P_DEFAULT);
+		hid_t sp = d >= 0 ? H5Dget_space(d) : -1;
+		hsize_t dims[1] = { 0 };
+		uint64_t n;
+
+		if (sp < 0 || H5Sget_simple_extent_dims(sp, dims, NULL) != 1) {
+			sh5_errprintf(m->errp, "%s: verification: %s missing",
+				      tmp, m->checks[i].path);
+			if (sp >= 0)
+				H5Sclose(sp);
+			if (d >= 0)
+				H5Dclose(d);
+			goto out;
+		}
+		n = dims[0];
+		H5Sclose(sp);
+		H5Dclose(d);
+		if (n != m->checks[i].rows) {
+			sh5_errprintf(m->errp, "%s: verification: %s has %"
+				      PRIu64 " rows, %" PRIu64 " written", tmp,
+				      m->checks[i].path, n, m->checks[i].rows);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	H5Fclose(f);
+	return rc;
+}
+
+static int fsync_path(const char *path, int dir)
+{
+	int fd = open(path, (dir ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+static char *temp_name(const char *out, char **dir_out)
+{
+	char *a = strdup(out), *b = strdup(out), *dir, *base, *t = NULL;
+	size_t len;
+
+	if (!a || !b)
+		goto out;
+	dir = dirname(a);
+	base = basename(b);
+	len = strlen(dir) + strlen(base) + 40;
+	if ((t = malloc(len)))
+		snprintf(t, len, "%s/.%s.tmp.%ld", dir, base, (long)getpid());
+	if (dir_out)
+		*dir_out = strdup(dir);
+out:
+	free(a);
+	free(b);
+	return t;
+}
+
+static void mstate_free(struct mstate *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nmissing; i++)
+		free(m->missing[i]);
+	free(m->missing);
+	for (i = 0; i < m->nchecks; i++)
+		free(m->checks[i].path);
+	free(m->checks);
+	free(m->fi);
+	free(m->buf);
+	sh5_inputs_free(m->in, m->nin);
+}
+
+int sh5_merge_job(const struct sh5_merge_opts *o,
+		  struct sh5_merge_stats *stats, struct sh5_error *errp)
+{
+	struct mstate m;
+	struct sh5_merge_stats dummy;
+	struct stat sb;
+	char *tmp = NULL, *outdir = NULL;
+	hid_t fout = -1, fapl = -1;
+	size_t i, lo, done = 0;
+	int rc = -1, partial;
+
+	memset(&m, 0, sizeof(m));
+	if (!stats)
+		stats = &dummy;
+	memset(stats, 0, sizeof(*stats));
+	m.o = o;
+	m.st = stats;
+	m.errp = errp;
+	m.buf_bytes = o->buffer_bytes ? o->buffer_bytes : SH5_MERGE_BUFFER;
+	/* HDF5 callocs a 1 MiB conversion buffer (and as much background)
+	 * for every converting write: far too much for one-record totals. */
+	m.dxpl = H5Pcreate(H5P_DATASET_XFER);
+	if (m.dxpl >= 0)
+		H5Pset_buffer(m.dxpl, 64 * 1024, NULL, NULL);
+	if (m.buf_bytes < 4096)
+		m.buf_bytes = 4096;
+	if (!o->force && lstat(o->output, &sb) == 0) {
+		errno = EEXIST;
+		return sh5_errprintf(errp, "%s: exists (use --force to "
+				     "overwrite it)", o->output);
+	}
+	if (sh5_merge_discover(o->dir, o->job, o->steps, o->nsteps, &m.in,
+			       &m.nin, errp) < 0)
+		return -1;
+	stats->inputs = m.nin;
+	if (!m.nin) {
+		errno = ENOENT;
+		sh5_errprintf(errp, "%s: no node-step files of job %" PRIu32
+			      "%s", o->dir, o->job,
+			      o->nsteps ? " for the selected steps" : "");
+		goto out;
+	}
+	if (!(m.fi = calloc(m.nin, sizeof(*m.fi))) ||
+	    !(m.buf = malloc(m.buf_bytes))) {
+		errno = ENOMEM;
+		sh5_errprintf(errp, "out of memory");
+		goto out;
+	}
+	/* Steps asked for but absent. */
+	for (i = 0; i < o->nsteps; i++) {
+		char b[32];
+		size_t k;
+		int found = 0;
+
+		sh5_step_name(o->steps[i], b, sizeof(b));
+		for (k = 0; k < m.nin && !found; k++)
+			found = !strcmp(m.in[k].step, b);
+		if (!found && add_missing(&m, "step %s: no node-step files", b) < 0)
+			goto oom;
+	}
+
+	/* Pass 1. */
+	for (i = 0; i < m.nin; i++) {
+		m.fi[i].in = &m.in[i];
+		check_file(&m, &m.fi[i]);
+		if (o->progress)
+			o->progress(o->arg, 1, i + 1, m.nin);
+	}
+	for (lo = 0; lo < m.nin; lo = i) {
+		for (i = lo; i < m.nin && !strcmp(m.in[i].step, m.in[lo].step);
+		     i++)
+			;
+		if (check_step(&m, lo, i) < 0)
+			goto oom;
+	}
+	for (i = 0; i < m.nin; i++)
+		if (!m.fi[i].usable)
+			stats->skipped++;
+	if (stats->skipped == m.nin) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "%s: none of the %zu node-step files of "
+			      "job %" PRIu32 " is usable", o->dir, m.nin, o->job);
+		goto out;
+	}
+	if (stats->problems && !o->allow_partial) {
+		rc = 1;
+		goto out;
+	}
+
+	/* Pass 2. */
+	if (!(tmp = temp_name(o->output, &outdir)) || !outdir)
+		goto oom;
+	fapl = H5Pcreate(H5P_FILE_ACCESS);
+#ifdef HAVE_H5PSET_FILE_LOCKING
+	H5Pset_file_locking(fapl, 0, 1);
+#endif
+	fout = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+	if (fout < 0) {
+		h5err(errp, "%s: cannot create", tmp);
+		goto out;
+	}
+	if (o->temp_path)
+		o->temp_path(o->arg, tmp);
+	{
+		hid_t sg = make_group(fout, "Steps");
+
+		if (sg < 0) {
+			h5err(errp, "%s: cannot create /Steps", tmp);
+			goto fail;
+		}
+		H5Gclose(sg);
+	}
+	for (lo = 0; lo < m.nin; lo = i) {
+		for (i = lo; i < m.nin && !strcmp(m.in[i].step, m.in[lo].step);
+		     i++)
+			;
+		if (write_step(&m, fout, lo, i, &done) < 0)
+			goto fail;
+	}
+	for (i = 0; i < m.nin; i++)
+		if (m.fi[i].usable)
+			stats->merged++;
+	stats->skipped = m.nin - stats->merged;
+	partial = stats->problems > 0;
+	if (put_attr_int(fout, "sh5 Format Version", 1) < 0 ||
+	    put_attr_u32(fout, "Job ID", o->job) < 0 ||
+	    put_attr_int(fout, "Number of Steps", (int)m.nsteps_written) < 0 ||
+	    (m.user[0] && put_attr_str(fout, "User", m.user) < 0) ||
+	    (m.cluster[0] && put_attr_str(fout, "Cluster", m.cluster) < 0)) {
+		h5err(errp, "%s: cannot write the root attributes",
+				 tmp);
+		goto fail;
+	}
+	if (write_merge_record(&m, fout, partial) < 0)
+		goto fail;
+	if (H5Fclose(fout) < 0) {
+		fout = -1;
+		h5err(errp, "%s: cannot close (disk full?)", tmp);
+		goto fail;
+	}
+	fout = -1;
+	if (partial && !o->allow_partial) {
+		rc = 1;
+		goto fail_quiet;
+	}
+	if (verify(&m, tmp) < 0)
+		goto fail;
+	if (fsync_path(tmp, 0) < 0) {
+		sh5_errprintf(errp, "%s: fsync: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	if (o->force) {
+		if (rename(tmp, o->output) < 0) {
+			sh5_errprintf(errp, "%s: rename: %s", o->output,
+				      strerror(errno));
+			goto fail;
+		}
+	} else {
+		/* link() never replaces an output that appeared meanwhile. */
+		if (link(tmp, o->output) < 0) {
+			sh5_errprintf(errp, "%s: %s", o->output,
+				      errno == EEXIST ? "exists (use --force "
+				      "to overwrite it)" : strerror(errno));
+			goto fail;
+		}
+		unlink(tmp);
+	}
+	if (o->temp_path)
+		o->temp_path(o->arg, NULL);
+	fsync_path(outdir, 1);
+	rc = partial ? 1 : 0;
+
+	if (o->remove_inputs) {
+		for (i = 0; i < m.nin; i++) {
+			struct finfo *f = &m.fi[i];
+
+			if (!f->usable || strcmp(f->status, "merged"))
+				continue;
+			if (stat(f->in->path, &sb) < 0 ||
+			    (uint64_t)sb.st_size != f->size) {
+				report(&m, 0, f->in->path, "changed during the "
+				       "merge: kept");
+				continue;
+			}
+			if (unlink(f->in->path) < 0)
+				report(&m, 0, f->in->path, "cannot remove: %s",
+				       strerror(errno));
+			else
+				stats->removed++;
+		}
+	}
+	goto out;
+oom:
+	errno = ENOMEM;
+	sh5_errprintf(errp, "out of memory");
+	goto out;
+fail:
+	rc = -1;
+fail_quiet:
+	if (fout >= 0) {
+		H5Fclose(fout);
+		fout = -1;
+	}
+	if (tmp) {
+		unlink(tmp);
+		if (o->temp_path)
+			o->temp_path(o->arg, NULL);
+	}
+out:
+	if (fout >= 0)
+		H5Fclose(fout);
+	if (fapl >= 0)
+		H5Pclose(fapl);
+	free(tmp);
+	free(outdir);
+	if (m.dxpl >= 0)
+		H5Pclose(m.dxpl);
+	mstate_free(&m);
+	return rc;
+}

@@ -1,0 +1,105 @@
+/*
+ * merge.h - merge a job's node-step files into one job file.
+ *
+ * The job file keeps sh5util's layout (/Steps/<step>/Nodes/<node>/...,
+ * batch and extern steps under readable names) and adds totals computed
+ * through each series' ops, job and step metadata and a record of what was
+ * merged (/Merge).  doc/jobfile.md describes every object.
+ *
+ * The merge runs in two passes over the inputs: the first opens and
+ * checks every file (and checksums it), the second streams each series
+ * through a fixed-size row buffer into the output.  Peak memory does not
+ * depend on the number of samples: one row buffer (SH5_MERGE_BUFFER
+ * bytes), HDF5's caches for one input and the output, and a few hundred
+ * bytes per series of one step.
+ *
+ * The output is written to a temporary name beside it, closed, reopened
+ * and checked (every dataset's row count), fsynced and then renamed; an
+ * existing output is kept unless force is set.
+ */
+#ifndef SH5_MERGE_H
+#define SH5_MERGE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "error.h"
+#include "series.h"
+
+#define SH5_MERGE_BUFFER (1u << 20)
+
+/* A node-step file found in the profile directory. */
+struct sh5_input {
+	char *path;               /* directory/file */
+	char *file;               /* file name only (points into path) */
+	uint32_t job;
+	char step_id[32];         /* as in the file name: "0", "batch" */
+	char step[32];            /* readable: "4294967292" -> "extern" */
+	char node[SH5_NAME_MAX];
+};
+
+/*
+ * List the node-step files of job `job` in dir: names
+ * <job>_<step>_<node>.h5, for the steps in steps[] (readable or numeric
+ * names; nsteps == 0: all steps).  Sorted by step (batch, extern, other
+ * names, then numbers ascending) and node name.  Returns 0 with *out
+ * (free with sh5_inputs_free) and *n set (possibly 0), or -1 with errp
+ * set when dir cannot be read.
+ */
+int sh5_merge_discover(const char *dir, uint32_t job,
+		       const char *const *steps, size_t nsteps,
+		       struct sh5_input **out, size_t *n,
+		       struct sh5_error *errp);
+void sh5_inputs_free(struct sh5_input *v, size_t n);
+
+/* Order of step names in a job file: batch, extern, interactive,
+ * pending, numbers ascending, others by name.  strcmp-like. */
+int sh5_step_cmp(const char *a, const char *b);
+
+struct sh5_merge_opts {
+	const char *dir;          /* where the node-step files are */
+	uint32_t job;
+	const char *const *steps; /* selected steps, nsteps == 0: all */
+	size_t nsteps;
+	const char *output;       /* the job file */
+	int force;                /* overwrite an existing output */
+	int remove_inputs;        /* unlink merged inputs after the rename */
+	int allow_partial;        /* write the job file despite problems */
+	const char *options;      /* command line, recorded in /Merge */
+	/* Called once per problem (file or directory, reason) and per
+	 * warning; error != 0 for problems that fail the merge without
+	 * allow_partial. */
+	void (*report)(void *arg, int error, const char *file,
+		       const char *msg);
+	/* Called after each input of each pass (phase 1: check, 2: write). */
+	void (*progress)(void *arg, int phase, size_t done, size_t total);
+	/* Called with the temporary path when it is created, NULL when it
+	 * is gone (renamed or removed); for signal handlers. */
+	void (*temp_path)(void *arg, const char *path);
+	void *arg;
+	size_t buffer_bytes;      /* row buffer, 0: SH5_MERGE_BUFFER */
+};
+
+struct sh5_merge_stats {
+	size_t inputs;            /* files found */
+	size_t merged;            /* files written (intact or salvaged) */
+	size_t skipped;           /* files left out */
+	size_t steps, nodes;
+	uint64_t samples;         /* rows written */
+	uint64_t lost;            /* rows lost to damage */
+	size_t problems;          /* errors reported */
+	size_t removed;           /* inputs removed */
+};
+
+/*
+ * Merge.  Returns 0 when the job file was written with nothing missing;
+ * 1 when problems were found: the job file was written and marks them if
+ * allow_partial is set, else no job file was written; -1 on a failure
+ * that stopped the merge (no inputs, output exists, write error, ...)
+ * with errp set and no job file left behind.  Problems are passed to
+ * opts->report as they are found.
+ */
+int sh5_merge_job(const struct sh5_merge_opts *opts,
+		  struct sh5_merge_stats *stats, struct sh5_error *errp);
+
+#endif /* SH5_MERGE_H */

@@ -1,0 +1,546 @@
+/* writer.c - see writer.h */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hdf5.h>
+
+#include "writer.h"
+
+#define FORMAT_VERSION 1
+
+/* A table: one dataset fed from a pending buffer. */
+struct table {
+	char parent[SH5_NAME_MAX]; /* "" for the node group */
+	char name[SH5_NAME_MAX];
+	struct sh5_series *series; /* NULL for ClockOffsets */
+	size_t rec_size;
+	size_t chunk_rows;
+	hid_t dset;                /* -1 until created */
+	hsize_t rows;              /* rows in the file */
+	/* pending, protected by w->lock */
+	unsigned char *buf;
+	size_t n, cap;
+};
+
+struct sh5_writer {
+	char path[4096];
+	char node[SH5_NAME_MAX];
+	struct sh5_writer_opts opts;
+	hid_t file, node_grp;
+	pthread_mutex_t lock;      /* tables array, pending buffers, flags */
+	pthread_mutex_t io_lock;   /* every HDF5 call */
+	struct table **tables;     /* stable pointers: flush keeps one
+				    * while adds may grow the array */
+	size_t ntables, cap;
+	int clock_id;              /* table of ClockOffsets, or -1 */
+	int closed, failed;
+	struct sh5_writer_stats st;
+};
+
+void sh5_writer_opts_init(struct sh5_writer_opts *o)
+{
+	o->compression = 4;
+	o->shuffle = 1;
+	o->max_pending = 1u << 20;
+}
+
+size_t sh5_writer_chunk_rows(double hz)
+{
+	double rows = (hz > 0 ? hz : 1.0) * 300.0;
+
+	if (rows < 32)
+		return 32;
+	if (rows > 8192)
+		return 8192;
+	return (size_t)rows;
+}
+
+static int put_attr(hid_t obj, const char *name, hid_t mtype, hid_t ftype,
+		    const void *val)
+{
+	hid_t sp = H5Screate(H5S_SCALAR), a = -1;
+	int rc = -1;
+
+	if (sp < 0)
+		return -1;
+	if (H5Aexists(obj, name) > 0)
+		H5Adelete(obj, name);
+	if ((a = H5Acreate2(obj, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT)) >= 0 &&
+	    H5Awrite(a, mtype, val) >= 0)
+		rc = 0;
+	if (a >= 0)
+		H5Aclose(a);
+	H5Sclose(sp);
+	return rc;
+}
+
+struct sh5_writer *sh5_writer_create(const char *path, int fd,
+				     const char *node,
+				     const struct sh5_writer_opts *opts,
+				     struct sh5_error *errp)
+{
+	struct sh5_writer *w;
+	char fdpath[64];
+	const char *open_path = path;
+	hid_t fapl = -1;
+	int32_t ver = FORMAT_VERSION;
+
+	if (!node || !node[0] || strlen(node) >= SH5_NAME_MAX ||
+	    strchr(node, '/')) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "%s: invalid node name '%s'", path,
+			      node ? node : "");
+		return NULL;
+	}
+	if (!(w = calloc(1, sizeof(*w)))) {
+		sh5_errprintf(errp, "%s: out of memory", path);
+		return NULL;
+	}
+	snprintf(w->path, sizeof(w->path), "%s", path);
+	snprintf(w->node, sizeof(w->node), "%s", node);
+	if (opts)
+		w->opts = *opts;
+	else
+		sh5_writer_opts_init(&w->opts);
+	w->file = w->node_grp = -1;
+	w->clock_id = -1;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->io_lock, NULL);
+	if (fd >= 0) {
+		/* The magic link opens exactly the file on fd, whatever is
+		 * at its path now (no symlink can be slipped in). */
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+		open_path = fdpath;
+	}
+	sh5_error_h5_silence();
+	if ((fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0)
+		goto h5error;
+#ifdef HAVE_H5PSET_FILE_LOCKING
+	H5Pset_file_locking(fapl, 0, 1);
+#endif
+	H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+	w->file = H5Fcreate(open_path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+	H5Pclose(fapl);
+	if (w->file < 0)
+		goto h5error;
+	if (put_attr(w->file, "sh5 Format Version", H5T_NATIVE_INT32,
+		     H5T_STD_I32LE, &ver) < 0)
+		goto h5error;
+	w->node_grp = H5Gcreate2(w->file, node, H5P_DEFAULT, H5P_DEFAULT,
+				 H5P_DEFAULT);
+	if (w->node_grp < 0)
+		goto h5error;
+	return w;
+h5error:
+	sh5_errprintf_h5(errp, "%s: cannot create the HDF5 file", path);
+	if (w->node_grp >= 0)
+		H5Gclose(w->node_grp);
+	if (w->file >= 0)
+		H5Fclose(w->file);
+	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->io_lock);
+	free(w);
+	return NULL;
+}
+
+static int attr_common(struct sh5_writer *w, const char *name, hid_t mtype,
+		       hid_t ftype, const void *val, struct sh5_error *errp)
+{
+	int rc;
+
+	pthread_mutex_lock(&w->io_lock);
+	rc = put_attr(w->node_grp, name, mtype, ftype, val);
+	if (rc < 0)
+		sh5_errprintf_h5(errp, "%s: cannot write attribute '%s'",
+				 w->path, name);
+	pthread_mutex_unlock(&w->io_lock);
+	return rc;
+}
+
+int sh5_writer_attr_str(struct sh5_writer *w, const char *name,
+			const char *value, struct sh5_error *errp)
+{
+	hid_t st = H5Tcopy(H5T_C_S1);
+	int rc;
+
+	/* Fixed-length, like the stock plugin: sh5util reads them so. */
+	H5Tset_size(st, strlen(value) + 1);
+	rc = attr_common(w, name, st, st, value, errp);
+	H5Tclose(st);
+	return rc;
+}
+
+int sh5_writer_attr_int(struct sh5_writer *w, const char *name, int value,
+			struct sh5_error *errp)
+{
+	return attr_common(w, name, H5T_NATIVE_INT, H5T_NATIVE_INT, &value,
+			   errp);
+}
+
+int sh5_writer_attr_u32(struct sh5_writer *w, const char *name,
+			uint32_t value, struct sh5_error *errp)
+{
+	return attr_common(w, name, H5T_NATIVE_UINT32, H5T_STD_U32LE, &value,
+			   errp);
+}
+
+int sh5_writer_attr_i64(struct sh5_writer *w, const char *name,
+			int64_t value, struct sh5_error *errp)
+{
+	return attr_common(w, name, H5T_NATIVE_INT64, H5T_STD_I64LE, &value,
+			   errp);
+}
+
+int sh5_writer_attr_f64(struct sh5_writer *w, const char *name,
+			double value, struct sh5_error *errp)
+{
+	return attr_common(w, name, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, &value,
+			   errp);
+}
+
+/* Add a table; caller holds w->lock. */
+static int add_table(struct sh5_writer *w, const char *parent,
+		     const char *name, struct sh5_series *s, size_t rec_size,
+		     size_t chunk_rows, struct sh5_error *errp)
+{
+	size_t i;
+	struct table *t;
+
+	for (i = 0; i < w->ntables; i++)
+		if (!strcmp(w->tables[i]->name, name) &&
+		    !strcmp(w->tables[i]->parent, parent ? parent : "")) {
+			errno = EEXIST;
+			return sh5_errprintf(errp, "%s: dataset %s%s%s exists",
+					     w->path, parent ? parent : "",
+					     parent ? "/" : "", name);
+		}
+	if (parent && (strlen(parent) >= SH5_NAME_MAX || strchr(parent, '/') ||
+		       !strcmp(parent, ".") || !strcmp(parent, ".."))) {
+		errno = EINVAL;
+		return sh5_errprintf(errp, "%s: invalid group name '%s'",
+				     w->path, parent);
+	}
+	if (strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {
+		errno = EINVAL;
+		return sh5_errprintf(errp, "%s: invalid dataset name '%s'",
+				     w->path, name);
+	}
+	if (w->ntables == w->cap) {
+		size_t nc = w->cap ? 2 * w->cap : 16;
+		struct table **nt = realloc(w->tables, nc * sizeof(*nt));
+
+		if (!nt)
+			return sh5_errprintf(errp, "%s: out of memory",
+					     w->path);
+		w->tables = nt;
+		w->cap = nc;
+	}
+	if (!(t = calloc(1, sizeof(*t))))
+		return sh5_errprintf(errp, "%s: out of memory", w->path);
+	w->tables[w->ntables] = t;
+	snprintf(t->parent, sizeof(t->parent), "%s", parent ? parent : "");
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->series = s;
+	t->rec_size = rec_size;
+	t->chunk_rows = chunk_rows;
+	t->dset = -1;
+	return (int)w->ntables++;
+}
+
+int sh5_writer_add_series(struct sh5_writer *w, const char *parent,
+			  struct sh5_series *s, double sample_hz,
+			  struct sh5_error *errp)
+{
+	int id;
+
+	if (!s)
+		return sh5_errprintf(errp, "%s: no series", w->path);
+	pthread_mutex_lock(&w->lock);
+	if (w->closed) {
+		errno = ESHUTDOWN;
+		id = sh5_errprintf(errp, "%s: file already closed", w->path);
+	} else {
+		id = add_table(w, parent && parent[0] ? parent : NULL, s->name,
+			       s, s->ops->record_size(s),
+			       sh5_writer_chunk_rows(sample_hz), errp);
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (id < 0)
+		sh5_series_destroy(s);
+	return id;
+}
+
+const struct sh5_series *sh5_writer_series(struct sh5_writer *w, int id)
+{
+	const struct sh5_series *s = NULL;
+
+	pthread_mutex_lock(&w->lock);
+	if (id >= 0 && (size_t)id < w->ntables)
+		s = w->tables[id]->series;
+	pthread_mutex_unlock(&w->lock);
+	return s;
+}
+
+static int append_raw(struct sh5_writer *w, int id, const void *rec)
+{
+	struct table *t;
+	int rc = 0;
+
+	pthread_mutex_lock(&w->lock);
+	if (w->closed) {
+		errno = ESHUTDOWN;
+		rc = -1;
+		goto out;
+	}
+	if (id < 0 || (size_t)id >= w->ntables) {
+		errno = EINVAL;
+		rc = -1;
+		goto out;
+	}
+	t = w->tables[id];
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? 2 * t->cap : 64;
+		unsigned char *nb;
+
+		if (nc > w->opts.max_pending)
+			nc = w->opts.max_pending;
+		if (t->n >= nc ||
+		    !(nb = realloc(t->buf, nc * t->rec_size))) {
+			w->st.dropped++;
+			errno = ENOBUFS;
+			rc = -1;
+			goto out;
+		}
+		t->buf = nb;
+		t->cap = nc;
+	}
+	memcpy(t->buf + t->n * t->rec_size, rec, t->rec_size);
+	t->n++;
+out:
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+int sh5_writer_append(struct sh5_writer *w, int id,
+		      const union sh5_value *slots)
+{
+	return append_raw(w, id, slots);
+}
+
+static hid_t clock_type(int file)
+{
+	hid_t t = H5Tcreate(H5T_COMPOUND, file ? 32 :
+					   sizeof(struct sh5_clock_sample));
+	hid_t i64 = file ? H5T_STD_I64LE : H5T_NATIVE_INT64;
+	hid_t u32 = file ? H5T_STD_U32LE : H5T_NATIVE_UINT32;
+
+	H5Tinsert(t, "LocalTimeNs", file ? 0 :
+		  offsetof(struct sh5_clock_sample, local_ns), i64);
+	H5Tinsert(t, "OffsetNs", file ? 8 :
+		  offsetof(struct sh5_clock_sample, offset_ns), i64);
+	H5Tinsert(t, "RoundTripNs", file ? 16 :
+		  offsetof(struct sh5_clock_sample, rtt_ns), i64);
+	H5Tinsert(t, "Stratum", file ? 24 :
+		  offsetof(struct sh5_clock_sample, stratum), u32);
+	H5Tinsert(t, "Phase", file ? 28 :
+		  offsetof(struct sh5_clock_sample, phase), u32);
+	return t;
+}
+
+int sh5_writer_add_clock(struct sh5_writer *w,
+			 const struct sh5_clock_sample *c)
+{
+	int id;
+
+	pthread_mutex_lock(&w->lock);
+	if (w->clock_id < 0 && !w->closed)
+		w->clock_id = add_table(w, NULL, "ClockOffsets", NULL,
+					sizeof(*c), 64, NULL);
+	id = w->clock_id;
+	pthread_mutex_unlock(&w->lock);
+	if (id < 0) {
+		errno = ESHUTDOWN;
+		return -1;
+	}
+	return append_raw(w, id, c);
+}
+
+/* Create the dataset of t; io_lock held. */
+static int create_dataset(struct sh5_writer *w, struct table *t,
+			  struct sh5_error *errp)
+{
+	hid_t parent = w->node_grp, grp = -1, ftype = -1, sp = -1, dcpl = -1;
+	hsize_t dim = 0, maxdim = H5S_UNLIMITED, chunk = t->chunk_rows;
+	int rc = -1;
+
+	if (t->parent[0]) {
+		htri_t ex = H5Lexists(w->node_grp, t->parent, H5P_DEFAULT);
+
+		grp = ex > 0 ? H5Gopen2(w->node_grp, t->parent, H5P_DEFAULT) :
+			       H5Gcreate2(w->node_grp, t->parent, H5P_DEFAULT,
+					  H5P_DEFAULT, H5P_DEFAULT);
+		if (grp < 0) {
+			sh5_errprintf_h5(errp, "%s: cannot create group %s/%s",
+					 w->path, w->node, t->parent);
+			return -1;
+		}
+		parent = grp;
+	}
+	ftype = t->series ? t->series->ops->file_type(t->series) :
+			    clock_type(1);
+	if (ftype < 0 || (sp = H5Screate_simple(1, &dim, &maxdim)) < 0 ||
+	    (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
+	    H5Pset_chunk(dcpl, 1, &chunk) < 0)
+		goto h5error;
+	if (w->opts.shuffle && H5Pset_shuffle(dcpl) < 0)
+		goto h5error;
+	if (w->opts.compression > 0 &&
+	    H5Pset_deflate(dcpl, (unsigned)w->opts.compression) < 0)
+		goto h5error;
+	t->dset = H5Dcreate2(parent, t->name, ftype, sp, H5P_DEFAULT, dcpl,
+			     H5P_DEFAULT);
+	if (t->dset < 0)
+		goto h5error;
+	if (t->series && sh5_series_write_attrs(t->series, t->dset, errp) < 0)
+		goto out;
+	rc = 0;
+	goto out;
+h5error:
+	sh5_errprintf_h5(errp, "%s: cannot create dataset %s/%s%s%s", w->path,
+			 w->node, t->parent, t->parent[0] ? "/" : "", t->name);
+out:
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ftype >= 0)
+		H5Tclose(ftype);
+	if (grp >= 0)
+		H5Gclose(grp);
+	return rc;
+}
+
+static int write_rows(struct sh5_writer *w, struct table *t,
+		      const void *buf, size_t n, struct sh5_error *errp)
+{
+	hsize_t start = t->rows, count = n, newdim = t->rows + n;
+	hid_t fsp = -1, msp = -1, mtype = -1;
+	int rc = -1;
+
+	if (t->dset < 0 && create_dataset(w, t, errp) < 0)
+		return -1;
+	if (!n)
+		return 0;
+	mtype = t->series ? t->series->ops->mem_type(t->series) :
+			    clock_type(0);
+	if (mtype < 0 || H5Dset_extent(t->dset, &newdim) < 0 ||
+	    (fsp = H5Dget_space(t->dset)) < 0 ||
+	    H5Sselect_hyperslab(fsp, H5S_SELECT_SET, &start, NULL, &count,
+				NULL) < 0 ||
+	    (msp = H5Screate_simple(1, &count, NULL)) < 0 ||
+	    H5Dwrite(t->dset, mtype, msp, fsp, H5P_DEFAULT, buf) < 0) {
+		sh5_errprintf_h5(errp, "%s: cannot append to %s/%s%s%s",
+				 w->path, w->node, t->parent,
+				 t->parent[0] ? "/" : "", t->name);
+		goto out;
+	}
+	t->rows = newdim;
+	rc = 0;
+out:
+	if (msp >= 0)
+		H5Sclose(msp);
+	if (fsp >= 0)
+		H5Sclose(fsp);
+	if (mtype >= 0)
+		H5Tclose(mtype);
+	return rc;
+}
+
+int sh5_writer_flush(struct sh5_writer *w, struct sh5_error *errp)
+{
+	size_t i, ntables;
+	int rc = 0;
+
+	pthread_mutex_lock(&w->io_lock);
+	if (w->failed) {
+		pthread_mutex_unlock(&w->io_lock);
+		errno = EIO;
+		return sh5_errprintf(errp, "%s: an earlier write failed",
+				     w->path);
+	}
+	pthread_mutex_lock(&w->lock);
+	ntables = w->ntables;
+	pthread_mutex_unlock(&w->lock);
+	for (i = 0; i < ntables && !rc; i++) {
+		struct table *t;
+		unsigned char *buf;
+		size_t n;
+
+		/* Take the pending records; appends go to a fresh buffer. */
+		pthread_mutex_lock(&w->lock);
+		t = w->tables[i];
+		buf = t->buf;
+		n = t->n;
+		t->buf = NULL;
+		t->n = t->cap = 0;
+		pthread_mutex_unlock(&w->lock);
+		if (n || t->dset < 0)
+			rc = write_rows(w, t, buf, n, errp);
+		if (!rc)
+			w->st.written += n;
+		free(buf);
+	}
+	if (!rc && H5Fflush(w->file, H5F_SCOPE_GLOBAL) < 0)
+		rc = sh5_errprintf_h5(errp, "%s: cannot flush", w->path);
+	if (rc)
+		w->failed = 1;
+	else
+		w->st.flushes++;
+	pthread_mutex_unlock(&w->io_lock);
+	return rc;
+}
+
+void sh5_writer_stats(struct sh5_writer *w, struct sh5_writer_stats *st)
+{
+	pthread_mutex_lock(&w->lock);
+	*st = w->st;
+	pthread_mutex_unlock(&w->lock);
+}
+
+int sh5_writer_close(struct sh5_writer *w, struct sh5_error *errp)
+{
+	size_t i;
+	int rc = 0;
+
+	if (!w)
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	w->closed = 1;
+	pthread_mutex_unlock(&w->lock);
+	if (!w->failed)
+		rc = sh5_writer_flush(w, errp);
+	pthread_mutex_lock(&w->io_lock);
+	for (i = 0; i < w->ntables; i++) {
+		if (w->tables[i]->dset >= 0)
+			H5Dclose(w->tables[i]->dset);
+		sh5_series_destroy(w->tables[i]->series);
+		free(w->tables[i]->buf);
+		free(w->tables[i]);
+	}
+	free(w->tables);
+	if (w->node_grp >= 0)
+		H5Gclose(w->node_grp);
+	if (w->file >= 0 && H5Fclose(w->file) < 0 && !rc)
+		rc = sh5_errprintf_h5(errp, "%s: cannot close", w->path);
+	pthread_mutex_unlock(&w->io_lock);
+	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->io_lock);
+	free(w);
+	return rc;
+}

@@ -1,0 +1,47 @@
+# tests/tools/merge_lib.sh - shared set-up of the sh5merge tool tests.
+# Sourced by tests/tools/merge_*.sh; needs top_srcdir and top_builddir.
+
+: "${top_srcdir:?}" "${top_builddir:?}"
+SH5MERGE=$top_builddir/sh5merge/sh5merge
+GEN=$top_builddir/bench/gen_job
+PY=/usr/bin/python3
+CHECK="$PY $top_srcdir/tests/tools/merge_check.py"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*" >&2; exit 77; }
+
+[ -x "$SH5MERGE" ] || fail "$SH5MERGE not built"
+[ -x "$GEN" ] || fail "$GEN not built (make check builds it)"
+$PY -c 'import h5py, numpy' 2>/dev/null || skip "python3 h5py/numpy missing"
+
+T=$(mktemp -d /tmp/sh5merge-test.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+
+# expect_fail NAME PATTERN CMD...: CMD must exit 1 and print PATTERN
+# (extended regex) on stderr in the form "sh5merge: ...".
+expect_fail() {
+	local name=$1 pat=$2 rc
+	shift 2
+	"$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	[ $rc -eq 1 ] || { cat "$T/err"; fail "$name: exit $rc, expected 1"; }
+	grep -Eq "$pat" "$T/err" ||
+		{ cat "$T/err"; fail "$name: no '$pat' on stderr"; }
+	grep -q '^sh5merge: ' "$T/err" || fail "$name: message format"
+	echo "ok: $name"
+}
+
+# no_temp DIR: no temporary output left in DIR.
+no_temp() {
+	! ls -a "$1" | grep -q '\.tmp\.' || fail "temporary file left in $1"
+}
+
+# h5attr FILE PATH ATTR: print an attribute.
+h5attr() {
+	$PY - "$@" <<'PY'
+import sys, h5py
+v = h5py.File(sys.argv[1], "r")[sys.argv[2]].attrs[sys.argv[3]]
+print(v.decode() if isinstance(v, bytes) else v)
+PY
+}
