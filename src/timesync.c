@@ -96,7 +96,7 @@ static int64_t map_at(const struct sh5_offset_point *pts, size_t n,
 static ptrdiff_t find_seg(const struct sh5_offset_point *pts, size_t n,
 			  int64_t t)
 {
-	size_t lo = 0, hi = n;	/* first index with local > t in [lo,hi] */
+	size_t lo = 0, hi = n;	/* first local > t is in [lo, hi] */
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -598,7 +598,7 @@ struct clc {
 	struct sh5_trace *t;
 	const struct sh5_clc_params *p;
 	int64_t *c;		/* pre-synchronized times (input) */
-	int64_t *lcp;		/* LC': bound placeholder, then forward LC */
+	int64_t *lcp;		/* LC': incoming bound, then forward LC */
 	uint32_t *cur;		/* per location: next position */
 	uint8_t *blocked;	/* per location */
 	uint32_t *stack;

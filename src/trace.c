@@ -560,8 +560,7 @@ static int parse_directive(struct parser *p, const char *s, size_t len,
 						h = (h ^ (unsigned char)s[q]) *
 						    1099511628211ULL;
 					nidx = hmap_get(&p->nodemap, h, e - b,
-							0,
-							(uint32_t)p->nnode_named);
+						0, (uint32_t)p->nnode_named);
 					if (nidx == HMAP_NOMEM)
 						return -1;
 					if (nidx == p->nnode_named)
@@ -942,10 +941,11 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 				o = &t->ev[bi];
 				if (o->op != e->op || o->ref != e->ref ||
 				    o->aux != e->aux) {
-					sh5_trace_problem_add(t, line, "CEND "
-						"does not repeat the operation, "
-						"communicator and root of its "
-						"CBEGIN (line %u)", o->line);
+					sh5_trace_problem_add(t, line,
+						"CEND does not repeat the "
+						"operation, communicator and "
+						"root of its CBEGIN (line %u)",
+						o->line);
 					o->flags |= SH5_EVF_FREE;
 					e->flags |= SH5_EVF_FREE;
 				} else {
@@ -1231,7 +1231,8 @@ static int assemble_colls(struct parser *p)
 							"communicator %lld: "
 							"%s here but %s at "
 							"line %u", k + 1,
-							(long long)t->comm_id[c],
+							(long long)
+							t->comm_id[c],
 							x1, x2, fe->line);
 						ok = 0;
 						break;

@@ -62,7 +62,7 @@ enum sh5_coll_class {
 	SH5_COLL_NTON,		/* every end after every begin */
 	SH5_COLL_1TON,		/* non-root ends after the root's begin */
 	SH5_COLL_NTO1,		/* the root's end after every begin */
-	SH5_COLL_SCAN,		/* end_i after begin_j, j <= i in rank order */
+	SH5_COLL_SCAN,		/* end_i after begin_j, j <= i in rank */
 	SH5_COLL_EXSCAN,	/* end_i after begin_j, j < i */
 };
 
@@ -75,7 +75,7 @@ enum sh5_coll_class {
 struct sh5_trace_event {
 	uint32_t line;	/* 1-based line number in the file */
 	uint32_t link;	/* SEND<->RECV partner, CBEGIN<->CEND; or NONE */
-	uint32_t ref;	/* collective: instance index; p2p: channel; NONE */
+	uint32_t ref;	/* collective: instance; p2p: channel; or NONE */
 	uint32_t aux;	/* p2p: peer location index; collective: root
 			 * location index or NONE */
 	uint8_t kind;	/* enum sh5_trace_kind */
@@ -93,7 +93,7 @@ struct sh5_trace_inst {
 	uint32_t root_rank;	/* rank of the root, or NONE */
 	uint8_t op;		/* enum sh5_coll_op */
 	uint8_t cls;		/* enum sh5_coll_class */
-	uint8_t free;		/* 1: left unconstrained (--allow-partial) */
+	uint8_t free;		/* 1: left unconstrained */
 };
 
 struct sh5_trace_problem {
@@ -114,7 +114,7 @@ struct sh5_trace {
 	int64_t *loc_id;		/* location number of each index */
 	uint32_t *loc_node;		/* node index of each location */
 	uint32_t *loc_first;		/* [nloc+1]: loc_order ranges */
-	uint32_t *loc_order;		/* event indices grouped by location,
+	uint32_t *loc_order;		/* event indices by location,
 					 * local order */
 	uint32_t *off_first;		/* [nloc+1]: off ranges */
 	struct sh5_offset_point *off;	/* OFFSET lines by location */
@@ -124,8 +124,8 @@ struct sh5_trace {
 
 	size_t ncomm;
 	int64_t *comm_id;
-	uint32_t *comm_first;		/* [ncomm+1]: comm_members ranges */
-	uint32_t *comm_members;		/* location indices, rank order */
+	uint32_t *comm_first;		/* [ncomm+1]: comm_members */
+	uint32_t *comm_members;		/* locations, rank order */
 
 	size_t ninst;
 	struct sh5_trace_inst *inst;
@@ -136,7 +136,7 @@ struct sh5_trace {
 	int64_t mu_intra;
 
 	size_t nlines;			/* lines in the file */
-	size_t nmsg;			/* matched point-to-point messages */
+	size_t nmsg;			/* matched p2p messages */
 
 	/* Problems found, in the order found; nproblems counts all of them,
 	 * the first SH5_TRACE_MAX_PROBLEMS are kept. */
