@@ -219,15 +219,36 @@ static int op_rooted(unsigned op)
 
 static unsigned op_lookup(const char *s, size_t len)
 {
-	static const unsigned char op_len[SH5_OP_COUNT] = {
-		1, 7, 5, 7, 6, 6, 9, 9, 8, 14, 4, 6,
-	};
-	unsigned i;
+	unsigned op;
 
-	for (i = 1; i < SH5_OP_COUNT; i++)
-		if (op_len[i] == len && !memcmp(op_names[i], s, len))
-			return i;
-	return SH5_OP_NONE;
+	/* by length and first letter, then one compare */
+	switch (len) {
+	case 4:
+		op = SH5_OP_SCAN;
+		break;
+	case 5:
+		op = SH5_OP_BCAST;
+		break;
+	case 6:
+		op = s[0] == 'G' ? SH5_OP_GATHER : s[0] == 'R' ?
+		     SH5_OP_REDUCE : SH5_OP_EXSCAN;
+		break;
+	case 7:
+		op = s[0] == 'B' ? SH5_OP_BARRIER : SH5_OP_SCATTER;
+		break;
+	case 8:
+		op = SH5_OP_ALLTOALL;
+		break;
+	case 9:
+		op = s[3] == 'R' ? SH5_OP_ALLREDUCE : SH5_OP_ALLGATHER;
+		break;
+	case 14:
+		op = SH5_OP_REDUCE_SCATTER;
+		break;
+	default:
+		return SH5_OP_NONE;
+	}
+	return memcmp(op_names[op], s, len) ? SH5_OP_NONE : op;
 }
 
 void sh5_trace_problem_add(struct sh5_trace *t, uint32_t line,

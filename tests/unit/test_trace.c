@@ -158,6 +158,37 @@ START_TEST(test_trace_op_classes)
 }
 END_TEST
 
+/* Every operation name parses to its operation; near misses do not. */
+START_TEST(test_trace_op_names)
+{
+	struct sh5_error err = { "" };
+	char buf[256];
+	struct sh5_trace *t;
+	unsigned op = (unsigned)_i + 1;
+	int rooted = sh5_trace_op_class(op) == SH5_COLL_1TON ||
+		     sh5_trace_op_class(op) == SH5_COLL_NTO1;
+	const char *name = sh5_trace_op_name(op);
+
+	snprintf(buf, sizeof(buf), "#sh5-trace 1\n0,1,CBEGIN,%s,,0,%s,0\n"
+		 "0,2,CEND,%s,,0,%s,0\n", name, rooted ? "0" : "", name,
+		 rooted ? "0" : "");
+	t = rd(buf, &err);
+	ck_assert_msg(t != NULL, "%s", err.text);
+	ck_assert_msg(t->nproblems == 0, "%s: %s", name, t->problem[0].text);
+	ck_assert_uint_eq(t->ev[0].op, op);
+	ck_assert_uint_eq(t->ninst, 1);
+	sh5_trace_destroy(t);
+	/* the name with its last letter changed is unknown */
+	snprintf(buf, sizeof(buf), "#sh5-trace 1\n0,1,CBEGIN,%.*sQ,,0,,0\n",
+		 (int)strlen(name) - 1, name);
+	t = rd(buf, &err);
+	ck_assert_msg(t != NULL, "%s", err.text);
+	ck_assert_uint_eq(t->nproblems, 1);
+	ck_assert_ptr_nonnull(strstr(t->problem[0].text, "unknown collective"));
+	sh5_trace_destroy(t);
+}
+END_TEST
+
 /* Written back byte for byte when the times do not change. */
 static const char *const roundtrip[] = {
 	basic,
@@ -388,6 +419,7 @@ int main(void)
 
 	tcase_add_test(tc, test_trace_parse_basic);
 	tcase_add_test(tc, test_trace_op_classes);
+	tcase_add_loop_test(tc, test_trace_op_names, 0, SH5_OP_COUNT - 1);
 	tcase_add_loop_test(tc, test_trace_roundtrip, 0,
 			    sizeof(roundtrip) / sizeof(roundtrip[0]));
 	tcase_add_test(tc, test_trace_write_times);
