@@ -1424,9 +1424,14 @@ static struct sh5_trace *read_src(struct lsrc *src, const char *name,
 			{
 				size_t q = 10;
 
+				size_t e = len;
+
 				while (q < len && (s[q] == ' ' || s[q] == '\t'))
 					q++;
-				if (parse_i64(s + q, len - q, &v) < 0 ||
+				while (e > q && (s[e - 1] == ' ' ||
+						 s[e - 1] == '\t'))
+					e--;
+				if (parse_i64(s + q, e - q, &v) < 0 ||
 				    v != 1) {
 					errno = EINVAL;
 					sh5_errprintf(errp, "%s:1: unsupported "
