@@ -1085,8 +1085,8 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		int bad = 0;
 
 		err.text[0] = '\0';
-		if (H5Oget_info_by_name(ns->node, ns->other[i], &oi,
-					H5P_DEFAULT) < 0) {
+		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
+					 H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
 			sh5_errprintf_h5(&err, "unreadable object header");
 			bad = 1;
 		} else if (oi.type == H5O_TYPE_DATASET) {

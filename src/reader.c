@@ -270,7 +270,7 @@ static herr_t walk_cb(hid_t g, const char *name, const H5L_info_t *info,
 	else
 		snprintf(path, sizeof(path), "%s", name);
 	if (strlen(name) >= SH5_NAME_MAX ||
-	    H5Oget_info_by_name(g, name, &oi, H5P_DEFAULT) < 0) {
+	    H5Oget_info_by_name2(g, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
 		/* Unreadable object header: keep it as "other" so the
 		 * caller reports it when copying fails. */
 		return add_other(w->ns, path) < 0 ? (w->oom = 1, -1) : 0;
