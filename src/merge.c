@@ -846,6 +846,49 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 /* ------------------------------------------------------------------ */
 /* Pass 2: write. */
 
+/* Can the chunks of din be copied raw into a dataset of file type ft?
+ * Filtered (else the plain path is as fast), same type. */
+static int raw_copyable(hid_t din, hid_t ft)
+{
+	hid_t dcpl = H5Dget_create_plist(din), t = H5Dget_type(din);
+	int ok = dcpl >= 0 && t >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
+		 H5Pget_nfilters(dcpl) > 0 && H5Tequal(t, ft) > 0;
+
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (t >= 0)
+		H5Tclose(t);
+	return ok;
+}
+
+/* Copy the stored chunks holding rows [0, rows) from din to dout. */
+static int copy_chunks(hid_t din, hid_t dout, hsize_t cr, uint64_t rows,
+		       void **buf, size_t *len)
+{
+	hsize_t off[1];
+
+	for (off[0] = 0; off[0] < rows; off[0] += cr) {
+		hsize_t size = 0;
+		uint32_t filters = 0;
+
+		if (H5Dget_chunk_storage_size(din, off, &size) < 0 || !size)
+			return -1;
+		if (size > *len) {
+			void *nb = realloc(*buf, (size_t)size);
+
+			if (!nb)
+				return -1;
+			*buf = nb;
+			*len = (size_t)size;
+		}
+		if (H5Dread_chunk(din, H5P_DEFAULT, off, &filters, *buf) < 0 ||
+		    H5Dwrite_chunk(dout, H5P_DEFAULT, filters, off,
+				   (size_t)size, *buf) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 			struct sh5_ns_series *e, hid_t gout, const char *gpath,
 			struct finfo *f, void *total)
@@ -863,7 +906,9 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 	int rc = -1, copen = 0;
 	struct sh5_recmap *map = NULL;
 	void *wbuf = NULL;
+	size_t wbuf_len = 0;
 	hid_t dapl = -1;
+	int raw;
 
 	if (rows_per_buf > CHUNK_ROWS_MAX)
 		rows_per_buf -= rows_per_buf % CHUNK_ROWS_MAX;
@@ -887,9 +932,20 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 		   c.good_rows > CHUNK_ROWS_MAX ? CHUNK_ROWS_MAX : c.good_rows;
 	if ((ft = ops->file_type(s)) < 0 ||
 	    (sp = H5Screate_simple(1, dims, maxd)) < 0 ||
-	    (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
-	    H5Pset_chunk(dcpl, 1, chunk) < 0 || (lcpl = lcpl_intermediate()) < 0)
+	    (lcpl = lcpl_intermediate()) < 0)
 		goto h5fail;
+	/* Compressed chunks of an intact input already in our file type
+	 * are copied as they are (raw): no recompression, and the job file
+	 * stays as small as the inputs.  The records are still decoded,
+	 * for the totals and to find damage. */
+	raw = !ns->salvaged && c.chunk_rows && raw_copyable(din, ft);
+	if (raw) {
+		if ((dcpl = H5Dget_create_plist(din)) < 0)
+			goto h5fail;
+	} else if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
+		   H5Pset_chunk(dcpl, 1, chunk) < 0) {
+		goto h5fail;
+	}
 	/* No chunk cache: whole chunks go straight from our buffer to the
 	 * file (a cache would calloc and copy each chunk first). */
 	if ((dapl = H5Pcreate(H5P_DATASET_ACCESS)) < 0 ||
@@ -903,7 +959,7 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 	/* Pack records into the file layout ourselves (HDF5's compound
 	 * conversion is the slow part of a merge) and write them as they
 	 * are; HDF5 converts only when no map applies. */
-	if ((map = sh5_recmap_build(c.mtype, ft)) &&
+	if (!raw && (map = sh5_recmap_build(c.mtype, ft)) &&
 	    !(wbuf = malloc(rows_per_buf * H5Tget_size(ft)))) {
 		sh5_recmap_free(map);
 		map = NULL;
@@ -914,6 +970,11 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 
 		if (!n)
 			break;
+		if (raw) {
+			ops->total_add(s, total, m->buf, n);
+			done += n;
+			continue;
+		}
 		if (map)
 			sh5_recmap_apply(map, m->buf, wbuf, n);
 		if ((ms = H5Screate_simple(1, cnt, NULL)) < 0 ||
@@ -927,6 +988,9 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 		ops->total_add(s, total, m->buf, n);
 		done += n;
 	}
+	if (raw && copy_chunks(din, dout, c.chunk_rows, done, &wbuf,
+			       &wbuf_len) < 0)
+		goto h5fail;
 	if (done < dims[0]) {
 		dims[0] = done;
 		if (H5Dset_extent(dout, dims) < 0)
