@@ -69,10 +69,10 @@ static int select_entries(hid_t f, const struct opts *o, struct sel **out,
 
 	hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
 
-	/* --field reads all columns side by side: no chunk cache per
-	 * dataset, or memory grows with the number of columns. */
-	if (o->field)
-		H5Pset_chunk_cache(dapl, 0, 0, 1.0);
+	/* All selected datasets stay open (--field reads them side by
+	 * side): no chunk cache per dataset, or memory grows with their
+	 * number.  Reads are of many records at a time anyway. */
+	H5Pset_chunk_cache(dapl, 0, 0, 1.0);
 	if (sh5_jobfile_list(f, o->input, &v, &n, &err) < 0) {
 		cli_error(NULL, "%s", err.text);
 		H5Pclose(dapl);
