@@ -40,6 +40,7 @@
 
 #include "error.h"
 #include "layout.h"
+#include "ntp.h"
 #include "series.h"
 #include "writer.h"
 
@@ -55,7 +56,16 @@ static struct {
 	uint32_t def;
 	uint32_t compression;
 	uint32_t flush_interval; /* seconds */
-} cfg = { NULL, ACCT_GATHER_PROFILE_NONE, 4, 10 };
+	char *clock_server;      /* host[:port] of an NTP server, or NULL */
+	uint32_t clock_interval; /* seconds between measurements */
+	uint32_t clock_samples;  /* exchanges per measurement */
+	uint32_t clock_timeout;  /* ms, hard bound of one measurement */
+} cfg = { NULL, ACCT_GATHER_PROFILE_NONE, 4, 10, NULL, 60, 4, 300 };
+
+/* The clock server, resolved once when the configuration is read (DNS is
+ * not bounded; the measurements themselves are). */
+static struct sockaddr_storage clock_addr;
+static socklen_t clock_addrlen;
 
 /*
  * Step state.  The rwlock guards the writer pointer: sample paths take it
@@ -185,6 +195,97 @@ static void stop_flush_thread(void)
 	flush_running = false;
 }
 
+/*
+ * Clock-offset thread: one measurement at step start, one every
+ * ProfileSH5ClockInterval, one at step end (only if the server answered
+ * the one before: a dead server costs the step nothing).  Each is bounded
+ * by ProfileSH5ClockTimeout; failures are logged once per step.
+ */
+static pthread_t clock_tid;
+static bool clock_running;
+static pthread_mutex_t clock_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t clock_cond = PTHREAD_COND_INITIALIZER;
+static bool clock_stop;
+static atomic_int logged_clock;
+
+static bool clock_measure(uint32_t phase)
+{
+	struct sh5_ntp_result r;
+	struct sh5_error err = { "" };
+	struct sh5_clock_sample c;
+
+	if (sh5_ntp_measure_addr((struct sockaddr *)&clock_addr, clock_addrlen,
+				 (int)cfg.clock_samples, (int)cfg.clock_timeout,
+				 &r, &err) < 0) {
+		if (!atomic_exchange(&logged_clock, 1))
+			error("%s: clock offset to %s not measured: %s",
+			      plugin_type, cfg.clock_server, err.text);
+		return false;
+	}
+	c.local_ns = r.local_ns;
+	c.offset_ns = r.offset_ns;
+	c.rtt_ns = r.rtt_ns;
+	c.stratum = (uint32_t)r.stratum;
+	c.phase = phase;
+	pthread_rwlock_rdlock(&state_lock);
+	if (writer)
+		sh5_writer_add_clock(writer, &c);
+	pthread_rwlock_unlock(&state_lock);
+	log_flag(PROFILE, "%s: clock offset %" PRId64 " ns (rtt %" PRId64
+		 " ns, stratum %d)", plugin_type, r.offset_ns, r.rtt_ns,
+		 r.stratum);
+	return true;
+}
+
+static void *clock_main(void *arg)
+{
+	struct timespec ts;
+	bool ok, stop;
+
+	(void)arg;
+	ok = clock_measure(0);
+	pthread_mutex_lock(&clock_mutex);
+	while (!clock_stop) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += cfg.clock_interval;
+		pthread_cond_timedwait(&clock_cond, &clock_mutex, &ts);
+		stop = clock_stop;
+		pthread_mutex_unlock(&clock_mutex);
+		if (!stop)
+			ok = clock_measure(1);
+		else if (ok)
+			clock_measure(2);
+		pthread_mutex_lock(&clock_mutex);
+	}
+	pthread_mutex_unlock(&clock_mutex);
+	return NULL;
+}
+
+static void start_clock_thread(void)
+{
+	if (!cfg.clock_server || !clock_addrlen)
+		return;
+	clock_stop = false;
+	atomic_store(&logged_clock, 0);
+	if (pthread_create(&clock_tid, NULL, clock_main, NULL) == 0)
+		clock_running = true;
+	else
+		error("%s: cannot start the clock thread: %m", plugin_type);
+}
+
+/* Ends with the step-end measurement (bounded by the timeout). */
+static void stop_clock_thread(void)
+{
+	if (!clock_running)
+		return;
+	pthread_mutex_lock(&clock_mutex);
+	clock_stop = true;
+	pthread_cond_signal(&clock_cond);
+	pthread_mutex_unlock(&clock_mutex);
+	pthread_join(clock_tid, NULL);
+	clock_running = false;
+}
+
 extern int init(void)
 {
 	return SLURM_SUCCESS;
@@ -193,10 +294,12 @@ extern int init(void)
 extern int fini(void)
 {
 	if (!in_child) {
+		stop_clock_thread();
 		stop_flush_thread();
 		stop_profiling(NULL);
 	}
 	xfree(cfg.dir);
+	xfree(cfg.clock_server);
 	return SLURM_SUCCESS;
 }
 
@@ -208,6 +311,10 @@ extern void acct_gather_profile_p_conf_options(s_p_options_t **full_options,
 		{ .key = "ProfileSH5Default", .type = S_P_STRING },
 		{ .key = "ProfileSH5Compression", .type = S_P_UINT32 },
 		{ .key = "ProfileSH5FlushInterval", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5ClockServer", .type = S_P_STRING },
+		{ .key = "ProfileSH5ClockInterval", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5ClockSamples", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5ClockTimeout", .type = S_P_UINT32 },
 		{ .key = NULL }
 	};
 
@@ -222,6 +329,11 @@ extern void acct_gather_profile_p_conf_set(s_p_hashtbl_t *tbl)
 	cfg.def = ACCT_GATHER_PROFILE_NONE;
 	cfg.compression = 4;
 	cfg.flush_interval = 10;
+	xfree(cfg.clock_server);
+	cfg.clock_interval = 60;
+	cfg.clock_samples = 4;
+	cfg.clock_timeout = 300;
+	clock_addrlen = 0;
 	if (tbl) {
 		s_p_get_string(&cfg.dir, "ProfileSH5Dir", tbl);
 		if (s_p_get_string(&tmp, "ProfileSH5Default", tbl)) {
@@ -241,6 +353,40 @@ extern void acct_gather_profile_p_conf_set(s_p_hashtbl_t *tbl)
 		    (cfg.flush_interval < 1 || cfg.flush_interval > 3600))
 			fatal("%s: ProfileSH5FlushInterval=%u is not 1-3600 "
 			      "seconds", plugin_type, cfg.flush_interval);
+		s_p_get_string(&cfg.clock_server, "ProfileSH5ClockServer", tbl);
+		if (s_p_get_uint32(&cfg.clock_interval,
+				   "ProfileSH5ClockInterval", tbl) &&
+		    (cfg.clock_interval < 1 || cfg.clock_interval > 86400))
+			fatal("%s: ProfileSH5ClockInterval=%u is not 1-86400 "
+			      "seconds", plugin_type, cfg.clock_interval);
+		if (s_p_get_uint32(&cfg.clock_samples, "ProfileSH5ClockSamples",
+				   tbl) &&
+		    (cfg.clock_samples < 1 ||
+		     cfg.clock_samples > SH5_NTP_MAX_SAMPLES))
+			fatal("%s: ProfileSH5ClockSamples=%u is not 1-%d",
+			      plugin_type, cfg.clock_samples,
+			      SH5_NTP_MAX_SAMPLES);
+		if (s_p_get_uint32(&cfg.clock_timeout, "ProfileSH5ClockTimeout",
+				   tbl) &&
+		    (cfg.clock_timeout < 10 || cfg.clock_timeout > 10000))
+			fatal("%s: ProfileSH5ClockTimeout=%u is not 10-10000 "
+			      "ms", plugin_type, cfg.clock_timeout);
+	}
+	if (cfg.clock_server) {
+		char host[256];
+		int port;
+		struct sh5_error err = { "" };
+
+		/* A bad address disables the measurements, not the daemon. */
+		if (sh5_ntp_parse_server(cfg.clock_server, host, sizeof(host),
+					 &port, &err) < 0 ||
+		    sh5_ntp_resolve(host, port, &clock_addr, &clock_addrlen,
+				    &err) < 0) {
+			clock_addrlen = 0;
+			error("%s: ProfileSH5ClockServer=%s: %s: clock offsets "
+			      "are not measured", plugin_type,
+			      cfg.clock_server, err.text);
+		}
 	}
 	if (!cfg.dir)
 		fatal("%s: no ProfileSH5Dir in acct_gather.conf: it is "
@@ -373,6 +519,9 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 	writer = w;
 	pthread_rwlock_unlock(&state_lock);
 
+	if (cfg.clock_server)
+		sh5_writer_attr_str(w, "Clock Server", cfg.clock_server, NULL);
+	start_clock_thread();
 	flush_stop = false;
 	if (pthread_create(&flush_tid, NULL, flush_main, NULL) == 0)
 		flush_running = true;
@@ -398,6 +547,7 @@ extern int acct_gather_profile_p_node_step_end(void)
 	if (in_child)
 		return SLURM_SUCCESS;
 	step_ended = true;
+	stop_clock_thread();
 	stop_flush_thread();
 	pthread_rwlock_rdlock(&state_lock);
 	if (writer) {
@@ -555,6 +705,13 @@ extern void acct_gather_profile_p_conf_values(List *data)
 		 xstrdup_printf("%u", cfg.compression));
 	add_pair(*data, "ProfileSH5FlushInterval",
 		 xstrdup_printf("%u sec", cfg.flush_interval));
+	add_pair(*data, "ProfileSH5ClockServer", xstrdup(cfg.clock_server));
+	add_pair(*data, "ProfileSH5ClockInterval",
+		 xstrdup_printf("%u sec", cfg.clock_interval));
+	add_pair(*data, "ProfileSH5ClockSamples",
+		 xstrdup_printf("%u", cfg.clock_samples));
+	add_pair(*data, "ProfileSH5ClockTimeout",
+		 xstrdup_printf("%u ms", cfg.clock_timeout));
 }
 
 extern bool acct_gather_profile_p_is_active(uint32_t type)
