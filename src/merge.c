@@ -447,7 +447,7 @@ struct finfo {
 	enum sh5_nodestep_kind kind;
 	uint64_t size;
 	uint32_t crc;
-	int node_index, ntasks, nnodes;
+	int node_index, ntasks, nnodes, step_tasks;
 	long max_task;
 	uint64_t samples;   /* rows the file claims */
 	uint64_t written;   /* rows merged */
@@ -690,7 +690,7 @@ static void check_file(struct mstate *m, struct finfo *f)
 	size_t i;
 
 	f->status = "skipped";
-	f->node_index = f->ntasks = f->nnodes = -1;
+	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
 	f->max_task = -1;
 	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
 		     &err) < 0) {
@@ -717,6 +717,7 @@ static void check_file(struct mstate *m, struct finfo *f)
 	f->node_index = ns->node_index;
 	f->ntasks = ns->ntasks;
 	f->nnodes = ns->nnodes;
+	f->step_tasks = ns->step_tasks;
 	if (ns->kind == SH5_NODESTEP_OURS && !m->user[0])
 		sh5_attr_get_str(ns->node, "User", m->user, sizeof(m->user));
 	if (ns->kind == SH5_NODESTEP_OURS && !m->cluster[0])
@@ -775,6 +776,7 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 	size_t i, usable = 0;
 	uint64_t samples = 0;
 	long max_task = -1, tasks = 0, max_index = -1, nnodes = -1;
+	long step_tasks = -1;
 	int tasks_known = 1;
 	char *seen = NULL;
 
@@ -795,6 +797,8 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 			max_index = f->node_index;
 		if (f->nnodes > nnodes)
 			nnodes = f->nnodes;
+		if (f->step_tasks > step_tasks)
+			step_tasks = f->step_tasks;
 	}
 	if (!usable)
 		return add_missing(m, "step %s: no usable node-step file", step);
@@ -832,13 +836,15 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 		}
 		free(seen);
 	}
-	/* Tasks: the nodes present run `tasks` tasks; a higher task id
-	 * means the tasks of a missing node. */
+	/* Tasks: the nodes present run `tasks` tasks; a higher task id,
+	 * or our files' "Step Tasks", means tasks of a missing node. */
+	if (tasks_known && step_tasks > max_task + 1)
+		max_task = step_tasks - 1;
 	if (tasks_known && max_task + 1 > tasks &&
-	    add_missing(m, "step %s: %ld task%s missing (task ids reach %ld, "
-			"the nodes present run %ld)", step,
+	    add_missing(m, "step %s: %ld task%s missing (the step runs %ld, "
+			"the nodes present %ld)", step,
 			max_task + 1 - tasks, max_task + 1 - tasks == 1 ? "" :
-			"s", max_task, tasks) < 0)
+			"s", max_task + 1, tasks) < 0)
 		return -1;
 	return 0;
 }

@@ -374,7 +374,7 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 		return NULL;
 	}
 	ns->file = ns->node = -1;
-	ns->node_index = ns->ntasks = ns->nnodes = -1;
+	ns->node_index = ns->ntasks = ns->nnodes = ns->step_tasks = -1;
 	if (!(ns->path = strdup(path))) {
 		sh5_errprintf(errp, "%s: out of memory", path);
 		goto error;
@@ -475,6 +475,8 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 				 sizeof(ns->step));
 		if (sh5_attr_get_int(ns->node, "Number of Nodes", &v) == 0)
 			ns->nnodes = (int)v;
+		if (sh5_attr_get_int(ns->node, "Step Tasks", &v) == 0)
+			ns->step_tasks = (int)v;
 	}
 	if (sh5_attr_get_int(ns->node, "Node Index", &v) == 0)
 		ns->node_index = (int)v;
