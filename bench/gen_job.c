@@ -10,7 +10,9 @@
  * packet tables of 10-record chunks, no EpochTimeNs, extern named by its
  * number.  sh5 files are written by our node-step writer (src/writer.h)
  * with our node attributes.  -E adds an Energy series per node, -G generic
- * series (GPU at node level, Sensors/Fan1 and Fan2 in a group).  Values
+ * series (GPU at node level, Sensors/Fan1 and Fan2 in a group).  -K makes
+ * the sh5 writers exit without closing, like a killed slurmstepd: their
+ * files hold what the last flush wrote (the tasks, not Energy).  Values
  * are deterministic for a seed; tests read them back independently.
  */
 #include "config.h"
@@ -21,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <hdf5.h>
 #include <hdf5_hl.h>
@@ -40,6 +44,7 @@ struct cfg {
 	uint32_t job;
 	int nodes, tasks, samples, energy;
 	int generic; /* -G: GPU (node level) and Sensors/Fan1, Sensors/Fan2 */
+	int kill;    /* -K: sh5 writers die (_exit) before closing */
 	int format; /* 0 stock, 1 sh5, 2 mixed (odd nodes sh5) */
 	uint64_t seed;
 };
@@ -358,6 +363,8 @@ static int write_ours(const struct cfg *c, const char *path, const char *node,
 		}
 	}
 	free(ids);
+	if (c->kill) /* like a killed slurmstepd: no final flush */
+		_exit(0);
 	if (sh5_writer_close(w, &err) < 0) {
 		fprintf(stderr, "gen_job: %s\n", err.text);
 		return -1;
@@ -372,7 +379,7 @@ int main(int argc, char **argv)
 	char *steps = "0", *tok, *save = NULL, path[4096], node[64];
 	int o, si = 0;
 
-	while ((o = getopt(argc, argv, "d:j:n:t:s:S:f:EGN:r:")) != -1) {
+	while ((o = getopt(argc, argv, "d:j:n:t:s:S:f:EGKN:r:")) != -1) {
 		switch (o) {
 		case 'd': c.dir = optarg; break;
 		case 'j': c.job = (uint32_t)strtoul(optarg, NULL, 10); break;
@@ -386,6 +393,7 @@ int main(int argc, char **argv)
 			break;
 		case 'E': c.energy = 1; break;
 		case 'G': c.generic = 1; break;
+		case 'K': c.kill = 1; break;
 		case 'N': c.prefix = optarg; break;
 		case 'r': c.seed = strtoull(optarg, NULL, 10); break;
 		default:
@@ -415,6 +423,21 @@ int main(int argc, char **argv)
 			snprintf(node, sizeof(node), "%s%d", c.prefix, n + 1);
 			snprintf(path, sizeof(path), "%s/%u_%s_%s.h5", c.dir,
 				 c.job, ours ? tok : stock_step(tok), node);
+			if (ours && c.kill) {
+				pid_t pid = fork();
+				int st = 1;
+
+				if (pid == 0)
+					_exit(write_ours(&c, path, node, n, tpn,
+							 n * tpn, t0, tok, nn,
+							 nn * tpn) ? 1 : 0);
+				if (pid < 0 || waitpid(pid, &st, 0) < 0 || st) {
+					fprintf(stderr, "gen_job: %s: killed "
+						"writer failed\n", path);
+					return 1;
+				}
+				continue;
+			}
 			if (ours ? write_ours(&c, path, node, n, tpn, n * tpn,
 					      t0, tok, nn, nn * tpn) :
 				   write_stock(&c, path, node, n, tpn, n * tpn,
