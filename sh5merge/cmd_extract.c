@@ -31,7 +31,8 @@ static void usage(FILE *f)
 "  -S, --series NAME    Tasks (default), Energy, Filesystem, Network or\n"
 "                       another series name\n"
 "  -n, --node N         only node N\n"
-"  -t, --task T         only task T (series Tasks)\n"
+"  -t, --task T         only task T (series Tasks; or the member T of\n"
+"                       another series group)\n"
 "  -F, --field F        only field F: one column per node (per task for\n"
 "                       Tasks), rows aligned by EpochTime\n"
 "  -l, --level L        timeseries (default) or totals\n"
@@ -44,6 +45,7 @@ static void usage(FILE *f)
 struct opts {
 	const char *input, *step, *series, *node, *task, *field, *output;
 	int totals;
+	int group;  /* the series is a group of series: Tasks, or another */
 };
 
 struct sel {
@@ -52,13 +54,20 @@ struct sel {
 	hid_t dset;
 };
 
+/* Series in a group (Tasks/<id>, or any group a gather plugin made):
+ * one more key column, named Task for Tasks and Series otherwise. */
 static int is_tasks(const struct opts *o)
 {
-	return !strcmp(o->series, "Tasks");
+	return o->group;
+}
+
+static const char *key_name(const struct opts *o)
+{
+	return strcmp(o->series, "Tasks") ? "Series" : "Task";
 }
 
 /* Select and open the entries that match the options. */
-static int select_entries(hid_t f, const struct opts *o, struct sel **out,
+static int select_entries(hid_t f, struct opts *o, struct sel **out,
 			  size_t *nout)
 {
 	struct sh5_jf_entry *v = NULL;
@@ -69,10 +78,10 @@ static int select_entries(hid_t f, const struct opts *o, struct sel **out,
 
 	hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
 
-	/* --field reads all columns side by side: no chunk cache per
-	 * dataset, or memory grows with the number of columns. */
-	if (o->field)
-		H5Pset_chunk_cache(dapl, 0, 0, 1.0);
+	/* All selected datasets stay open (--field reads them side by
+	 * side): no chunk cache per dataset, or memory grows with their
+	 * number.  Reads are of many records at a time anyway. */
+	H5Pset_chunk_cache(dapl, 0, 0, 1.0);
 	if (sh5_jobfile_list(f, o->input, &v, &n, &err) < 0) {
 		cli_error(NULL, "%s", err.text);
 		H5Pclose(dapl);
@@ -80,6 +89,9 @@ static int select_entries(hid_t f, const struct opts *o, struct sel **out,
 	}
 	if (o->step)
 		sh5_step_name(o->step, stepname, sizeof(stepname));
+	o->group = !strcmp(o->series, "Tasks");
+	for (i = 0; i < n && !o->group; i++)
+		o->group = !strcmp(v[i].parent, o->series);
 	if (!(sv = calloc(n ? n : 1, sizeof(*sv)))) {
 		free(v);
 		H5Pclose(dapl);
@@ -97,7 +109,7 @@ static int select_entries(hid_t f, const struct opts *o, struct sel **out,
 		if (o->node && strcmp(e->node, o->node))
 			continue;
 		if (is_tasks(o)) {
-			if (strcmp(e->parent, "Tasks"))
+			if (strcmp(e->parent, o->series))
 				continue;
 			if (o->task && strcmp(e->name, o->task))
 				continue;
@@ -510,10 +522,6 @@ int cmd_extract(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (o.task && !is_tasks(&o)) {
-		cli_error(NULL, "--task needs --series Tasks");
-		return 2;
-	}
 	if (o.field && o.totals) {
 		cli_error(NULL, "--field works on time series only");
 		return 2;
@@ -528,6 +536,11 @@ int cmd_extract(int argc, char **argv)
 	}
 	if (select_entries(f, &o, &v, &n) < 0)
 		goto out;
+	if (o.task && !o.group) {
+		cli_error(NULL, "--task needs a series group such as Tasks");
+		status = 2;
+		goto out;
+	}
 	if (!n) {
 		cli_error(o.input, "no series %s%s%s%s%s%s%s", o.series,
 			  o.step ? " in step " : "", o.step ? o.step : "",
@@ -556,7 +569,8 @@ int cmd_extract(int argc, char **argv)
 	}
 	setvbuf(out, obuf, _IOFBF, sizeof(obuf));
 	if (!o.field)
-		fprintf(out, "Step,Node,%s%s", is_tasks(&o) ? "Task," : "",
+		fprintf(out, "Step,Node,%s%s%s", is_tasks(&o) ? key_name(&o) : "",
+			is_tasks(&o) ? "," : "",
 			first ? first : "\n");
 	if (o.field ? aligned(&o, v, n, out) :
 	    o.totals ? totals(&o, f, v, n, out) : timeseries(&o, v, n, out))

@@ -447,7 +447,7 @@ struct finfo {
 	enum sh5_nodestep_kind kind;
 	uint64_t size;
 	uint32_t crc;
-	int node_index, ntasks, nnodes;
+	int node_index, ntasks, nnodes, step_tasks;
 	long max_task;
 	uint64_t samples;   /* rows the file claims */
 	uint64_t written;   /* rows merged */
@@ -690,7 +690,7 @@ static void check_file(struct mstate *m, struct finfo *f)
 	size_t i;
 
 	f->status = "skipped";
-	f->node_index = f->ntasks = f->nnodes = -1;
+	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
 	f->max_task = -1;
 	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
 		     &err) < 0) {
@@ -717,6 +717,7 @@ static void check_file(struct mstate *m, struct finfo *f)
 	f->node_index = ns->node_index;
 	f->ntasks = ns->ntasks;
 	f->nnodes = ns->nnodes;
+	f->step_tasks = ns->step_tasks;
 	if (ns->kind == SH5_NODESTEP_OURS && !m->user[0])
 		sh5_attr_get_str(ns->node, "User", m->user, sizeof(m->user));
 	if (ns->kind == SH5_NODESTEP_OURS && !m->cluster[0])
@@ -775,6 +776,7 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 	size_t i, usable = 0;
 	uint64_t samples = 0;
 	long max_task = -1, tasks = 0, max_index = -1, nnodes = -1;
+	long step_tasks = -1;
 	int tasks_known = 1;
 	char *seen = NULL;
 
@@ -795,6 +797,8 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 			max_index = f->node_index;
 		if (f->nnodes > nnodes)
 			nnodes = f->nnodes;
+		if (f->step_tasks > step_tasks)
+			step_tasks = f->step_tasks;
 	}
 	if (!usable)
 		return add_missing(m, "step %s: no usable node-step file", step);
@@ -832,19 +836,64 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 		}
 		free(seen);
 	}
-	/* Tasks: the nodes present run `tasks` tasks; a higher task id
-	 * means the tasks of a missing node. */
+	/* Tasks: the nodes present run `tasks` tasks; a higher task id,
+	 * or our files' "Step Tasks", means tasks of a missing node. */
+	if (tasks_known && step_tasks > max_task + 1)
+		max_task = step_tasks - 1;
 	if (tasks_known && max_task + 1 > tasks &&
-	    add_missing(m, "step %s: %ld task%s missing (task ids reach %ld, "
-			"the nodes present run %ld)", step,
+	    add_missing(m, "step %s: %ld task%s missing (the step runs %ld, "
+			"the nodes present %ld)", step,
 			max_task + 1 - tasks, max_task + 1 - tasks == 1 ? "" :
-			"s", max_task, tasks) < 0)
+			"s", max_task + 1, tasks) < 0)
 		return -1;
 	return 0;
 }
 
 /* ------------------------------------------------------------------ */
 /* Pass 2: write. */
+
+/* Can the chunks of din be copied raw into a dataset of file type ft?
+ * Filtered (else the plain path is as fast), same type. */
+static int raw_copyable(hid_t din, hid_t ft)
+{
+	hid_t dcpl = H5Dget_create_plist(din), t = H5Dget_type(din);
+	int ok = dcpl >= 0 && t >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
+		 H5Pget_nfilters(dcpl) > 0 && H5Tequal(t, ft) > 0;
+
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (t >= 0)
+		H5Tclose(t);
+	return ok;
+}
+
+/* Copy the stored chunks holding rows [0, rows) from din to dout. */
+static int copy_chunks(hid_t din, hid_t dout, hsize_t cr, uint64_t rows,
+		       void **buf, size_t *len)
+{
+	hsize_t off[1];
+
+	for (off[0] = 0; off[0] < rows; off[0] += cr) {
+		hsize_t size = 0;
+		uint32_t filters = 0;
+
+		if (H5Dget_chunk_storage_size(din, off, &size) < 0 || !size)
+			return -1;
+		if (size > *len) {
+			void *nb = realloc(*buf, (size_t)size);
+
+			if (!nb)
+				return -1;
+			*buf = nb;
+			*len = (size_t)size;
+		}
+		if (H5Dread_chunk(din, H5P_DEFAULT, off, &filters, *buf) < 0 ||
+		    H5Dwrite_chunk(dout, H5P_DEFAULT, filters, off,
+				   (size_t)size, *buf) < 0)
+			return -1;
+	}
+	return 0;
+}
 
 static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 			struct sh5_ns_series *e, hid_t gout, const char *gpath,
@@ -863,7 +912,9 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 	int rc = -1, copen = 0;
 	struct sh5_recmap *map = NULL;
 	void *wbuf = NULL;
+	size_t wbuf_len = 0;
 	hid_t dapl = -1;
+	int raw;
 
 	if (rows_per_buf > CHUNK_ROWS_MAX)
 		rows_per_buf -= rows_per_buf % CHUNK_ROWS_MAX;
@@ -887,9 +938,20 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 		   c.good_rows > CHUNK_ROWS_MAX ? CHUNK_ROWS_MAX : c.good_rows;
 	if ((ft = ops->file_type(s)) < 0 ||
 	    (sp = H5Screate_simple(1, dims, maxd)) < 0 ||
-	    (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
-	    H5Pset_chunk(dcpl, 1, chunk) < 0 || (lcpl = lcpl_intermediate()) < 0)
+	    (lcpl = lcpl_intermediate()) < 0)
 		goto h5fail;
+	/* Compressed chunks of an intact input already in our file type
+	 * are copied as they are (raw): no recompression, and the job file
+	 * stays as small as the inputs.  The records are still decoded,
+	 * for the totals and to find damage. */
+	raw = !ns->salvaged && c.chunk_rows && raw_copyable(din, ft);
+	if (raw) {
+		if ((dcpl = H5Dget_create_plist(din)) < 0)
+			goto h5fail;
+	} else if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
+		   H5Pset_chunk(dcpl, 1, chunk) < 0) {
+		goto h5fail;
+	}
 	/* No chunk cache: whole chunks go straight from our buffer to the
 	 * file (a cache would calloc and copy each chunk first). */
 	if ((dapl = H5Pcreate(H5P_DATASET_ACCESS)) < 0 ||
@@ -903,7 +965,7 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 	/* Pack records into the file layout ourselves (HDF5's compound
 	 * conversion is the slow part of a merge) and write them as they
 	 * are; HDF5 converts only when no map applies. */
-	if ((map = sh5_recmap_build(c.mtype, ft)) &&
+	if (!raw && (map = sh5_recmap_build(c.mtype, ft)) &&
 	    !(wbuf = malloc(rows_per_buf * H5Tget_size(ft)))) {
 		sh5_recmap_free(map);
 		map = NULL;
@@ -914,6 +976,11 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 
 		if (!n)
 			break;
+		if (raw) {
+			ops->total_add(s, total, m->buf, n);
+			done += n;
+			continue;
+		}
 		if (map)
 			sh5_recmap_apply(map, m->buf, wbuf, n);
 		if ((ms = H5Screate_simple(1, cnt, NULL)) < 0 ||
@@ -927,6 +994,9 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 		ops->total_add(s, total, m->buf, n);
 		done += n;
 	}
+	if (raw && copy_chunks(din, dout, c.chunk_rows, done, &wbuf,
+			       &wbuf_len) < 0)
+		goto h5fail;
 	if (done < dims[0]) {
 		dims[0] = done;
 		if (H5Dset_extent(dout, dims) < 0)
@@ -1085,8 +1155,8 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		int bad = 0;
 
 		err.text[0] = '\0';
-		if (H5Oget_info_by_name(ns->node, ns->other[i], &oi,
-					H5P_DEFAULT) < 0) {
+		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
+					 H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
 			sh5_errprintf_h5(&err, "unreadable object header");
 			bad = 1;
 		} else if (oi.type == H5O_TYPE_DATASET) {

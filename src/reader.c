@@ -270,7 +270,7 @@ static herr_t walk_cb(hid_t g, const char *name, const H5L_info_t *info,
 	else
 		snprintf(path, sizeof(path), "%s", name);
 	if (strlen(name) >= SH5_NAME_MAX ||
-	    H5Oget_info_by_name(g, name, &oi, H5P_DEFAULT) < 0) {
+	    H5Oget_info_by_name2(g, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
 		/* Unreadable object header: keep it as "other" so the
 		 * caller reports it when copying fails. */
 		return add_other(w->ns, path) < 0 ? (w->oom = 1, -1) : 0;
@@ -374,7 +374,7 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 		return NULL;
 	}
 	ns->file = ns->node = -1;
-	ns->node_index = ns->ntasks = ns->nnodes = -1;
+	ns->node_index = ns->ntasks = ns->nnodes = ns->step_tasks = -1;
 	if (!(ns->path = strdup(path))) {
 		sh5_errprintf(errp, "%s: out of memory", path);
 		goto error;
@@ -475,6 +475,8 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 				 sizeof(ns->step));
 		if (sh5_attr_get_int(ns->node, "Number of Nodes", &v) == 0)
 			ns->nnodes = (int)v;
+		if (sh5_attr_get_int(ns->node, "Step Tasks", &v) == 0)
+			ns->step_tasks = (int)v;
 	}
 	if (sh5_attr_get_int(ns->node, "Node Index", &v) == 0)
 		ns->node_index = (int)v;

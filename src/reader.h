@@ -57,6 +57,7 @@ struct sh5_nodestep {
 	int node_index;
 	int ntasks;
 	int nnodes;            /* "Number of Nodes" when the writer sets it */
+	int step_tasks;        /* "Step Tasks" (tasks of the whole step) */
 	/* Salvage: the file was shorter than its superblock says. */
 	int salvaged;
 	uint64_t real_eof;     /* bytes that exist (== size) */

@@ -69,6 +69,14 @@ for n in 2 3; do
 done
 echo "ok: salvaged rows equal the originals"
 
+# Writers killed before closing (like slurmstepd under kill -9): the files
+# hold what the last flush wrote and merge cleanly.
+rm -rf prof-killed && mkdir -p prof-killed/u
+$GEN -d prof-killed/u -j $J -n 3 -t 2 -s 40 -E -K -f sh5 || fail "gen_job -K"
+$SH5MERGE merge -q -j $J -p prof-killed -u u -o killed.h5 || fail "killed writers: exit $?"
+$CHECK job killed.h5 prof-killed/u/*.h5 || fail "killed writers: values"
+echo "ok: files of killed writers"
+
 # Corrupt data: a compressed chunk of ours overwritten.
 fresh corrupt
 cp $D/${J}_0_node2.h5 orig.h5
