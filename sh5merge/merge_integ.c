@@ -10,6 +10,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "merge_integ.h"
+#include "reader.h"
 
 void merge_integ_init(struct merge_integ *mi)
 {
@@ -200,4 +201,42 @@ int merge_integ_end(struct merge_integ *mi, const struct sh5_merge_opts *o,
 	sh5_lbdata_summary_free(&ls);
 	sh5_counters_result_free(&cr);
 	return rc;
+}
+
+void merge_integ_list_job(hid_t file)
+{
+	char m[32] = "", req[32] = "";
+	hid_t g;
+
+	if (H5Lexists(file, "Merge", H5P_DEFAULT) <= 0 ||
+	    (g = H5Gopen2(file, "Merge", H5P_DEFAULT)) < 0)
+		return;
+	if (sh5_attr_get_str(g, "Sync Method", m, sizeof(m)) == 0) {
+		sh5_attr_get_str(g, "Sync Requested", req, sizeof(req));
+		printf("sync: %s%s%s%s (times: %s)\n", m, req[0] ? " (asked: " :
+		       "", req, req[0] ? ")" : "", strcmp(m, "none") ?
+		       "SyncTimeNs, the reference clock" :
+		       "EpochTimeNs, each node's clock");
+	}
+	H5Gclose(g);
+}
+
+void merge_integ_list_node(hid_t g)
+{
+	struct sh5_mergesync_node nr;
+
+	if (sh5_mergesync_node_read(g, &nr) < 0)
+		return;
+	if (!nr.measurements) {
+		printf("    sync: none (no clock-offset measurement: "
+		       "SyncTimeNs = EpochTimeNs)\n");
+		return;
+	}
+	printf("    sync: %s, %" PRIu32 " measurement%s, max correction "
+	       "%.6f s", nr.method, nr.measurements,
+	       nr.measurements == 1 ? "" : "s",
+	       (double)nr.max_correction_ns / 1e9);
+	if (!isnan(nr.drift_ppm))
+		printf(", drift %.1f ppm", nr.drift_ppm);
+	printf(", error bound %.3f ms\n", (double)nr.error_bound_ns / 1e6);
 }

@@ -60,4 +60,9 @@ int merge_integ_begin(struct merge_integ *mi, struct sh5_merge_opts *o,
 int merge_integ_end(struct merge_integ *mi, const struct sh5_merge_opts *o,
 		    int merged);
 
+/* For `sh5merge list`: the sync record of a job file (/Merge) and of a
+ * node group, one line each on stdout; nothing when there is none. */
+void merge_integ_list_job(hid_t file);
+void merge_integ_list_node(hid_t node_group);
+
 #endif
