@@ -157,9 +157,10 @@ static void print_sync(const struct sh5_merge_opts *o,
 		return;
 	}
 	fprintf(stderr, "sh5merge: %s: sync offset: %zu of %zu node file%s "
-		"corrected (%zu measurements), max correction %.6f s, error "
-		"bound %.3f ms\n", o->output, st->corrected, st->nodes,
-		st->nodes == 1 ? "" : "s", st->measurements,
+		"corrected (%zu measurements, %zu noisy left out), max "
+		"correction %.6f s, error bound %.3f ms\n", o->output,
+		st->corrected, st->nodes, st->nodes == 1 ? "" : "s",
+		st->measurements, st->dropped,
 		(double)st->max_correction_ns / 1e9,
 		(double)st->error_bound_ns / 1e6);
 }
@@ -238,5 +239,8 @@ void merge_integ_list_node(hid_t g)
 	       (double)nr.max_correction_ns / 1e9);
 	if (!isnan(nr.drift_ppm))
 		printf(", drift %.1f ppm", nr.drift_ppm);
-	printf(", error bound %.3f ms\n", (double)nr.error_bound_ns / 1e6);
+	printf(", error bound %.3f ms", (double)nr.error_bound_ns / 1e6);
+	if (nr.dropped)
+		printf(" (%" PRIu32 " noisy left out)", nr.dropped);
+	printf("\n");
 }

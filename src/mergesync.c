@@ -13,6 +13,10 @@
 #include "reader.h"
 #include "timesync.h"
 
+/* A measurement whose round trip exceeds 4 times the node's median plus
+ * this is left out (its error bound is half its round trip). */
+#define RTT_SLACK_NS INT64_C(50000)
+
 /* One ClockOffsets record as read (HDF5 converts by member name). */
 struct clock_rec {
 	int64_t local_ns;
@@ -35,6 +39,7 @@ struct sh5_mergesync {
 	size_t npts, cap;
 	int node_sync;			/* SyncTimeNs for this node */
 	int64_t node_max_corr, node_err;
+	size_t node_dropped;		/* measurements left out as noisy */
 	double node_drift;
 	/* Scratch times for one row buffer. */
 	int64_t *tin, *tout;
@@ -130,6 +135,20 @@ static long long clock_rows(hid_t node)
 	return nd == 1 ? (long long)dims[0] : -1;
 }
 
+static int i64_cmp(const void *pa, const void *pb)
+{
+	int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Median of v[0..n-1] (n > 0; sorts v). */
+static int64_t median_of(int64_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), i64_cmp);
+	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
 static int pt_cmp(const void *pa, const void *pb)
 {
 	const struct sh5_offset_point *a = pa, *b = pb;
@@ -149,11 +168,13 @@ static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
 	hid_t d = -1, sp = -1, mt = -1;
 	hsize_t dims[1] = { 0 };
 	struct clock_rec *r = NULL;
-	size_t i, n, bad = 0;
+	int64_t *rtt = NULL, median;
+	size_t i, k, n, bad = 0;
 	long rc = -1;
 
 	ms->npts = 0;
 	ms->node_err = 0;
+	ms->node_dropped = 0;
 	if (H5Lexists(node, "ClockOffsets", H5P_DEFAULT) <= 0)
 		return 0;
 	if ((d = H5Dopen2(node, "ClockOffsets", H5P_DEFAULT)) < 0 ||
@@ -164,7 +185,8 @@ static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
 		goto out;
 	}
 	n = (size_t)dims[0];
-	if (n && !(r = malloc(n * sizeof(*r)))) {
+	if (n && (!(r = malloc(n * sizeof(*r))) ||
+		  !(rtt = malloc(n * sizeof(*rtt))))) {
 		snprintf(why, whylen, "out of memory");
 		goto out;
 	}
@@ -183,9 +205,23 @@ static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
 		ms->pts = np;
 		ms->cap = n;
 	}
-	for (i = 0; i < n; i++) {
-		if (r[i].rtt_ns < 0 || r[i].stratum < 1 || r[i].stratum > 15) {
+	/* Usable: a synchronised server, a round trip >= 0.  Their median
+	 * round trip sets the bar for noisy ones (see below). */
+	for (i = 0, k = 0; i < n; i++) {
+		if (r[i].rtt_ns < 0 || r[i].stratum < 1 || r[i].stratum > 15)
 			bad++;
+		else
+			rtt[k++] = r[i].rtt_ns;
+	}
+	median = k ? median_of(rtt, k) : -1;
+	for (i = 0; i < n; i++) {
+		if (r[i].rtt_ns < 0 || r[i].stratum < 1 || r[i].stratum > 15)
+			continue;
+		/* A round trip far above the node's usual one (a busy
+		 * network or host) bounds the offset's error by half of
+		 * it: leave it out while better measurements exist. */
+		if (median >= 0 && r[i].rtt_ns > 4 * median + RTT_SLACK_NS) {
+			ms->node_dropped++;
 			continue;
 		}
 		ms->pts[ms->npts].local_ns = r[i].local_ns;
@@ -207,6 +243,7 @@ static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
 	rc = (long)ms->npts;
 out:
 	free(r);
+	free(rtt);
 	if (mt >= 0)
 		H5Tclose(mt);
 	if (sp >= 0)
@@ -317,6 +354,7 @@ static int hook_node_begin(void *arg, const struct sh5_input *in,
 	ms->node_sync = 0;
 	ms->node_max_corr = 0;
 	ms->node_err = 0;
+	ms->node_dropped = 0;
 	ms->node_drift = NAN;
 	ms->st.nodes++;
 	if (ms->method != SH5_SYNC_OFFSET)
@@ -334,6 +372,7 @@ static int hook_node_begin(void *arg, const struct sh5_input *in,
 	}
 	ms->st.corrected++;
 	ms->st.measurements += ms->npts;
+	ms->st.dropped += ms->node_dropped;
 	if (ms->node_err > ms->st.error_bound_ns)
 		ms->st.error_bound_ns = ms->node_err;
 	if (ms->npts >= 2 &&
@@ -404,6 +443,8 @@ static int hook_node_end(void *arg, hid_t out_node, struct sh5_error *errp)
 	    put_i64(out_node, "Sync Max Correction ns",
 		    ms->node_max_corr) < 0 ||
 	    put_i64(out_node, "Sync Error Bound ns", ms->node_err) < 0 ||
+	    put_u32(out_node, "Sync Measurements Dropped",
+		    (uint32_t)ms->node_dropped) < 0 ||
 	    (!isnan(ms->node_drift) &&
 	     put_f64(out_node, "Sync Drift ppm", ms->node_drift) < 0))
 		return sh5_errprintf_h5(errp, "%s: cannot write the sync "
@@ -532,6 +573,8 @@ int sh5_mergesync_node_read(hid_t g, struct sh5_mergesync_node *out)
 		return -1;
 	if (sh5_attr_get_int(g, "Sync Measurements", &v) == 0)
 		out->measurements = (uint32_t)v;
+	if (sh5_attr_get_int(g, "Sync Measurements Dropped", &v) == 0)
+		out->dropped = (uint32_t)v;
 	if (sh5_attr_get_int(g, "Sync Max Correction ns", &v) == 0)
 		out->max_correction_ns = v;
 	if (sh5_attr_get_int(g, "Sync Error Bound ns", &v) == 0)

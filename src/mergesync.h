@@ -7,7 +7,12 @@
  * gives that node's mapping from its clock to the reference clock:
  * piecewise-linear interpolation through the measurements (a single one
  * is a constant shift; the first and last segments are extended), see
- * sh5_timesync_offset_map() in timesync.h.  Every sample of the node gets
+ * sh5_timesync_offset_map() in timesync.h.  Measurements of an
+ * unsynchronised server (stratum 0 or >= 16) or with a negative round
+ * trip are left out (with a warning), and so are those whose round trip
+ * exceeds 4 times the node's median round trip plus 50 us: the offset's
+ * error is bounded by half the round trip, and a busy host or network
+ * makes a few exchanges slow while the others stay precise.  Every sample of the node gets
  * SyncTimeNs = map(EpochTimeNs) beside its original times; totals then use
  * SyncTimeNs.  What was done is recorded on each node group and on /Merge
  * (doc/jobfile.md, "Timestamp synchronization").
@@ -51,6 +56,8 @@ struct sh5_mergesync_stats {
 	size_t unmeasured;		/* offset, but no usable measurement:
 					 * SyncTimeNs = EpochTimeNs */
 	size_t measurements;		/* used, all nodes */
+	size_t dropped;			/* left out for a round trip above
+					 * 4 x the node's median + 50 us */
 	int64_t max_correction_ns;	/* max |SyncTimeNs - EpochTimeNs| */
 	int64_t error_bound_ns;		/* max round trip / 2 used */
 };
@@ -88,6 +95,7 @@ void sh5_mergesync_destroy(struct sh5_mergesync *ms);
 struct sh5_mergesync_node {
 	char method[16];		/* "offset" or "none" */
 	uint32_t measurements;
+	uint32_t dropped;		/* left out as noisy */
 	int64_t max_correction_ns;
 	int64_t error_bound_ns;
 	double drift_ppm;		/* NAN with fewer than 2 measurements */

@@ -77,7 +77,7 @@ done
 if merge -o "$W/job.h5" --lbdata "$W/lb" --phase-length 10 \
 	--counters "$W/c.json" --sigma 1.5 2>"$W/auto.err"; then
 	cat "$W/auto.err"
-	grep -q 'sync offset: 3 of 6 node files corrected (16 measurements)' \
+	grep -q 'sync offset: 3 of 6 node files corrected (16 measurements, 0 noisy left out)' \
 		"$W/auto.err" && ok "auto: offset summary" || bad "auto summary"
 	grep -q '4242_0_node3.h5: no clock-offset measurement' "$W/auto.err" &&
 		ok "unmeasured node warned" || bad "no warning for node3"

@@ -42,6 +42,11 @@ def points(node_grp):
     keep = (c["Stratum"] >= 1) & (c["Stratum"] <= 15) & \
         (c["RoundTripNs"].astype(np.int64) >= 0)
     c = c[keep]
+    if len(c):
+        r = sorted(int(x) for x in c["RoundTripNs"])
+        lo, hi = r[(len(r) - 1) // 2], r[len(r) // 2]
+        med = lo + (hi - lo) // 2
+        c = c[c["RoundTripNs"].astype(np.int64) <= 4 * med + 50000]
     pts = sorted(zip((int(x) for x in c["LocalTimeNs"]),
                      (int(x) for x in c["OffsetNs"])), key=lambda p: p[0])
     err = max((int(x) // 2 for x in c["RoundTripNs"]), default=0)

@@ -338,6 +338,39 @@ START_TEST(test_mergesync_filter)
 }
 END_TEST
 
+/* A measurement with a round trip far above the node's median is left
+ * out (counted); the others define the map. */
+START_TEST(test_mergesync_noisy)
+{
+	const struct sh5_clock_sample c[] = {
+		{ T0, 1000000000, 1000, 3, 0 },
+		{ T0 + 4000000000, 1004000000, 1200, 3, 1 },
+		{ T0 + 6000000000, 1500000000, 500000, 3, 1 },
+		{ T0 + 8000000000, 1008000000, 900, 3, 2 },
+	};
+	struct sh5_mergesync_stats st;
+	struct sh5_mergesync_node nr;
+	struct times t[ROWS];
+	hid_t f;
+	int r;
+
+	write_node(0, 1, c, 4);
+	merge(SH5_SYNC_OFFSET, &st);
+	ck_assert_uint_eq(st.measurements, 3);
+	ck_assert_uint_eq(st.dropped, 1);
+	ck_assert_int_eq(st.error_bound_ns, 600);
+	f = open_job();
+	ck_assert_int_eq(read_times(f, 0, t), 1);
+	for (r = 0; r < ROWS; r++)
+		ck_assert_int_eq(t[r].sync, t[r].epoch + 1000000000 +
+					    (int64_t)r * 1000000);
+	node_record(f, 0, &nr);
+	ck_assert_uint_eq(nr.measurements, 3);
+	ck_assert_uint_eq(nr.dropped, 1);
+	H5Fclose(f);
+}
+END_TEST
+
 /* auto without measurements and none: no SyncTimeNs, recorded. */
 START_TEST(test_mergesync_none)
 {
@@ -415,6 +448,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_mergesync_offset);
 	tcase_add_test(tc, test_mergesync_filter);
+	tcase_add_test(tc, test_mergesync_noisy);
 	tcase_add_test(tc, test_mergesync_none);
 	tcase_add_test(tc, test_mergesync_clc_refused);
 	suite_add_tcase(s, tc);
