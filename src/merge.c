@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -333,9 +334,11 @@ static hid_t make_group(hid_t loc, const char *name)
 	return g;
 }
 
+static void read_attrs(hid_t obj);
+
 /* Copy a dataset that is not a series (ClockOffsets, ...) by reading and
  * writing it in blocks: H5Ocopy() crashes on some damaged objects.
- * 0, or -1 with err set. */
+ * dst < 0: only read it (the first pass).  0, or -1 with err set. */
 static int copy_dataset(hid_t src, const char *path, hid_t dst,
 			struct sh5_error *err)
 {
@@ -369,9 +372,11 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 		}
 		if (!(buf = calloc((size_t)(n ? n : 1), esz)) ||
 		    H5Dread(d, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ||
-		    (od = H5Dcreate2(dst, path, ft, sp, lcpl, H5P_DEFAULT,
-				     H5P_DEFAULT)) < 0 ||
-		    H5Dwrite(od, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+		    (dst >= 0 &&
+		     ((od = H5Dcreate2(dst, path, ft, sp, lcpl, H5P_DEFAULT,
+				       H5P_DEFAULT)) < 0 ||
+		      H5Dwrite(od, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) <
+			      0))) {
 			sh5_errprintf_h5(err, "cannot copy");
 			goto out;
 		}
@@ -386,8 +391,9 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 		if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
 		    H5Pset_chunk(dcpl, 1, chunk) < 0 ||
 		    (osp = H5Screate_simple(1, dims, maxd)) < 0 ||
-		    (od = H5Dcreate2(dst, path, ft, osp, lcpl, dcpl,
-				     H5P_DEFAULT)) < 0 ||
+		    (dst >= 0 &&
+		     (od = H5Dcreate2(dst, path, ft, osp, lcpl, dcpl,
+				      H5P_DEFAULT)) < 0) ||
 		    !(buf = malloc(rows * esz))) {
 			sh5_errprintf_h5(err, "cannot create the copy");
 			goto out;
@@ -401,7 +407,8 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 			    H5Sselect_hyperslab(osp, H5S_SELECT_SET, start,
 						NULL, cnt, NULL) < 0 ||
 			    H5Dread(d, nt, ms, sp, H5P_DEFAULT, buf) < 0 ||
-			    H5Dwrite(od, nt, ms, osp, H5P_DEFAULT, buf) < 0) {
+			    (od >= 0 &&
+			     H5Dwrite(od, nt, ms, osp, H5P_DEFAULT, buf) < 0)) {
 				sh5_errprintf_h5(err, "unreadable rows from %llu",
 						 (unsigned long long)start[0]);
 				goto out;
@@ -412,7 +419,10 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 			ms = -1;
 		}
 	}
-	copy_attrs(d, od);
+	if (od >= 0)
+		copy_attrs(d, od);
+	else
+		read_attrs(d);
 	rc = 0;
 out:
 	(void)fs;
@@ -452,6 +462,7 @@ struct finfo {
 	uint64_t samples;   /* rows the file claims */
 	uint64_t written;   /* rows merged */
 	uint64_t lost;      /* rows lost */
+	unsigned lost_objects;
 	const char *status; /* merged, salvaged, skipped */
 	char reason[256];
 };
@@ -683,11 +694,54 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 	return 0;
 }
 
-static void check_file(struct mstate *m, struct finfo *f)
+/* Read every attribute of obj (what copy_attrs() will do). */
+static herr_t read_attr_cb(hid_t obj, const char *name, const H5A_info_t *ai,
+			   void *data)
+{
+	hid_t a = -1, ft = -1, mt = -1, sp = -1;
+	hssize_t n;
+	void *buf = NULL;
+
+	(void)ai;
+	(void)data;
+	if ((a = H5Aopen(obj, name, H5P_DEFAULT)) >= 0 &&
+	    (ft = H5Aget_type(a)) >= 0 && (sp = H5Aget_space(a)) >= 0 &&
+	    (mt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) >= 0 &&
+	    (n = H5Sget_select_npoints(sp)) >= 0 &&
+	    (buf = calloc((size_t)(n ? n : 1), H5Tget_size(mt))) &&
+	    H5Aread(a, mt, buf) >= 0 &&
+	    (H5Tdetect_class(mt, H5T_VLEN) > 0 ||
+	     (H5Tget_class(mt) == H5T_STRING && H5Tis_variable_str(mt) > 0)))
+		H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, buf);
+	free(buf);
+	if (mt >= 0)
+		H5Tclose(mt);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ft >= 0)
+		H5Tclose(ft);
+	if (a >= 0)
+		H5Aclose(a);
+	return 0;
+}
+
+static void read_attrs(hid_t obj)
+{
+	hsize_t idx = 0;
+
+	H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, read_attr_cb, NULL);
+}
+
+/* First pass over one input: checksum, open, and read everything the
+ * second pass will read (series records, attributes, other objects), so
+ * that damage is known before anything is written.  Fills f; reports
+ * nothing (it may run in a child process). */
+static void check_file(struct mstate *m, struct finfo *f, char *user,
+		       char *cluster)
 {
 	struct sh5_error err = { "" };
 	struct sh5_nodestep *ns;
-	size_t i;
+	size_t i, rows;
 
 	f->status = "skipped";
 	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
@@ -695,7 +749,6 @@ static void check_file(struct mstate *m, struct finfo *f)
 	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
 		     &err) < 0) {
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
-		report(m, 1, f->in->path, "%s", err.text);
 		return;
 	}
 	ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
@@ -708,7 +761,6 @@ static void check_file(struct mstate *m, struct finfo *f)
 		if (!strncmp(r, f->in->path, pl) && r[pl] == ':')
 			r += pl + 2;
 		snprintf(f->reason, sizeof(f->reason), "%s", r);
-		report(m, 1, f->in->path, "%s", r);
 		return;
 	}
 	f->usable = 1;
@@ -718,11 +770,11 @@ static void check_file(struct mstate *m, struct finfo *f)
 	f->ntasks = ns->ntasks;
 	f->nnodes = ns->nnodes;
 	f->step_tasks = ns->step_tasks;
-	if (ns->kind == SH5_NODESTEP_OURS && !m->user[0])
-		sh5_attr_get_str(ns->node, "User", m->user, sizeof(m->user));
-	if (ns->kind == SH5_NODESTEP_OURS && !m->cluster[0])
-		sh5_attr_get_str(ns->node, "Cluster", m->cluster,
-				 sizeof(m->cluster));
+	if (ns->kind == SH5_NODESTEP_OURS && !user[0])
+		sh5_attr_get_str(ns->node, "User", user, 64);
+	if (ns->kind == SH5_NODESTEP_OURS && !cluster[0])
+		sh5_attr_get_str(ns->node, "Cluster", cluster, 64);
+	read_attrs(ns->node);
 	for (i = 0; i < ns->nseries; i++) {
 		struct sh5_ns_series *e = &ns->series[i];
 		struct sh5_cursor c;
@@ -736,13 +788,20 @@ static void check_file(struct mstate *m, struct finfo *f)
 			if (!*end && t > f->max_task)
 				f->max_task = t;
 		}
-		/* Chunk checks only for files cut short; damage in intact
-		 * files shows when the second pass reads them. */
-		if (!ns->salvaged)
+		if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0) {
+			f->lost += e->nrows;
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: cannot open", e->path);
 			continue;
-		if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0)
-			continue;
-		if (sh5_cursor_open(&c, d, e->series, ns->real_eof, NULL) == 0) {
+		}
+		read_attrs(d);
+		if (sh5_cursor_open(&c, d, e->series,
+				    ns->salvaged ? ns->real_eof : 0, NULL) == 0) {
+			rows = m->buf_bytes / e->series->ops->record_size(
+						      e->series);
+			while (sh5_cursor_read(&c, m->buf, rows ? rows : 1))
+				;
 			if (c.damaged) {
 				f->lost += sh5_cursor_lost(&c);
 				if (!f->reason[0])
@@ -754,18 +813,155 @@ static void check_file(struct mstate *m, struct finfo *f)
 		}
 		H5Dclose(d);
 	}
-	if (ns->damage[0] || f->lost) {
+	for (i = 0; i < ns->nother; i++) {
+		H5O_info_t oi;
+
+		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
+					 H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+		    (oi.type == H5O_TYPE_DATASET &&
+		     copy_dataset(ns->node, ns->other[i], -1, &err) < 0)) {
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: unreadable object",
+					 ns->other[i]);
+			f->lost_objects++;
+		}
+	}
+	if (ns->damage[0] || f->lost || f->lost_objects) {
 		char tmp[256];
 
 		f->status = "salvaged";
 		snprintf(tmp, sizeof(tmp), "%.120s%s%.120s", ns->damage,
 			 ns->damage[0] && f->reason[0] ? "; " : "", f->reason);
 		snprintf(f->reason, sizeof(f->reason), "%s", tmp);
+	}
+	sh5_nodestep_close(ns);
+}
+
+/* Report what the first pass found about one input. */
+static void report_file(struct mstate *m, struct finfo *f)
+{
+	if (!f->usable)
+		report(m, 1, f->in->path, "%s", f->reason);
+	else if (!strcmp(f->status, "salvaged"))
 		report(m, 1, f->in->path, "damaged: %s; %" PRIu64 " of %"
 		       PRIu64 " samples lost, the rest salvaged", f->reason,
 		       f->lost, f->samples);
+}
+
+/* The first pass runs each input in a child process: HDF5 1.10 can crash
+ * on some damaged files (it trusts heap and index contents), and a crash
+ * there must only mark the file as bad.  Up to one child per CPU (at most
+ * 4) run at a time. */
+struct probe_msg {
+	struct finfo f;
+	char user[64], cluster[64];
+};
+
+static void probe_all(struct mstate *m)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t par = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (size_t)ncpu;
+	struct slot {
+		pid_t pid;
+		int fd;
+		size_t idx;
+	} slots[4];
+	size_t next = 0, done = 0, running = 0, i;
+
+	for (i = 0; i < m->nin; i++)
+		m->fi[i].in = &m->in[i];
+	while (done < m->nin) {
+		while (running < par && next < m->nin) {
+			int pfd[2];
+			pid_t pid;
+
+			if (pipe(pfd) < 0 || (pid = fork()) < 0) {
+				/* No child: check in this process. */
+				check_file(m, &m->fi[next], m->user,
+					   m->cluster);
+				next++;
+				done++;
+				continue;
+			}
+			if (pid == 0) {
+				struct probe_msg msg;
+				size_t off = 0;
+
+				close(pfd[0]);
+				memset(&msg, 0, sizeof(msg));
+				msg.f = m->fi[next];
+				check_file(m, &msg.f, msg.user, msg.cluster);
+				while (off < sizeof(msg)) {
+					ssize_t w = write(pfd[1],
+							  (char *)&msg + off,
+							  sizeof(msg) - off);
+
+					if (w <= 0)
+						_exit(3);
+					off += (size_t)w;
+				}
+				_exit(0);
+			}
+			close(pfd[1]);
+			slots[running].pid = pid;
+			slots[running].fd = pfd[0];
+			slots[running].idx = next++;
+			running++;
+		}
+		if (!running)
+			continue;
+		{
+			struct probe_msg msg;
+			size_t off = 0, k;
+			int st = 0;
+			pid_t pid = waitpid(-1, &st, 0);
+			struct finfo *f;
+
+			for (k = 0; k < running && slots[k].pid != pid; k++)
+				;
+			if (k == running) {
+				if (pid < 0 && errno != EINTR)
+					break; /* no children: cannot happen */
+				continue;
+			}
+			f = &m->fi[slots[k].idx];
+			while (off < sizeof(msg)) {
+				ssize_t r = read(slots[k].fd, (char *)&msg + off,
+						 sizeof(msg) - off);
+
+				if (r <= 0)
+					break;
+				off += (size_t)r;
+			}
+			close(slots[k].fd);
+			if (off == sizeof(msg) && WIFEXITED(st) &&
+			    !WEXITSTATUS(st)) {
+				*f = msg.f;
+				if (!m->user[0])
+					memcpy(m->user, msg.user, 64);
+				if (!m->cluster[0])
+					memcpy(m->cluster, msg.cluster, 64);
+			} else {
+				f->usable = 0;
+				f->status = "skipped";
+				if (WIFSIGNALED(st))
+					snprintf(f->reason, sizeof(f->reason),
+						 "corrupt: reading it crashes "
+						 "HDF5 (signal %d)",
+						 WTERMSIG(st));
+				else
+					snprintf(f->reason, sizeof(f->reason),
+						 "could not be checked");
+			}
+			slots[k] = slots[--running];
+			done++;
+			if (m->o->progress)
+				m->o->progress(m->o->arg, 1, done, m->nin);
+		}
 	}
-	sh5_nodestep_close(ns);
+	for (i = 0; i < m->nin; i++)
+		report_file(m, &m->fi[i]);
 }
 
 /* Findings per step that no single file shows: missing nodes or tasks,
@@ -1517,12 +1713,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	}
 
 	/* Pass 1. */
-	for (i = 0; i < m.nin; i++) {
-		m.fi[i].in = &m.in[i];
-		check_file(&m, &m.fi[i]);
-		if (o->progress)
-			o->progress(o->arg, 1, i + 1, m.nin);
-	}
+	probe_all(&m);
 	for (lo = 0; lo < m.nin; lo = i) {
 		for (i = lo; i < m.nin && !strcmp(m.in[i].step, m.in[lo].step);
 		     i++)
