@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -732,16 +733,17 @@ static void read_attrs(hid_t obj)
 	H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, read_attr_cb, NULL);
 }
 
-/* First pass over one input: checksum, open, and read everything the
- * second pass will read (series records, attributes, other objects), so
- * that damage is known before anything is written.  Fills f; reports
- * nothing (it may run in a child process). */
+/* First pass over one input: checksum, open, and read all the metadata
+ * the second pass will read (attributes, object headers, chunk indexes,
+ * other objects), so that damage to it is known before anything is
+ * written.  Damaged records are found as the second pass reads them.
+ * Fills f; reports nothing (it runs in a child process). */
 static void check_file(struct mstate *m, struct finfo *f, char *user,
 		       char *cluster)
 {
 	struct sh5_error err = { "" };
 	struct sh5_nodestep *ns;
-	size_t i, rows;
+	size_t i;
 
 	f->status = "skipped";
 	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
@@ -796,12 +798,19 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 			continue;
 		}
 		read_attrs(d);
-		if (sh5_cursor_open(&c, d, e->series,
-				    ns->salvaged ? ns->real_eof : 0, NULL) == 0) {
-			rows = m->buf_bytes / e->series->ops->record_size(
-						      e->series);
-			while (sh5_cursor_read(&c, m->buf, rows ? rows : 1))
-				;
+		if (!ns->salvaged) {
+			hsize_t nchunks = 0;
+			hid_t dcpl = H5Dget_create_plist(d);
+
+			/* Walk the chunk index (the metadata a damaged
+			 * file may crash HDF5 with); the records themselves
+			 * are checked as the second pass reads them. */
+			if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED)
+				H5Dget_num_chunks(d, H5S_ALL, &nchunks);
+			if (dcpl >= 0)
+				H5Pclose(dcpl);
+		} else if (sh5_cursor_open(&c, d, e->series, ns->real_eof,
+					   NULL) == 0) {
 			if (c.damaged) {
 				f->lost += sh5_cursor_lost(&c);
 				if (!f->reason[0])
@@ -849,100 +858,140 @@ static void report_file(struct mstate *m, struct finfo *f)
 		       f->lost, f->samples);
 }
 
-/* The first pass runs each input in a child process: HDF5 1.10 can crash
- * on some damaged files (it trusts heap and index contents), and a crash
- * there must only mark the file as bad.  Up to one child per CPU (at most
- * 4) run at a time. */
+/* The first pass runs in child processes: HDF5 1.10 can crash on some
+ * damaged files (it trusts heap and index contents), and such a crash must
+ * only mark that file as bad.  Child k of P (one per CPU, at most 4)
+ * checks inputs k, k + P, k + 2P, ... and sends one message per input;
+ * when a child dies, the input it was on is marked and a new child takes
+ * the rest of its share. */
 struct probe_msg {
+	size_t idx;
 	struct finfo f;
 	char user[64], cluster[64];
 };
 
+struct prober {
+	pid_t pid;
+	int fd;
+	size_t next;   /* the input it is on */
+	int live;
+};
+
+static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
+			size_t stride)
+{
+	int pfd[2];
+	pid_t pid;
+	size_t i;
+
+	if (pipe(pfd) < 0)
+		return -1;
+	if ((pid = fork()) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		for (i = first; i < m->nin; i += stride) {
+			struct probe_msg msg;
+			size_t off = 0;
+
+			memset(&msg, 0, sizeof(msg));
+			msg.idx = i;
+			msg.f = m->fi[i];
+			check_file(m, &msg.f, msg.user, msg.cluster);
+			while (off < sizeof(msg)) {
+				ssize_t w = write(pfd[1], (char *)&msg + off,
+						  sizeof(msg) - off);
+
+				if (w <= 0)
+					_exit(3);
+				off += (size_t)w;
+			}
+		}
+		_exit(0);
+	}
+	close(pfd[1]);
+	p->pid = pid;
+	p->fd = pfd[0];
+	p->next = first;
+	p->live = 1;
+	return 0;
+}
+
 static void probe_all(struct mstate *m)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t par = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (size_t)ncpu;
-	struct slot {
-		pid_t pid;
-		int fd;
-		size_t idx;
-	} slots[4];
-	size_t next = 0, done = 0, running = 0, i;
+	size_t par = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (size_t)ncpu, i, k;
+	struct prober pr[4];
+	size_t done = 0;
 
+	if (par > m->nin)
+		par = m->nin;
 	for (i = 0; i < m->nin; i++)
 		m->fi[i].in = &m->in[i];
-	while (done < m->nin) {
-		while (running < par && next < m->nin) {
-			int pfd[2];
-			pid_t pid;
-
-			if (pipe(pfd) < 0 || (pid = fork()) < 0) {
-				/* No child: check in this process. */
-				check_file(m, &m->fi[next], m->user,
-					   m->cluster);
-				next++;
-				done++;
-				continue;
-			}
-			if (pid == 0) {
-				struct probe_msg msg;
-				size_t off = 0;
-
-				close(pfd[0]);
-				memset(&msg, 0, sizeof(msg));
-				msg.f = m->fi[next];
-				check_file(m, &msg.f, msg.user, msg.cluster);
-				while (off < sizeof(msg)) {
-					ssize_t w = write(pfd[1],
-							  (char *)&msg + off,
-							  sizeof(msg) - off);
-
-					if (w <= 0)
-						_exit(3);
-					off += (size_t)w;
-				}
-				_exit(0);
-			}
-			close(pfd[1]);
-			slots[running].pid = pid;
-			slots[running].fd = pfd[0];
-			slots[running].idx = next++;
-			running++;
+	for (k = 0; k < par; k++)
+		if (spawn_prober(m, &pr[k], k, par) < 0) {
+			/* No child: check this share here. */
+			pr[k].live = 0;
+			for (i = k; i < m->nin; i += par)
+				check_file(m, &m->fi[i], m->user, m->cluster);
+			done += (m->nin - k + par - 1) / par;
 		}
-		if (!running)
-			continue;
-		{
-			struct probe_msg msg;
-			size_t off = 0, k;
-			int st = 0;
-			pid_t pid = waitpid(-1, &st, 0);
-			struct finfo *f;
+	while (done < m->nin) {
+		struct pollfd pf[4];
+		size_t map[4], n = 0;
 
-			for (k = 0; k < running && slots[k].pid != pid; k++)
-				;
-			if (k == running) {
-				if (pid < 0 && errno != EINTR)
-					break; /* no children: cannot happen */
-				continue;
+		for (k = 0; k < par; k++)
+			if (pr[k].live) {
+				pf[n].fd = pr[k].fd;
+				pf[n].events = POLLIN;
+				map[n++] = k;
 			}
-			f = &m->fi[slots[k].idx];
+		if (!n || poll(pf, n, -1) < 0) {
+			if (n && errno == EINTR)
+				continue;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			struct prober *p = &pr[map[i]];
+			struct probe_msg msg;
+			size_t off = 0;
+			int st = 0;
+
+			if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
 			while (off < sizeof(msg)) {
-				ssize_t r = read(slots[k].fd, (char *)&msg + off,
+				ssize_t r = read(p->fd, (char *)&msg + off,
 						 sizeof(msg) - off);
 
 				if (r <= 0)
 					break;
 				off += (size_t)r;
 			}
-			close(slots[k].fd);
-			if (off == sizeof(msg) && WIFEXITED(st) &&
-			    !WEXITSTATUS(st)) {
-				*f = msg.f;
+			if (off == sizeof(msg) && msg.idx == p->next) {
+				m->fi[msg.idx] = msg.f;
 				if (!m->user[0])
 					memcpy(m->user, msg.user, 64);
 				if (!m->cluster[0])
 					memcpy(m->cluster, msg.cluster, 64);
-			} else {
+				p->next += par;
+				done++;
+				if (m->o->progress)
+					m->o->progress(m->o->arg, 1, done,
+						       m->nin);
+				continue;
+			}
+			/* The child ended: done, or died on p->next. */
+			close(p->fd);
+			p->live = 0;
+			waitpid(p->pid, &st, 0);
+			if (p->next >= m->nin)
+				continue;
+			{
+				struct finfo *f = &m->fi[p->next];
+
 				f->usable = 0;
 				f->status = "skipped";
 				if (WIFSIGNALED(st))
@@ -953,13 +1002,25 @@ static void probe_all(struct mstate *m)
 				else
 					snprintf(f->reason, sizeof(f->reason),
 						 "could not be checked");
+				done++;
 			}
-			slots[k] = slots[--running];
-			done++;
-			if (m->o->progress)
-				m->o->progress(m->o->arg, 1, done, m->nin);
+			if (p->next + par < m->nin &&
+			    spawn_prober(m, p, p->next + par, par) < 0) {
+				size_t j;
+
+				for (j = p->next + par; j < m->nin; j += par) {
+					check_file(m, &m->fi[j], m->user,
+						   m->cluster);
+					done++;
+				}
+			}
 		}
 	}
+	for (k = 0; k < par; k++)
+		if (pr[k].live) {
+			close(pr[k].fd);
+			waitpid(pr[k].pid, NULL, 0);
+		}
 	for (i = 0; i < m->nin; i++)
 		report_file(m, &m->fi[i]);
 }
