@@ -1095,7 +1095,9 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 	}
 	/* Tasks: the nodes present run `tasks` tasks; a higher task id,
 	 * or our files' "Step Tasks", means tasks of a missing node. */
-	if (tasks_known && step_tasks > max_task + 1)
+	/* (Slurm gives the batch step the job's task count.) */
+	if (tasks_known && step_tasks > max_task + 1 &&
+	    strspn(step, "0123456789") == strlen(step))
 		max_task = step_tasks - 1;
 	if (tasks_known && max_task + 1 > tasks &&
 	    add_missing(m, "step %s: %ld task%s missing (the step runs %ld, "
