@@ -1064,7 +1064,8 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 				    usable == 1 ? "" : "s") < 0)
 		return -1;
 	/* Node indexes: 0 .. max(index, Number of Nodes - 1). */
-	if (nnodes - 1 > max_index)
+	if (nnodes - 1 > max_index && strcmp(step, "batch") &&
+	    strcmp(step, "interactive"))
 		max_index = nnodes - 1;
 	if (max_index >= 0 && max_index < 1000000 &&
 	    (seen = calloc((size_t)max_index + 1, 1))) {
