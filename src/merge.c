@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -333,9 +335,11 @@ static hid_t make_group(hid_t loc, const char *name)
 	return g;
 }
 
+static void read_attrs(hid_t obj);
+
 /* Copy a dataset that is not a series (ClockOffsets, ...) by reading and
  * writing it in blocks: H5Ocopy() crashes on some damaged objects.
- * 0, or -1 with err set. */
+ * dst < 0: only read it (the first pass).  0, or -1 with err set. */
 static int copy_dataset(hid_t src, const char *path, hid_t dst,
 			struct sh5_error *err)
 {
@@ -369,9 +373,11 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 		}
 		if (!(buf = calloc((size_t)(n ? n : 1), esz)) ||
 		    H5Dread(d, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ||
-		    (od = H5Dcreate2(dst, path, ft, sp, lcpl, H5P_DEFAULT,
-				     H5P_DEFAULT)) < 0 ||
-		    H5Dwrite(od, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+		    (dst >= 0 &&
+		     ((od = H5Dcreate2(dst, path, ft, sp, lcpl, H5P_DEFAULT,
+				       H5P_DEFAULT)) < 0 ||
+		      H5Dwrite(od, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) <
+			      0))) {
 			sh5_errprintf_h5(err, "cannot copy");
 			goto out;
 		}
@@ -386,8 +392,9 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 		if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
 		    H5Pset_chunk(dcpl, 1, chunk) < 0 ||
 		    (osp = H5Screate_simple(1, dims, maxd)) < 0 ||
-		    (od = H5Dcreate2(dst, path, ft, osp, lcpl, dcpl,
-				     H5P_DEFAULT)) < 0 ||
+		    (dst >= 0 &&
+		     (od = H5Dcreate2(dst, path, ft, osp, lcpl, dcpl,
+				      H5P_DEFAULT)) < 0) ||
 		    !(buf = malloc(rows * esz))) {
 			sh5_errprintf_h5(err, "cannot create the copy");
 			goto out;
@@ -401,7 +408,8 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 			    H5Sselect_hyperslab(osp, H5S_SELECT_SET, start,
 						NULL, cnt, NULL) < 0 ||
 			    H5Dread(d, nt, ms, sp, H5P_DEFAULT, buf) < 0 ||
-			    H5Dwrite(od, nt, ms, osp, H5P_DEFAULT, buf) < 0) {
+			    (od >= 0 &&
+			     H5Dwrite(od, nt, ms, osp, H5P_DEFAULT, buf) < 0)) {
 				sh5_errprintf_h5(err, "unreadable rows from %llu",
 						 (unsigned long long)start[0]);
 				goto out;
@@ -412,7 +420,10 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 			ms = -1;
 		}
 	}
-	copy_attrs(d, od);
+	if (od >= 0)
+		copy_attrs(d, od);
+	else
+		read_attrs(d);
 	rc = 0;
 out:
 	(void)fs;
@@ -452,6 +463,7 @@ struct finfo {
 	uint64_t samples;   /* rows the file claims */
 	uint64_t written;   /* rows merged */
 	uint64_t lost;      /* rows lost */
+	unsigned lost_objects;
 	const char *status; /* merged, salvaged, skipped */
 	char reason[256];
 };
@@ -683,7 +695,51 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 	return 0;
 }
 
-static void check_file(struct mstate *m, struct finfo *f)
+/* Read every attribute of obj (what copy_attrs() will do). */
+static herr_t read_attr_cb(hid_t obj, const char *name, const H5A_info_t *ai,
+			   void *data)
+{
+	hid_t a = -1, ft = -1, mt = -1, sp = -1;
+	hssize_t n;
+	void *buf = NULL;
+
+	(void)ai;
+	(void)data;
+	if ((a = H5Aopen(obj, name, H5P_DEFAULT)) >= 0 &&
+	    (ft = H5Aget_type(a)) >= 0 && (sp = H5Aget_space(a)) >= 0 &&
+	    (mt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) >= 0 &&
+	    (n = H5Sget_select_npoints(sp)) >= 0 &&
+	    (buf = calloc((size_t)(n ? n : 1), H5Tget_size(mt))) &&
+	    H5Aread(a, mt, buf) >= 0 &&
+	    (H5Tdetect_class(mt, H5T_VLEN) > 0 ||
+	     (H5Tget_class(mt) == H5T_STRING && H5Tis_variable_str(mt) > 0)))
+		H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, buf);
+	free(buf);
+	if (mt >= 0)
+		H5Tclose(mt);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ft >= 0)
+		H5Tclose(ft);
+	if (a >= 0)
+		H5Aclose(a);
+	return 0;
+}
+
+static void read_attrs(hid_t obj)
+{
+	hsize_t idx = 0;
+
+	H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, read_attr_cb, NULL);
+}
+
+/* First pass over one input: checksum, open, and read all the metadata
+ * the second pass will read (attributes, object headers, chunk indexes,
+ * other objects), so that damage to it is known before anything is
+ * written.  Damaged records are found as the second pass reads them.
+ * Fills f; reports nothing (it runs in a child process). */
+static void check_file(struct mstate *m, struct finfo *f, char *user,
+		       char *cluster)
 {
 	struct sh5_error err = { "" };
 	struct sh5_nodestep *ns;
@@ -695,7 +751,6 @@ static void check_file(struct mstate *m, struct finfo *f)
 	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
 		     &err) < 0) {
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
-		report(m, 1, f->in->path, "%s", err.text);
 		return;
 	}
 	ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
@@ -708,7 +763,6 @@ static void check_file(struct mstate *m, struct finfo *f)
 		if (!strncmp(r, f->in->path, pl) && r[pl] == ':')
 			r += pl + 2;
 		snprintf(f->reason, sizeof(f->reason), "%s", r);
-		report(m, 1, f->in->path, "%s", r);
 		return;
 	}
 	f->usable = 1;
@@ -718,11 +772,11 @@ static void check_file(struct mstate *m, struct finfo *f)
 	f->ntasks = ns->ntasks;
 	f->nnodes = ns->nnodes;
 	f->step_tasks = ns->step_tasks;
-	if (ns->kind == SH5_NODESTEP_OURS && !m->user[0])
-		sh5_attr_get_str(ns->node, "User", m->user, sizeof(m->user));
-	if (ns->kind == SH5_NODESTEP_OURS && !m->cluster[0])
-		sh5_attr_get_str(ns->node, "Cluster", m->cluster,
-				 sizeof(m->cluster));
+	if (ns->kind == SH5_NODESTEP_OURS && !user[0])
+		sh5_attr_get_str(ns->node, "User", user, 64);
+	if (ns->kind == SH5_NODESTEP_OURS && !cluster[0])
+		sh5_attr_get_str(ns->node, "Cluster", cluster, 64);
+	read_attrs(ns->node);
 	for (i = 0; i < ns->nseries; i++) {
 		struct sh5_ns_series *e = &ns->series[i];
 		struct sh5_cursor c;
@@ -736,13 +790,27 @@ static void check_file(struct mstate *m, struct finfo *f)
 			if (!*end && t > f->max_task)
 				f->max_task = t;
 		}
-		/* Chunk checks only for files cut short; damage in intact
-		 * files shows when the second pass reads them. */
-		if (!ns->salvaged)
+		if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0) {
+			f->lost += e->nrows;
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: cannot open", e->path);
 			continue;
-		if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0)
-			continue;
-		if (sh5_cursor_open(&c, d, e->series, ns->real_eof, NULL) == 0) {
+		}
+		read_attrs(d);
+		if (!ns->salvaged) {
+			hsize_t nchunks = 0;
+			hid_t dcpl = H5Dget_create_plist(d);
+
+			/* Walk the chunk index (the metadata a damaged
+			 * file may crash HDF5 with); the records themselves
+			 * are checked as the second pass reads them. */
+			if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED)
+				H5Dget_num_chunks(d, H5S_ALL, &nchunks);
+			if (dcpl >= 0)
+				H5Pclose(dcpl);
+		} else if (sh5_cursor_open(&c, d, e->series, ns->real_eof,
+					   NULL) == 0) {
 			if (c.damaged) {
 				f->lost += sh5_cursor_lost(&c);
 				if (!f->reason[0])
@@ -754,18 +822,207 @@ static void check_file(struct mstate *m, struct finfo *f)
 		}
 		H5Dclose(d);
 	}
-	if (ns->damage[0] || f->lost) {
+	for (i = 0; i < ns->nother; i++) {
+		H5O_info_t oi;
+
+		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
+					 H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+		    (oi.type == H5O_TYPE_DATASET &&
+		     copy_dataset(ns->node, ns->other[i], -1, &err) < 0)) {
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: unreadable object",
+					 ns->other[i]);
+			f->lost_objects++;
+		}
+	}
+	if (ns->damage[0] || f->lost || f->lost_objects) {
 		char tmp[256];
 
 		f->status = "salvaged";
 		snprintf(tmp, sizeof(tmp), "%.120s%s%.120s", ns->damage,
 			 ns->damage[0] && f->reason[0] ? "; " : "", f->reason);
 		snprintf(f->reason, sizeof(f->reason), "%s", tmp);
+	}
+	sh5_nodestep_close(ns);
+}
+
+/* Report what the first pass found about one input. */
+static void report_file(struct mstate *m, struct finfo *f)
+{
+	if (!f->usable)
+		report(m, 1, f->in->path, "%s", f->reason);
+	else if (!strcmp(f->status, "salvaged"))
 		report(m, 1, f->in->path, "damaged: %s; %" PRIu64 " of %"
 		       PRIu64 " samples lost, the rest salvaged", f->reason,
 		       f->lost, f->samples);
+}
+
+/* The first pass runs in child processes: HDF5 1.10 can crash on some
+ * damaged files (it trusts heap and index contents), and such a crash must
+ * only mark that file as bad.  Child k of P (one per CPU, at most 4)
+ * checks inputs k, k + P, k + 2P, ... and sends one message per input;
+ * when a child dies, the input it was on is marked and a new child takes
+ * the rest of its share. */
+struct probe_msg {
+	size_t idx;
+	struct finfo f;
+	char user[64], cluster[64];
+};
+
+struct prober {
+	pid_t pid;
+	int fd;
+	size_t next;   /* the input it is on */
+	int live;
+};
+
+static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
+			size_t stride)
+{
+	int pfd[2];
+	pid_t pid;
+	size_t i;
+
+	if (pipe(pfd) < 0)
+		return -1;
+	if ((pid = fork()) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
 	}
-	sh5_nodestep_close(ns);
+	if (pid == 0) {
+		close(pfd[0]);
+		for (i = first; i < m->nin; i += stride) {
+			struct probe_msg msg;
+			size_t off = 0;
+
+			memset(&msg, 0, sizeof(msg));
+			msg.idx = i;
+			msg.f = m->fi[i];
+			check_file(m, &msg.f, msg.user, msg.cluster);
+			while (off < sizeof(msg)) {
+				ssize_t w = write(pfd[1], (char *)&msg + off,
+						  sizeof(msg) - off);
+
+				if (w <= 0)
+					_exit(3);
+				off += (size_t)w;
+			}
+		}
+		_exit(0);
+	}
+	close(pfd[1]);
+	p->pid = pid;
+	p->fd = pfd[0];
+	p->next = first;
+	p->live = 1;
+	return 0;
+}
+
+static void probe_all(struct mstate *m)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t par = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (size_t)ncpu, i, k;
+	struct prober pr[4];
+	size_t done = 0;
+
+	if (par > m->nin)
+		par = m->nin;
+	for (i = 0; i < m->nin; i++)
+		m->fi[i].in = &m->in[i];
+	for (k = 0; k < par; k++)
+		if (spawn_prober(m, &pr[k], k, par) < 0) {
+			/* No child: check this share here. */
+			pr[k].live = 0;
+			for (i = k; i < m->nin; i += par)
+				check_file(m, &m->fi[i], m->user, m->cluster);
+			done += (m->nin - k + par - 1) / par;
+		}
+	while (done < m->nin) {
+		struct pollfd pf[4];
+		size_t map[4], n = 0;
+
+		for (k = 0; k < par; k++)
+			if (pr[k].live) {
+				pf[n].fd = pr[k].fd;
+				pf[n].events = POLLIN;
+				map[n++] = k;
+			}
+		if (!n || poll(pf, n, -1) < 0) {
+			if (n && errno == EINTR)
+				continue;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			struct prober *p = &pr[map[i]];
+			struct probe_msg msg;
+			size_t off = 0;
+			int st = 0;
+
+			if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			while (off < sizeof(msg)) {
+				ssize_t r = read(p->fd, (char *)&msg + off,
+						 sizeof(msg) - off);
+
+				if (r <= 0)
+					break;
+				off += (size_t)r;
+			}
+			if (off == sizeof(msg) && msg.idx == p->next) {
+				m->fi[msg.idx] = msg.f;
+				if (!m->user[0])
+					memcpy(m->user, msg.user, 64);
+				if (!m->cluster[0])
+					memcpy(m->cluster, msg.cluster, 64);
+				p->next += par;
+				done++;
+				if (m->o->progress)
+					m->o->progress(m->o->arg, 1, done,
+						       m->nin);
+				continue;
+			}
+			/* The child ended: done, or died on p->next. */
+			close(p->fd);
+			p->live = 0;
+			waitpid(p->pid, &st, 0);
+			if (p->next >= m->nin)
+				continue;
+			{
+				struct finfo *f = &m->fi[p->next];
+
+				f->usable = 0;
+				f->status = "skipped";
+				if (WIFSIGNALED(st))
+					snprintf(f->reason, sizeof(f->reason),
+						 "corrupt: reading it crashes "
+						 "HDF5 (signal %d)",
+						 WTERMSIG(st));
+				else
+					snprintf(f->reason, sizeof(f->reason),
+						 "could not be checked");
+				done++;
+			}
+			if (p->next + par < m->nin &&
+			    spawn_prober(m, p, p->next + par, par) < 0) {
+				size_t j;
+
+				for (j = p->next + par; j < m->nin; j += par) {
+					check_file(m, &m->fi[j], m->user,
+						   m->cluster);
+					done++;
+				}
+			}
+		}
+	}
+	for (k = 0; k < par; k++)
+		if (pr[k].live) {
+			close(pr[k].fd);
+			waitpid(pr[k].pid, NULL, 0);
+		}
+	for (i = 0; i < m->nin; i++)
+		report_file(m, &m->fi[i]);
 }
 
 /* Findings per step that no single file shows: missing nodes or tasks,
@@ -807,7 +1064,8 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 				    usable == 1 ? "" : "s") < 0)
 		return -1;
 	/* Node indexes: 0 .. max(index, Number of Nodes - 1). */
-	if (nnodes - 1 > max_index)
+	if (nnodes - 1 > max_index && strcmp(step, "batch") &&
+	    strcmp(step, "interactive"))
 		max_index = nnodes - 1;
 	if (max_index >= 0 && max_index < 1000000 &&
 	    (seen = calloc((size_t)max_index + 1, 1))) {
@@ -838,7 +1096,9 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 	}
 	/* Tasks: the nodes present run `tasks` tasks; a higher task id,
 	 * or our files' "Step Tasks", means tasks of a missing node. */
-	if (tasks_known && step_tasks > max_task + 1)
+	/* (Slurm gives the batch step the job's task count.) */
+	if (tasks_known && step_tasks > max_task + 1 &&
+	    strspn(step, "0123456789") == strlen(step))
 		max_task = step_tasks - 1;
 	if (tasks_known && max_task + 1 > tasks &&
 	    add_missing(m, "step %s: %ld task%s missing (the step runs %ld, "
@@ -1535,12 +1795,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	}
 
 	/* Pass 1. */
-	for (i = 0; i < m.nin; i++) {
-		m.fi[i].in = &m.in[i];
-		check_file(&m, &m.fi[i]);
-		if (o->progress)
-			o->progress(o->arg, 1, i + 1, m.nin);
-	}
+	probe_all(&m);
 	for (lo = 0; lo < m.nin; lo = i) {
 		for (i = lo; i < m.nin && !strcmp(m.in[i].step, m.in[lo].step);
 		     i++)

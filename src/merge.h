@@ -6,9 +6,10 @@
  * through each series' ops, job and step metadata and a record of what was
  * merged (/Merge).  doc/jobfile.md describes every object.
  *
- * The merge runs in two passes over the inputs: the first opens and
- * checks every file (and checksums it), the second streams each series
- * through a fixed-size row buffer into the output.  Peak memory does not
+ * The merge runs in two passes over the inputs: the first checksums every
+ * file and reads all its metadata, in child processes (HDF5 may crash on
+ * a damaged file: only that file is then marked), the second streams each
+ * series through a fixed-size row buffer into the output.  Peak memory does not
  * depend on the number of samples: one row buffer (SH5_MERGE_BUFFER
  * bytes), HDF5's caches for one input and the output, and a few hundred
  * bytes per series of one step.

@@ -97,6 +97,21 @@ no_temp .
 partial_ok "corrupt chunk" corrupt.h5 -p $P
 $CHECK salvage corrupt.h5 0 node2 orig.h5 | grep -q '^kept [1-9][0-9]* lost [1-9]' ||
 	fail "corrupt chunk: salvage"
+# A damaged global heap (our string attributes) makes HDF5 1.10 read out
+# of bounds and crash: that must only mark the file.
+fresh heap
+$PY - $D/${J}_0_node2.h5 <<'PY' || fail "corrupting the heap"
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.find(b"GCOL")
+assert i > 0
+struct.pack_into("<Q", d, i + 24, 0x7fffffff)  # size of the first object
+open(sys.argv[1], "wb").write(d)
+PY
+expect_fail "file crashing HDF5" "${J}_0_node2.h5: corrupt: reading it crashes HDF5" \
+	$SH5MERGE merge -j $J -p $P -u u
+partial_ok "file crashing HDF5" heap.h5 -p $P
+grep -q "^${J}_0_node2.h5 skipped" inputs || fail "crashing file not marked skipped"
 # Corrupt superblock.
 fresh sb
 printf '\377%.0s' $(seq 1 40) | dd of=$D/${J}_0_node1.h5 bs=1 seek=8 conv=notrunc 2>/dev/null
