@@ -2,12 +2,16 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -177,6 +181,162 @@ static char *header_of(const struct sel *e, int totals)
 	return buf;
 }
 
+/* The time series CSV runs as two processes when it can: a child reads
+ * and decodes the records (HDF5, inflate) and streams them through a pipe
+ * to this process, which formats and writes them.  On two CPUs this
+ * roughly halves the time for compressed job files.  Each block is a
+ * header and the records in the ops' memory layout; rows == 0 ends an
+ * entry (status 0 done, < 0 could not be read). */
+struct blk_head {
+	uint64_t idx;
+	uint64_t rows;
+	int64_t status;
+	uint64_t lost;
+	char reason[200];
+};
+
+static int write_all(int fd, const void *p, size_t len)
+{
+	const char *c = p;
+
+	while (len) {
+		ssize_t w = write(fd, c, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *p, size_t len)
+{
+	char *c = p;
+
+	while (len) {
+		ssize_t r = read(fd, c, len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static void reader_child(int fd, struct sel *v, size_t n, void *buf)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct blk_head h;
+		struct sh5_cursor c;
+		struct sh5_error err = { "" };
+		size_t rs = v[i].s->ops->record_size(v[i].s);
+		size_t rows = ROW_BUFFER / rs, got;
+
+		memset(&h, 0, sizeof(h));
+		h.idx = i;
+		if (sh5_cursor_open(&c, v[i].dset, v[i].s, 0, &err) < 0) {
+			h.status = -1;
+			snprintf(h.reason, sizeof(h.reason), "%s", err.text);
+			if (write_all(fd, &h, sizeof(h)) < 0)
+				_exit(3);
+			continue;
+		}
+		while ((got = sh5_cursor_read(&c, buf, rows ? rows : 1)) > 0) {
+			h.rows = got;
+			if (write_all(fd, &h, sizeof(h)) < 0 ||
+			    write_all(fd, buf, got * rs) < 0)
+				_exit(3);
+		}
+		h.rows = 0;
+		h.lost = sh5_cursor_lost(&c);
+		if (c.damaged)
+			snprintf(h.reason, sizeof(h.reason), "%s", c.reason);
+		sh5_cursor_close(&c);
+		if (write_all(fd, &h, sizeof(h)) < 0)
+			_exit(3);
+	}
+	_exit(0);
+}
+
+static int timeseries_piped(const struct opts *o, struct sel *v, size_t n,
+			    FILE *out, void *buf)
+{
+	int pfd[2], st = 0, rc = -1;
+	size_t done = 0;
+	pid_t pid;
+
+	if (pipe(pfd) < 0)
+		return 1;
+	if ((pid = fork()) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return 1;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		reader_child(pfd[1], v, n, buf);
+	}
+	close(pfd[1]);
+#ifdef F_SETPIPE_SZ
+	fcntl(pfd[0], F_SETPIPE_SZ, 1 << 20);
+#endif
+	while (done < n) {
+		struct blk_head h;
+		char prefix[256];
+		size_t i, rs;
+
+		if (read_all(pfd[0], &h, sizeof(h)) < 0 || h.idx >= n)
+			break;
+		i = (size_t)h.idx;
+		rs = v[i].s->ops->record_size(v[i].s);
+		if (h.status < 0) {
+			cli_error(o->input, "%s/%s/%s: %s", v[i].e.step,
+				  v[i].e.node, v[i].e.path, h.reason);
+			goto out;
+		}
+		if (!h.rows) {
+			if (h.reason[0])
+				cli_warn(o->input, "%s/%s/%s: %" PRIu64 " rows "
+					 "unreadable (%s)", v[i].e.step,
+					 v[i].e.node, v[i].e.path, h.lost,
+					 h.reason);
+			cli_progress("extracting", ++done, n);
+			continue;
+		}
+		if (h.rows * rs > ROW_BUFFER ||
+		    read_all(pfd[0], buf, (size_t)h.rows * rs) < 0)
+			break;
+		prefix_of(o, &v[i], prefix, sizeof(prefix));
+		if (v[i].s->ops->extract_series(v[i].s, out, 0, prefix, buf,
+						(size_t)h.rows) < 0 ||
+		    ferror(out))
+			goto out;
+	}
+	if (done < n) {
+		cli_error(o->input, "the reading process failed");
+		goto out;
+	}
+	rc = 0;
+out:
+	close(pfd[0]);
+	if (rc < 0)
+		kill(pid, SIGTERM);
+	waitpid(pid, &st, 0);
+	if (!rc && (!WIFEXITED(st) || WEXITSTATUS(st))) {
+		cli_error(o->input, "the reading process failed");
+		rc = -1;
+	}
+	return rc;
+}
+
 static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
 {
 	void *buf = malloc(ROW_BUFFER);
@@ -186,6 +346,14 @@ static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
 	if (!buf) {
 		cli_error(o->input, "out of memory");
 		return -1;
+	}
+	/* SH5MERGE_NO_FORK: one process (tests compare both). */
+	if (n > 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+	    !getenv("SH5MERGE_NO_FORK")) {
+		rc = timeseries_piped(o, v, n, out, buf);
+		if (rc <= 0)
+			goto out;
+		rc = -1; /* no child: do it here */
 	}
 	for (i = 0; i < n; i++) {
 		struct sh5_cursor c;

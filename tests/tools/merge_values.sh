@@ -18,6 +18,8 @@ for f in $inputs; do [ -f "$f" ] || fail "input $f removed without --remove-inpu
 # CSV: every row and value of each series, totals, aligned fields.
 $SH5MERGE extract -i job_501.h5 -o tasks.csv || fail "extract tasks"
 $CHECK csv job_501.h5 tasks.csv Tasks || fail "tasks csv"
+SH5MERGE_NO_FORK=1 $SH5MERGE extract -i job_501.h5 -o tasks1.csv || fail "extract, one process"
+cmp tasks.csv tasks1.csv || fail "extract in one process differs"
 $SH5MERGE extract -i job_501.h5 -S Energy > energy.csv || fail "extract energy"
 $CHECK csv job_501.h5 energy.csv Energy || fail "energy csv"
 $SH5MERGE extract -i job_501.h5 -l totals -o tt.csv || fail "extract totals"
