@@ -7,7 +7,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "mergesync.h"
 #include "reader.h"
@@ -253,27 +256,72 @@ out:
 	return rc;
 }
 
-/* Does any input carry a measurement?  Inputs that do not open are left
- * to the merge to report. */
+/*
+ * Does any input carry a measurement?  The files are opened in a child
+ * process (a damaged file can crash HDF5: the merge's first pass marks
+ * it; here it must only end the child, and a new one goes on with the
+ * next file).  The child writes one byte per file: '1' measurements, '0'
+ * none or unreadable; it stops at the first '1'.
+ */
+static void probe_child(const struct sh5_merge_opts *o,
+			const struct sh5_input *in, size_t n, size_t from,
+			int fd)
+{
+	size_t i;
+
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	for (i = from; i < n; i++) {
+		struct sh5_nodestep *ns = sh5_nodestep_open(in[i].path,
+							    in[i].node, o->job,
+							    in[i].step_id,
+							    NULL);
+		char c = ns && clock_rows(ns->node) > 0 ? '1' : '0';
+
+		sh5_nodestep_close(ns);
+		if (write(fd, &c, 1) != 1 || c == '1')
+			break;
+	}
+	_exit(0);
+}
+
 static int any_measurement(const struct sh5_merge_opts *o)
 {
 	struct sh5_input *in = NULL;
-	size_t n = 0, i;
+	size_t n = 0, next = 0;
 	int found = 0;
 
 	if (sh5_merge_discover(o->dir, o->job, o->steps, o->nsteps, &in, &n,
 			       NULL) < 0)
 		return 0;
-	for (i = 0; i < n && !found; i++) {
-		struct sh5_nodestep *ns = sh5_nodestep_open(in[i].path,
-							    in[i].node, o->job,
-							    in[i].step_id,
-							    NULL);
+	fflush(NULL);
+	while (next < n && !found) {
+		int pfd[2];
+		pid_t pid;
+		char c;
 
-		if (!ns)
-			continue;
-		found = clock_rows(ns->node) > 0;
-		sh5_nodestep_close(ns);
+		if (pipe(pfd) < 0)
+			break;
+		if ((pid = fork()) < 0) {
+			close(pfd[0]);
+			close(pfd[1]);
+			break;
+		}
+		if (pid == 0) {
+			close(pfd[0]);
+			probe_child(o, in, n, next, pfd[1]);
+		}
+		close(pfd[1]);
+		while (!found && read(pfd[0], &c, 1) == 1) {
+			next++;
+			found = c == '1';
+		}
+		close(pfd[0]);
+		waitpid(pid, NULL, 0);
+		if (!found && next < n)
+			next++;		/* the child died on this file */
 	}
 	sh5_inputs_free(in, n);
 	return found;
