@@ -12,9 +12,9 @@
  * trip are left out (with a warning), and so are those whose round trip
  * exceeds 4 times the node's median round trip plus 50 us: the offset's
  * error is bounded by half the round trip, and a busy host or network
- * makes a few exchanges slow while the others stay precise.  Every sample of the node gets
- * SyncTimeNs = map(EpochTimeNs) beside its original times; totals then use
- * SyncTimeNs.  What was done is recorded on each node group and on /Merge
+ * makes a few exchanges slow while the others stay precise.  Every
+ * sample of the node gets SyncTimeNs = map(EpochTimeNs) beside its
+ * original times; totals then use SyncTimeNs.  What was done is recorded on each node group and on /Merge
  * (doc/jobfile.md, "Timestamp synchronization").
  *
  * clc (the controlled logical clock) works on events (messages and
