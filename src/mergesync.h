@@ -14,7 +14,8 @@
  * error is bounded by half the round trip, and a busy host or network
  * makes a few exchanges slow while the others stay precise.  Every
  * sample of the node gets SyncTimeNs = map(EpochTimeNs) beside its
- * original times; totals then use SyncTimeNs.  What was done is recorded on each node group and on /Merge
+ * original times; totals then use SyncTimeNs.  What was done is recorded
+ * on each node group and on /Merge
  * (doc/jobfile.md, "Timestamp synchronization").
  *
  * clc (the controlled logical clock) works on events (messages and
