@@ -232,6 +232,20 @@ START_TEST(test_timesync_clc_forward)
 	ck_assert_int_eq(res.max_jump, 200);
 	no_violations(t, lc, 0, 100);
 	free(lc);
+	/* the same with caller-provided working memory */
+	{
+		struct sh5_clc_params p;
+		struct sh5_error err;
+		int64_t w[5], tm[5];
+
+		sh5_clc_params_init(&p);
+		p.rate = 0;
+		p.mu_inter = 100;
+		p.work = w;
+		sh5_timesync_offset(t, tm);
+		ck_assert_int_eq(sh5_timesync_clc(t, &p, tm, NULL, &err), 0);
+		ck_assert_int_eq(memcmp(tm, lc, sizeof(tm)), 0);
+	}
 	/* gamma 0.5: the clock after the jump runs at half speed */
 	lc = run(t, 0.5, 0, -1, 0, 100, &res);
 	ck_assert_int_eq(at(t, lc, 4), 1150);
