@@ -231,7 +231,6 @@ START_TEST(test_timesync_clc_forward)
 	ck_assert_uint_eq(res.jumps, 1);
 	ck_assert_int_eq(res.max_jump, 200);
 	no_violations(t, lc, 0, 100);
-	free(lc);
 	/* the same with caller-provided working memory */
 	{
 		struct sh5_clc_params p;
@@ -246,6 +245,7 @@ START_TEST(test_timesync_clc_forward)
 		ck_assert_int_eq(sh5_timesync_clc(t, &p, tm, NULL, &err), 0);
 		ck_assert_int_eq(memcmp(tm, lc, sizeof(tm)), 0);
 	}
+	free(lc);
 	/* gamma 0.5: the clock after the jump runs at half speed */
 	lc = run(t, 0.5, 0, -1, 0, 100, &res);
 	ck_assert_int_eq(at(t, lc, 4), 1150);
