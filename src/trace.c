@@ -1102,6 +1102,7 @@ static int assemble_colls(struct parser *p)
 	struct sh5_trace *t = p->t;
 	size_t nslot, i, j, c, k, r, ninst = 0, nmem = 0;
 	uint32_t *cnt = NULL, *list = NULL, *cur = NULL, *rk = NULL;
+	struct { uint32_t comm, rank; } *lc = NULL;	/* rank cache */
 	int rc = -1;
 
 	/* Communicator 0 by default: every location with a line, ascending. */
@@ -1137,8 +1138,10 @@ static int assemble_colls(struct parser *p)
 	nslot = p->ncmem;
 	cnt = calloc(nslot + 1, sizeof(*cnt));
 	rk = malloc((p->ncb + 1) * sizeof(*rk));
-	if (!cnt || !rk)
+	lc = malloc((t->nloc + 1) * sizeof(*lc));
+	if (!cnt || !rk || !lc)
 		goto out;
+	memset(lc, 0xff, (t->nloc + 1) * sizeof(*lc));
 	for (j = 0; j < p->ncb; j++) {
 		struct sh5_trace_event *e = &t->ev[i = p->cbl[j]];
 		uint32_t rank;
@@ -1155,8 +1158,15 @@ static int assemble_colls(struct parser *p)
 			free_flag_coll(t, (uint32_t)i);
 			continue;
 		}
-		rank = hmap_get(&p->rankmap, e->ref, t->loc[i], 0,
-				SH5_TRACE_NONE);
+		/* per location: the rank in the communicator it used last */
+		if (lc[t->loc[i]].comm == e->ref) {
+			rank = lc[t->loc[i]].rank;
+		} else {
+			rank = hmap_get(&p->rankmap, e->ref, t->loc[i], 0,
+					SH5_TRACE_NONE);
+			lc[t->loc[i]].comm = e->ref;
+			lc[t->loc[i]].rank = rank;
+		}
 		if (rank == SH5_TRACE_NONE) {
 			sh5_trace_problem_add(t, e->line, "location %lld is "
 				"not a member of communicator %lld",
@@ -1165,7 +1175,8 @@ static int assemble_colls(struct parser *p)
 			free_flag_coll(t, (uint32_t)i);
 			continue;
 		}
-		if (op_rooted(e->op) &&
+		if (op_rooted(e->op) && !(lc[e->aux].comm == e->ref &&
+					  lc[e->aux].rank != SH5_TRACE_NONE) &&
 		    hmap_get(&p->rankmap, e->ref, e->aux, 0, SH5_TRACE_NONE) ==
 		    SH5_TRACE_NONE) {
 			sh5_trace_problem_add(t, e->line, "root %lld of %s is "
@@ -1298,6 +1309,7 @@ out:
 	free(list);
 	free(cur);
 	free(rk);
+	free(lc);
 	return rc;
 }
 
