@@ -1284,6 +1284,10 @@ static int http_setup(struct sh5_stream *s, struct sh5_error *errp)
 	SET(CURLOPT_CONNECTTIMEOUT_MS, s->connect_ms);
 	SET(CURLOPT_TIMEOUT_MS, s->timeout_ms);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+#if LIBCURL_VERSION_NUM >= 0x075700
+	/* never wait for a hanging name resolution when a POST is aborted */
+	SET(CURLOPT_QUICK_EXIT, 1L);
+#endif
 	SET(CURLOPT_HTTPHEADER, s->hdrs);
 	SET(CURLOPT_USERAGENT, "sh5-stream/" PACKAGE_VERSION);
 	SET(CURLOPT_WRITEFUNCTION, on_response);
