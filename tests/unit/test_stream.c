@@ -1028,6 +1028,56 @@ static int file_exists(const char *dir, const char *name)
 	return stat(path, &sb) == 0;
 }
 
+/* A sender that cannot finish in time (here: every spool write refused
+ * while privileges are dropped) does not hold close() beyond its
+ * deadline; it finishes on its own later and frees the stream. */
+START_TEST(test_stream_close_abandons_stuck_sender)
+{
+	struct sh5_stream_conf conf;
+	struct sh5_stream_tags tags = { "705", "0", "n1" };
+	struct sh5_stream_stats st;
+	struct sh5_error err = { "" };
+	struct sh5_stream *s;
+	char url[256], spool[700];
+	struct dirent *de;
+	int64_t t0, dt;
+	int i, locks = 1, files;
+	DIR *d;
+
+	REQUIRE_SERVERS();
+	if (geteuid() != 0)
+		return; /* needs root to drop and regain privileges */
+	make_dir(spool, sizeof(spool), "spool-stuck");
+	base_conf(&conf, url, sizeof(url), 1, "x");
+	conf.spool_dir = spool;
+	conf.batch_max = 5;
+	conf.queue_max = 1000;
+	s = sh5_stream_create(&conf, &tags, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	ck_assert_int_eq(seteuid(65534), 0);
+	push_rounds(s, 0, 200);
+	t0 = now_ms();
+	sh5_stream_close(s, 500, &st);
+	dt = now_ms() - t0;
+	ck_assert_int_eq(seteuid(0), 0);
+	ck_assert_msg(dt < 500 + 300, "close took %" PRId64 " ms", dt);
+	ck_assert_int_eq(st.closed_in_time, 0);
+	/* the sender ends by itself: its lock file goes away */
+	for (i = 0; i < 500 && locks; i++) {
+		sleep_ms(20);
+		locks = 0;
+		d = opendir(spool);
+		ck_assert_ptr_nonnull(d);
+		while ((de = readdir(d)))
+			if (strstr(de->d_name, ".lock"))
+				locks++;
+		closedir(d);
+	}
+	ck_assert_int_eq(locks, 0);
+	ck_assert_uint_gt(spooled_samples(spool, &files), 0);
+}
+END_TEST
+
 /* Files of a stream that died without closing (its lock file is left but
  * nobody holds it) are adopted and delivered; files of the other format
  * are left alone. */
@@ -1612,6 +1662,7 @@ int main(void)
 	tcase_add_test(tc, test_stream_spool_bound_drops_oldest);
 	tcase_add_test(tc, test_stream_full_queue_drops_oldest_counted);
 	tcase_add_test(tc, test_stream_adopts_files_of_crashed_owner);
+	tcase_add_test(tc, test_stream_close_abandons_stuck_sender);
 	tcase_add_test(tc, test_stream_spool_retried_after_privilege_drop);
 	tcase_add_test(tc, test_stream_live_owner_files_not_adopted);
 	tcase_add_test(tc, test_stream_json_packets);
