@@ -42,6 +42,7 @@
 #include "layout.h"
 #include "ntp.h"
 #include "series.h"
+#include "stream.h"
 #include "writer.h"
 
 const char plugin_name[] = "AcctGatherProfile sh5 plugin";
@@ -60,7 +61,17 @@ static struct {
 	uint32_t clock_interval; /* seconds between measurements */
 	uint32_t clock_samples;  /* exchanges per measurement */
 	uint32_t clock_timeout;  /* ms, hard bound of one measurement */
-} cfg = { NULL, ACCT_GATHER_PROFILE_NONE, 4, 10, NULL, 60, 4, 300 };
+	/* Live streaming (ProfileSH5Stream*); off without a URL. */
+	char *stream_url, *stream_user, *stream_pass, *stream_token;
+	char *stream_spool, *stream_ca;
+	int stream_format;
+	uint32_t stream_timeout, stream_connect_timeout, stream_queue;
+	uint32_t stream_batch, stream_flush, stream_deadline;
+	uint64_t stream_spool_max;
+	bool stream_insecure;
+} cfg = { .def = ACCT_GATHER_PROFILE_NONE, .compression = 4,
+	  .flush_interval = 10, .clock_interval = 60, .clock_samples = 4,
+	  .clock_timeout = 300, .stream_format = SH5_STREAM_INFLUX1 };
 
 /* The clock server, resolved once when the configuration is read (DNS is
  * not bounded; the measurements themselves are). */
@@ -73,6 +84,7 @@ static socklen_t clock_addrlen;
  */
 static pthread_rwlock_t state_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct sh5_writer *writer;
+static struct sh5_stream *stream;  /* also guarded by state_lock */
 static uint32_t profile_running = ACCT_GATHER_PROFILE_NOT_SET;
 static time_t step_start;
 static char file_path[4096];
@@ -92,6 +104,8 @@ static bool flush_stop;
 /* Sampling frequencies are known only once slurmstepd started polling,
  * after node_step_start: written by the first flush. */
 static atomic_int freq_written;
+
+static void stream_log_error(struct sh5_stream *st);
 
 /* Log each kind of trouble once per step. */
 static atomic_int logged_add, logged_flush, logged_ended;
@@ -173,6 +187,7 @@ static void *flush_main(void *arg)
 				write_frequencies(writer);
 				rc = sh5_writer_flush(writer, &err);
 			}
+			stream_log_error(stream);
 			pthread_rwlock_unlock(&state_lock);
 			if (rc < 0 && !atomic_exchange(&logged_flush, 1))
 				stop_profiling(err.text);
@@ -286,6 +301,140 @@ static void stop_clock_thread(void)
 	clock_running = false;
 }
 
+/* ------------------------------------------------------------------ */
+/* Streaming. */
+
+/* Log the stream's latest error, once per distinct error. */
+static void stream_log_error(struct sh5_stream *st)
+{
+	char buf[256];
+
+	if (st && sh5_stream_last_error(st, buf, sizeof(buf)))
+		error("%s: stream: %s", plugin_type, buf);
+}
+
+static void stream_start(stepd_step_rec_t *job)
+{
+	struct sh5_stream_conf sc;
+	struct sh5_stream_tags tags;
+	struct sh5_error err = { "" };
+	char jobs[16], step[16];
+
+	if (!cfg.stream_url)
+		return;
+	sh5_stream_conf_init(&sc);
+	sc.url = cfg.stream_url;
+	sc.format = cfg.stream_format;
+	sc.user = cfg.stream_user;
+	sc.pass = cfg.stream_pass;
+	sc.token = cfg.stream_token;
+	sc.timeout_ms = cfg.stream_timeout;
+	sc.connect_timeout_ms = cfg.stream_connect_timeout;
+	sc.spool_dir = cfg.stream_spool;
+	sc.spool_max_bytes = cfg.stream_spool_max;
+	sc.queue_max = cfg.stream_queue;
+	sc.batch_max = cfg.stream_batch;
+	sc.flush_interval_ms = cfg.stream_flush;
+	sc.ca_file = cfg.stream_ca;
+	sc.insecure_tls = cfg.stream_insecure;
+	snprintf(jobs, sizeof(jobs), "%u", job->step_id.job_id);
+	tags.job = jobs;
+	tags.step = sh5_layout_step_name(job->step_id.step_id, step,
+					 sizeof(step));
+	tags.node = job->node_name;
+	{
+		struct sh5_stream *st = sh5_stream_create(&sc, &tags, &err);
+
+		pthread_rwlock_wrlock(&state_lock);
+		stream = st;
+		pthread_rwlock_unlock(&state_lock);
+	}
+	if (!stream)
+		error("%s: %ps: streaming off for this step: %s", plugin_type,
+		      &job->step_id, err.text);
+}
+
+/* Queue a record for streaming; state_lock held (shared). */
+static void stream_push(const struct sh5_series *s, const union sh5_value *rec)
+{
+	const char *names[SH5_STREAM_MAX_FIELDS];
+	enum sh5_stream_type types[SH5_STREAM_MAX_FIELDS];
+	const char *series;
+	size_t i, n = s->nfields;
+	int task = -1;
+
+	if (!stream || !n)
+		return;
+	if (n > SH5_STREAM_MAX_FIELDS)
+		n = SH5_STREAM_MAX_FIELDS;
+	for (i = 0; i < n; i++) {
+		names[i] = s->fields[i].name;
+		types[i] = s->fields[i].type == SH5_FT_DOUBLE ?
+				   SH5_STREAM_DOUBLE : SH5_STREAM_U64;
+	}
+	/* The measurement is the series type (the dataset name for
+	 * generic series), as the "Series" attribute of the file. */
+	if (!strcmp(s->ops->name, "Task"))
+		task = atoi(s->name);
+	series = strcmp(s->ops->name, "Generic") ? s->ops->name : s->name;
+	/* union sh5_value and union sh5_stream_value share the layout of
+	 * the u and d members. */
+	sh5_stream_push(stream, series, task, names, types,
+			(const union sh5_stream_value *)&rec[SH5_TIME_SLOTS], n,
+			rec[2].i);
+}
+
+/* Close the stream within its deadline; counters go to the file. */
+static void stream_stop(void)
+{
+	struct sh5_stream *st;
+	struct sh5_stream_stats ss;
+	char buf[256];
+
+	pthread_rwlock_wrlock(&state_lock);
+	st = stream;
+	stream = NULL;
+	pthread_rwlock_unlock(&state_lock);
+	if (!st)
+		return;
+	memset(&ss, 0, sizeof(ss));
+	stream_log_error(st);
+	sh5_stream_close(st, cfg.stream_deadline, &ss);
+	if (ss.last_error[0])
+		error("%s: stream: %s", plugin_type, ss.last_error);
+	if (!ss.closed_in_time)
+		error("%s: stream: sender did not stop within %u ms; "
+		      "abandoned", plugin_type, cfg.stream_deadline);
+	pthread_rwlock_rdlock(&state_lock);
+	if (writer) {
+		sh5_writer_attr_i64(writer, "Stream Sent", (int64_t)ss.sent,
+				    NULL);
+		sh5_writer_attr_i64(writer, "Stream Recovered",
+				    (int64_t)ss.recovered, NULL);
+		sh5_writer_attr_i64(writer, "Stream Spooled",
+				    (int64_t)ss.spooled, NULL);
+		sh5_writer_attr_i64(writer, "Stream Dropped",
+				    (int64_t)(ss.dropped_queue +
+					      ss.dropped_spool + ss.unsent),
+				    NULL);
+		sh5_writer_attr_i64(writer, "Stream Rejected",
+				    (int64_t)ss.rejected, NULL);
+		sh5_writer_attr_i64(writer, "Stream Failed Posts",
+				    (int64_t)ss.failed_posts, NULL);
+	}
+	pthread_rwlock_unlock(&state_lock);
+	snprintf(buf, sizeof(buf), "pushed %" PRIu64 ", sent %" PRIu64
+		 ", recovered %" PRIu64 ", spooled %" PRIu64 ", dropped %"
+		 PRIu64 ", rejected %" PRIu64 ", failed posts %" PRIu64,
+		 ss.pushed, ss.sent, ss.recovered, ss.spooled,
+		 ss.dropped_queue + ss.dropped_spool + ss.unsent, ss.rejected,
+		 ss.failed_posts);
+	if (ss.dropped_queue + ss.dropped_spool + ss.unsent + ss.rejected)
+		error("%s: stream: samples lost: %s", plugin_type, buf);
+	else
+		log_flag(PROFILE, "%s: stream: %s", plugin_type, buf);
+}
+
 extern int init(void)
 {
 	return SLURM_SUCCESS;
@@ -296,9 +445,16 @@ extern int fini(void)
 	if (!in_child) {
 		stop_clock_thread();
 		stop_flush_thread();
+		stream_stop();
 		stop_profiling(NULL);
 	}
 	xfree(cfg.dir);
+	xfree(cfg.stream_url);
+	xfree(cfg.stream_user);
+	xfree(cfg.stream_pass);
+	xfree(cfg.stream_token);
+	xfree(cfg.stream_spool);
+	xfree(cfg.stream_ca);
 	xfree(cfg.clock_server);
 	return SLURM_SUCCESS;
 }
@@ -315,6 +471,21 @@ extern void acct_gather_profile_p_conf_options(s_p_options_t **full_options,
 		{ .key = "ProfileSH5ClockInterval", .type = S_P_UINT32 },
 		{ .key = "ProfileSH5ClockSamples", .type = S_P_UINT32 },
 		{ .key = "ProfileSH5ClockTimeout", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamURL", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamFormat", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamUser", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamPass", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamToken", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamTimeout", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamConnectTimeout", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamSpoolDir", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamSpoolMax", .type = S_P_UINT64 },
+		{ .key = "ProfileSH5StreamQueue", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamBatch", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamFlush", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamDeadline", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamCAFile", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamInsecure", .type = S_P_BOOLEAN },
 		{ .key = NULL }
 	};
 
@@ -334,6 +505,18 @@ extern void acct_gather_profile_p_conf_set(s_p_hashtbl_t *tbl)
 	cfg.clock_samples = 4;
 	cfg.clock_timeout = 300;
 	clock_addrlen = 0;
+	xfree(cfg.stream_url);
+	xfree(cfg.stream_user);
+	xfree(cfg.stream_pass);
+	xfree(cfg.stream_token);
+	xfree(cfg.stream_spool);
+	xfree(cfg.stream_ca);
+	cfg.stream_format = SH5_STREAM_INFLUX1;
+	cfg.stream_timeout = cfg.stream_connect_timeout = 0;
+	cfg.stream_queue = cfg.stream_batch = cfg.stream_flush = 0;
+	cfg.stream_deadline = 2000;
+	cfg.stream_spool_max = 0;
+	cfg.stream_insecure = false;
 	if (tbl) {
 		s_p_get_string(&cfg.dir, "ProfileSH5Dir", tbl);
 		if (s_p_get_string(&tmp, "ProfileSH5Default", tbl)) {
@@ -371,6 +554,40 @@ extern void acct_gather_profile_p_conf_set(s_p_hashtbl_t *tbl)
 		    (cfg.clock_timeout < 10 || cfg.clock_timeout > 10000))
 			fatal("%s: ProfileSH5ClockTimeout=%u is not 10-10000 "
 			      "ms", plugin_type, cfg.clock_timeout);
+		s_p_get_string(&cfg.stream_url, "ProfileSH5StreamURL", tbl);
+		if (s_p_get_string(&tmp, "ProfileSH5StreamFormat", tbl)) {
+			cfg.stream_format = sh5_stream_format_from_string(tmp);
+			if (cfg.stream_format < 0)
+				fatal("%s: ProfileSH5StreamFormat=%s is not one "
+				      "of influx1, influx2, json", plugin_type,
+				      tmp);
+			xfree(tmp);
+		}
+		s_p_get_string(&cfg.stream_user, "ProfileSH5StreamUser", tbl);
+		s_p_get_string(&cfg.stream_pass, "ProfileSH5StreamPass", tbl);
+		s_p_get_string(&cfg.stream_token, "ProfileSH5StreamToken", tbl);
+		s_p_get_uint32(&cfg.stream_timeout, "ProfileSH5StreamTimeout",
+			       tbl);
+		s_p_get_uint32(&cfg.stream_connect_timeout,
+			       "ProfileSH5StreamConnectTimeout", tbl);
+		s_p_get_string(&cfg.stream_spool, "ProfileSH5StreamSpoolDir",
+			       tbl);
+		s_p_get_uint64(&cfg.stream_spool_max,
+			       "ProfileSH5StreamSpoolMax", tbl);
+		s_p_get_uint32(&cfg.stream_queue, "ProfileSH5StreamQueue", tbl);
+		s_p_get_uint32(&cfg.stream_batch, "ProfileSH5StreamBatch", tbl);
+		s_p_get_uint32(&cfg.stream_flush, "ProfileSH5StreamFlush", tbl);
+		if (s_p_get_uint32(&cfg.stream_deadline,
+				   "ProfileSH5StreamDeadline", tbl) &&
+		    (cfg.stream_deadline < 100 || cfg.stream_deadline > 60000))
+			fatal("%s: ProfileSH5StreamDeadline=%u is not "
+			      "100-60000 ms", plugin_type, cfg.stream_deadline);
+		s_p_get_string(&cfg.stream_ca, "ProfileSH5StreamCAFile", tbl);
+		s_p_get_boolean(&cfg.stream_insecure,
+				"ProfileSH5StreamInsecure", tbl);
+		if (cfg.stream_spool && cfg.stream_spool[0] != '/')
+			fatal("%s: ProfileSH5StreamSpoolDir=%s is not an "
+			      "absolute path", plugin_type, cfg.stream_spool);
 	}
 	if (cfg.clock_server) {
 		char host[256];
@@ -522,6 +739,7 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 	if (cfg.clock_server)
 		sh5_writer_attr_str(w, "Clock Server", cfg.clock_server, NULL);
 	start_clock_thread();
+	stream_start(job);
 	flush_stop = false;
 	if (pthread_create(&flush_tid, NULL, flush_main, NULL) == 0)
 		flush_running = true;
@@ -549,6 +767,7 @@ extern int acct_gather_profile_p_node_step_end(void)
 	step_ended = true;
 	stop_clock_thread();
 	stop_flush_thread();
+	stream_stop();
 	pthread_rwlock_rdlock(&state_lock);
 	if (writer) {
 		write_frequencies(writer);
@@ -676,6 +895,7 @@ extern int acct_gather_profile_p_add_sample_data(int dataset_id, void *data,
 	/* Slurm hands the fields as an array of 8-byte unions, in the
 	 * order of the dataset definition: the same as our slots. */
 	memcpy(&rec[SH5_TIME_SLOTS], data, s->nfields * sizeof(rec[0]));
+	stream_push(s, rec);
 	if (sh5_writer_append(writer, dataset_id, rec) < 0) {
 		if (errno == ENOBUFS && !atomic_exchange(&logged_add, 1))
 			error("%s: %s: sample buffer full, samples dropped",
@@ -695,6 +915,53 @@ static void add_pair(List data, const char *name, char *value)
 	list_append(data, kp);
 }
 
+/*
+ * The stream URL for display: user info and the u=, p=, token= query
+ * parameters replaced by "***".  xmalloc'd; NULL for NULL.
+ */
+static char *masked_url(const char *url)
+{
+	const char *p, *host, *at, *slash, *q;
+	char *out = NULL;
+
+	if (!url)
+		return NULL;
+	p = strstr(url, "://");
+	host = p ? p + 3 : url;
+	slash = strchr(host, '/');
+	at = strchr(host, '@');
+	if (at && (!slash || at < slash)) {
+		xstrncat(out, url, host - url);
+		xstrcat(out, "***");
+		p = at;
+	} else {
+		p = url;
+	}
+	q = strchr(p, '?');
+	if (!q) {
+		xstrcat(out, p);
+		return out;
+	}
+	xstrncat(out, p, q - p + 1);
+	for (q++; *q;) {
+		const char *end = strchr(q, '&');
+		size_t len = end ? (size_t)(end - q) : strlen(q);
+
+		if (!strncmp(q, "u=", 2) || !strncmp(q, "p=", 2) ||
+		    !strncmp(q, "token=", 6)) {
+			xstrncat(out, q, strchr(q, '=') - q + 1);
+			xstrcat(out, "***");
+		} else {
+			xstrncat(out, q, len);
+		}
+		if (!end)
+			break;
+		xstrcat(out, "&");
+		q = end + 1;
+	}
+	return out;
+}
+
 /* What `scontrol show config` prints.  Never credentials. */
 extern void acct_gather_profile_p_conf_values(List *data)
 {
@@ -712,6 +979,18 @@ extern void acct_gather_profile_p_conf_values(List *data)
 		 xstrdup_printf("%u", cfg.clock_samples));
 	add_pair(*data, "ProfileSH5ClockTimeout",
 		 xstrdup_printf("%u ms", cfg.clock_timeout));
+	add_pair(*data, "ProfileSH5StreamURL", masked_url(cfg.stream_url));
+	add_pair(*data, "ProfileSH5StreamFormat",
+		 xstrdup(sh5_stream_format_name(cfg.stream_format)));
+	add_pair(*data, "ProfileSH5StreamUser", xstrdup(cfg.stream_user));
+	/* Never the secrets themselves. */
+	add_pair(*data, "ProfileSH5StreamPass",
+		 xstrdup(cfg.stream_pass ? "(set)" : NULL));
+	add_pair(*data, "ProfileSH5StreamToken",
+		 xstrdup(cfg.stream_token ? "(set)" : NULL));
+	add_pair(*data, "ProfileSH5StreamSpoolDir", xstrdup(cfg.stream_spool));
+	add_pair(*data, "ProfileSH5StreamDeadline",
+		 xstrdup_printf("%u ms", cfg.stream_deadline));
 }
 
 extern bool acct_gather_profile_p_is_active(uint32_t type)
