@@ -146,6 +146,7 @@ struct sh5_stream {
 	uint64_t spool_bytes;
 	int64_t backoff_until;
 	long backoff_ms;
+	int final_scan;
 	int64_t last_form, next_scan;
 };
 
@@ -1560,8 +1561,19 @@ static void *sender_main(void *arg)
 		}
 		if (s->closing && s->count == 0 &&
 		    (!s->body_pending || backoff) &&
-		    (s->own_files == 0 || backoff))
+		    (s->own_files == 0 || backoff)) {
+			/* all of ours is out: one last look for files of
+			 * streams ended since the last scan, delivered while
+			 * the deadline allows */
+			if (s->spool_ok && !backoff && !s->final_scan) {
+				s->final_scan = 1;
+				pthread_mutex_unlock(&s->lock);
+				spool_scan(s, 0);
+				pthread_mutex_lock(&s->lock);
+				continue;
+			}
 			break;
+		}
 		if (s->spool_ok && !s->closing &&
 		    now >= s->next_scan) {
 			pthread_mutex_unlock(&s->lock);

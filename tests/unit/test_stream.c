@@ -1226,6 +1226,20 @@ START_TEST(test_stream_live_owner_files_not_adopted)
 	ck_assert_uint_eq(sc.recovered, 30);
 	ck_assert_uint_eq(spooled_samples(spool, &files), 0);
 	ck_assert_int_eq(count_rows(ifx_port, "owner", "Task", "CPUTime"), 40);
+
+	/* a stream that ends while another runs: the other one delivers its
+	 * spool when it closes (a last scan), not only at its next start */
+	a = sh5_stream_create(&down, &ta, &err);
+	ck_assert_msg(a != NULL, "%s", err.text);
+	b = sh5_stream_create(&up, &tc, &err);
+	ck_assert_msg(b != NULL, "%s", err.text);
+	push_rounds(a, 30, 10);
+	sh5_stream_close(a, 1000, &sa);
+	ck_assert_uint_eq(sa.spooled, 30);
+	ck_assert_int_eq(sh5_stream_close(b, 3000, &sb), 0);
+	ck_assert_uint_eq(sb.recovered, 30);
+	ck_assert_uint_eq(spooled_samples(spool, &files), 0);
+	ck_assert_int_eq(count_rows(ifx_port, "owner", "Task", "CPUTime"), 60);
 }
 END_TEST
 
