@@ -94,12 +94,78 @@ static bool step_ended;
 static char group_names[MAX_GROUPS][SH5_NAME_MAX];
 static int ngroups;
 
-/* Flush thread. */
-static pthread_t flush_tid;
-static bool flush_running;
-static pthread_mutex_t flush_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t flush_cond = PTHREAD_COND_INITIALIZER;
-static bool flush_stop;
+/*
+ * A periodic worker thread of the step: tick(0) when it starts, tick(1)
+ * every interval seconds (CLOCK_MONOTONIC), tick(2) when stopped.  Used
+ * for flushing the file and for clock-offset measurements.
+ */
+struct worker {
+	pthread_t tid;
+	bool running, stop;
+	pthread_mutex_t mutex;
+	pthread_cond_t cond;
+	uint32_t interval;
+	void (*tick)(int phase);
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *wk = arg;
+	struct timespec ts;
+	bool stop;
+
+	sh5_error_h5_silence();
+	wk->tick(0);
+	pthread_mutex_lock(&wk->mutex);
+	for (;;) {
+		if (!wk->stop) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += wk->interval;
+			pthread_cond_timedwait(&wk->cond, &wk->mutex, &ts);
+		}
+		stop = wk->stop;
+		pthread_mutex_unlock(&wk->mutex);
+		wk->tick(stop ? 2 : 1);
+		if (stop)
+			return NULL;
+		pthread_mutex_lock(&wk->mutex);
+	}
+}
+
+/* Start wk; false (logged) when the thread cannot be created. */
+static bool worker_start(struct worker *wk, const char *what)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&wk->mutex, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&wk->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	wk->stop = false;
+	wk->running = pthread_create(&wk->tid, NULL, worker_main, wk) == 0;
+	if (!wk->running) {
+		error("%s: cannot start the %s thread: %m", plugin_type, what);
+		pthread_cond_destroy(&wk->cond);
+		pthread_mutex_destroy(&wk->mutex);
+	}
+	return wk->running;
+}
+
+/* Stop wk after its final tick; no-op when not running. */
+static void worker_stop(struct worker *wk)
+{
+	if (!wk->running)
+		return;
+	pthread_mutex_lock(&wk->mutex);
+	wk->stop = true;
+	pthread_cond_signal(&wk->cond);
+	pthread_mutex_unlock(&wk->mutex);
+	pthread_join(wk->tid, NULL);
+	pthread_cond_destroy(&wk->cond);
+	pthread_mutex_destroy(&wk->mutex);
+	wk->running = false;
+}
 
 /* Sampling frequencies are known only once slurmstepd started polling,
  * after node_step_start: written by the first flush. */
@@ -164,51 +230,26 @@ static void write_frequencies(struct sh5_writer *w)
 	sh5_writer_attr_str(w, "Sampling Frequencies", buf, NULL);
 }
 
-static void *flush_main(void *arg)
+/* Flush worker: write what the gather threads buffered. */
+static void flush_tick(int phase)
 {
-	struct timespec ts;
 	struct sh5_error err;
-	bool stop;
+	int rc = 0;
 
-	(void)arg;
-	sh5_error_h5_silence();
-	pthread_mutex_lock(&flush_mutex);
-	while (!flush_stop) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += cfg.flush_interval;
-		pthread_cond_timedwait(&flush_cond, &flush_mutex, &ts);
-		stop = flush_stop;
-		pthread_mutex_unlock(&flush_mutex);
-		if (!stop) {
-			int rc = 0;
-
-			pthread_rwlock_rdlock(&state_lock);
-			if (writer) {
-				write_frequencies(writer);
-				rc = sh5_writer_flush(writer, &err);
-			}
-			stream_log_error(stream);
-			pthread_rwlock_unlock(&state_lock);
-			if (rc < 0 && !atomic_exchange(&logged_flush, 1))
-				stop_profiling(err.text);
-		}
-		pthread_mutex_lock(&flush_mutex);
+	if (phase != 1)
+		return; /* the file is fresh at 0; node_step_end flushes */
+	pthread_rwlock_rdlock(&state_lock);
+	if (writer) {
+		write_frequencies(writer);
+		rc = sh5_writer_flush(writer, &err);
 	}
-	pthread_mutex_unlock(&flush_mutex);
-	return NULL;
+	pthread_rwlock_unlock(&state_lock);
+	if (rc < 0 && !atomic_exchange(&logged_flush, 1))
+		stop_profiling(err.text);
+	stream_log_error(stream);
 }
 
-static void stop_flush_thread(void)
-{
-	if (!flush_running)
-		return;
-	pthread_mutex_lock(&flush_mutex);
-	flush_stop = true;
-	pthread_cond_signal(&flush_cond);
-	pthread_mutex_unlock(&flush_mutex);
-	pthread_join(flush_tid, NULL);
-	flush_running = false;
-}
+static struct worker flush_worker = { .tick = flush_tick };
 
 /*
  * Clock-offset thread: one measurement at step start, one every
@@ -216,11 +257,6 @@ static void stop_flush_thread(void)
  * the one before: a dead server costs the step nothing).  Each is bounded
  * by ProfileSH5ClockTimeout; failures are logged once per step.
  */
-static pthread_t clock_tid;
-static bool clock_running;
-static pthread_mutex_t clock_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t clock_cond = PTHREAD_COND_INITIALIZER;
-static bool clock_stop;
 static atomic_int logged_clock;
 
 static bool clock_measure(uint32_t phase)
@@ -252,54 +288,17 @@ static bool clock_measure(uint32_t phase)
 	return true;
 }
 
-static void *clock_main(void *arg)
-{
-	struct timespec ts;
-	bool ok, stop;
+/* Clock worker: at start, periodically, and at the end if the server
+ * answered the last time. */
+static bool clock_ok;
 
-	(void)arg;
-	ok = clock_measure(0);
-	pthread_mutex_lock(&clock_mutex);
-	while (!clock_stop) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += cfg.clock_interval;
-		pthread_cond_timedwait(&clock_cond, &clock_mutex, &ts);
-		stop = clock_stop;
-		pthread_mutex_unlock(&clock_mutex);
-		if (!stop)
-			ok = clock_measure(1);
-		else if (ok)
-			clock_measure(2);
-		pthread_mutex_lock(&clock_mutex);
-	}
-	pthread_mutex_unlock(&clock_mutex);
-	return NULL;
+static void clock_tick(int phase)
+{
+	if (phase < 2 || clock_ok)
+		clock_ok = clock_measure((uint32_t)phase);
 }
 
-static void start_clock_thread(void)
-{
-	if (!cfg.clock_server || !clock_addrlen)
-		return;
-	clock_stop = false;
-	atomic_store(&logged_clock, 0);
-	if (pthread_create(&clock_tid, NULL, clock_main, NULL) == 0)
-		clock_running = true;
-	else
-		error("%s: cannot start the clock thread: %m", plugin_type);
-}
-
-/* Ends with the step-end measurement (bounded by the timeout). */
-static void stop_clock_thread(void)
-{
-	if (!clock_running)
-		return;
-	pthread_mutex_lock(&clock_mutex);
-	clock_stop = true;
-	pthread_cond_signal(&clock_cond);
-	pthread_mutex_unlock(&clock_mutex);
-	pthread_join(clock_tid, NULL);
-	clock_running = false;
-}
+static struct worker clock_worker = { .tick = clock_tick };
 
 /* ------------------------------------------------------------------ */
 /* Streaming. */
@@ -374,8 +373,13 @@ static void stream_push(const struct sh5_series *s, const union sh5_value *rec)
 	}
 	/* The measurement is the series type (the dataset name for
 	 * generic series), as the "Series" attribute of the file. */
-	if (!strcmp(s->ops->name, "Task"))
-		task = atoi(s->name);
+	if (!strcmp(s->ops->name, "Task")) {
+		char *end;
+		long v = strtol(s->name, &end, 10);
+
+		if (!*end && v >= 0 && v <= INT32_MAX)
+			task = (int)v;
+	}
 	series = strcmp(s->ops->name, "Generic") ? s->ops->name : s->name;
 	/* union sh5_value and union sh5_stream_value share the layout of
 	 * the u and d members. */
@@ -443,8 +447,8 @@ extern int init(void)
 extern int fini(void)
 {
 	if (!in_child) {
-		stop_clock_thread();
-		stop_flush_thread();
+		worker_stop(&clock_worker);
+		worker_stop(&flush_worker);
 		stream_stop();
 		stop_profiling(NULL);
 	}
@@ -738,14 +742,15 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 
 	if (cfg.clock_server)
 		sh5_writer_attr_str(w, "Clock Server", cfg.clock_server, NULL);
-	start_clock_thread();
+	if (cfg.clock_server && clock_addrlen) {
+		atomic_store(&logged_clock, 0);
+		clock_worker.interval = cfg.clock_interval;
+		worker_start(&clock_worker, "clock");
+	}
 	stream_start(job);
-	flush_stop = false;
-	if (pthread_create(&flush_tid, NULL, flush_main, NULL) == 0)
-		flush_running = true;
-	else
-		error("%s: cannot start the flush thread: %m; samples are "
-		      "written at step end only", plugin_type);
+	flush_worker.interval = cfg.flush_interval;
+	if (!worker_start(&flush_worker, "flush"))
+		error("%s: samples are written at step end only", plugin_type);
 	log_flag(PROFILE, "%s: writing %s", plugin_type, file_path);
 	return SLURM_SUCCESS;
 }
@@ -765,8 +770,8 @@ extern int acct_gather_profile_p_node_step_end(void)
 	if (in_child)
 		return SLURM_SUCCESS;
 	step_ended = true;
-	stop_clock_thread();
-	stop_flush_thread();
+	worker_stop(&clock_worker);
+	worker_stop(&flush_worker);
 	stream_stop();
 	pthread_rwlock_rdlock(&state_lock);
 	if (writer) {

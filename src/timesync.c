@@ -1159,7 +1159,7 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 	for (i = 0; i < t->ninst; i++)
 		if (t->inst[i].size > maxsize)
 			maxsize = t->inst[i].size;
-	x.lcp = malloc((t->nev + 1) * sizeof(*x.lcp));
+	x.lcp = p->work ? p->work : malloc((t->nev + 1) * sizeof(*x.lcp));
 	x.cur = malloc((t->nloc + 1) * sizeof(*x.cur));
 	x.blocked = calloc(t->nloc + 1, 1);
 	x.stack = malloc((t->nloc + 1) * sizeof(*x.stack));
@@ -1208,7 +1208,8 @@ out:
 	if (rc < 0)
 		for (i = 0; i < t->nev; i++)
 			t->ev[i].flags &= (uint16_t)~(EVF_DONE | EVF_BOUND);
-	free(x.lcp);
+	if (x.lcp != p->work)
+		free(x.lcp);
 	free(x.cur);
 	free(x.blocked);
 	free(x.stack);

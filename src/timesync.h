@@ -115,6 +115,11 @@ struct sh5_clc_params {
 	int64_t mu_inter;	/* minimum latency between nodes, >= 0 */
 	int allow_partial;	/* break dependency cycles instead of
 				 * failing (each recorded as a problem) */
+	int64_t *work;		/* optional: a caller's array of nev
+				 * entries the CLC may use as its working
+				 * memory (contents destroyed), e.g. the
+				 * trace's input times when no longer
+				 * needed; NULL: allocated and freed */
 };
 
 /* Defaults: gamma 0.99, rate 0.01, delta automatic, mu 0. */
@@ -139,7 +144,7 @@ struct sh5_clc_result {
  * its send, which comes after the receive); the cycle is also recorded as
  * a problem in t.  With p->allow_partial a cycle is broken by dropping the
  * waiting constraint (recorded as a problem) and the run goes on.
- * Uses about 8 bytes per event of working memory.
+ * Uses about 8 bytes per event of working memory (none with p->work).
  */
 int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 		     int64_t *times, struct sh5_clc_result *res,

@@ -15,25 +15,26 @@
 
 /* ------------------------------------------------------------ hash map */
 
-/* Open addressing map from a key of three 64-bit words to a uint32. */
-struct hkey {
+/* Open addressing map from a key of three 64-bit words to a uint32; key
+ * and value in one slot (one cache line per probe). */
+struct hslot {
 	uint64_t a, b, c;
+	uint32_t val;	/* SH5_TRACE_NONE: empty slot */
 };
 
 struct hmap {
-	struct hkey *key;
-	uint32_t *val;	/* SH5_TRACE_NONE: empty slot */
+	struct hslot *slot;
 	size_t cap;	/* power of two */
 	size_t n;
 };
 
-static uint64_t hmix(const struct hkey *k)
+static uint64_t hmix(uint64_t a, uint64_t b, uint64_t c)
 {
-	uint64_t h = k->a * 0x9E3779B97F4A7C15ULL;
+	uint64_t h = a * 0x9E3779B97F4A7C15ULL;
 
-	h ^= (k->b + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL;
+	h ^= (b + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL;
 	h = (h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ULL;
-	h ^= (k->c + 0x94D049BB133111EBULL) * 0x165667B19E3779F9ULL;
+	h ^= (c + 0x94D049BB133111EBULL) * 0x165667B19E3779F9ULL;
 	h ^= h >> 32;
 	return h;
 }
@@ -41,48 +42,43 @@ static uint64_t hmix(const struct hkey *k)
 static int hmap_grow(struct hmap *m)
 {
 	size_t ncap = m->cap ? m->cap * 2 : 64, i, j;
-	struct hkey *nk = malloc(ncap * sizeof(*nk));
-	uint32_t *nv = malloc(ncap * sizeof(*nv));
+	struct hslot *ns = malloc(ncap * sizeof(*ns));
 
-	if (!nk || !nv) {
-		free(nk);
-		free(nv);
+	if (!ns)
 		return -1;
-	}
-	memset(nv, 0xff, ncap * sizeof(*nv));
+	for (i = 0; i < ncap; i++)
+		ns[i].val = SH5_TRACE_NONE;
 	for (i = 0; i < m->cap; i++) {
-		if (m->val[i] == SH5_TRACE_NONE)
+		const struct hslot *o = &m->slot[i];
+
+		if (o->val == SH5_TRACE_NONE)
 			continue;
-		j = hmix(&m->key[i]) & (ncap - 1);
-		while (nv[j] != SH5_TRACE_NONE)
+		j = hmix(o->a, o->b, o->c) & (ncap - 1);
+		while (ns[j].val != SH5_TRACE_NONE)
 			j = (j + 1) & (ncap - 1);
-		nk[j] = m->key[i];
-		nv[j] = m->val[i];
+		ns[j] = *o;
 	}
-	free(m->key);
-	free(m->val);
-	m->key = nk;
-	m->val = nv;
+	free(m->slot);
+	m->slot = ns;
 	m->cap = ncap;
 	return 0;
 }
 
 /* Find key; if absent and val_new != NONE, insert it with val_new.
- * Returns the value, NONE when absent (and not inserted), or -2 cast
- * (UINT32_MAX - 1) on memory error. */
+ * Returns the value, NONE when absent (and not inserted), or HMAP_NOMEM
+ * on memory error. */
 #define HMAP_NOMEM (UINT32_MAX - 1)
 static uint32_t hmap_get(struct hmap *m, uint64_t a, uint64_t b, uint64_t c,
 			 uint32_t val_new)
 {
-	struct hkey k = { a, b, c };
 	size_t j;
 
 	if (m->cap) {
-		j = hmix(&k) & (m->cap - 1);
-		while (m->val[j] != SH5_TRACE_NONE) {
-			if (m->key[j].a == a && m->key[j].b == b &&
-			    m->key[j].c == c)
-				return m->val[j];
+		j = hmix(a, b, c) & (m->cap - 1);
+		while (m->slot[j].val != SH5_TRACE_NONE) {
+			if (m->slot[j].a == a && m->slot[j].b == b &&
+			    m->slot[j].c == c)
+				return m->slot[j].val;
 			j = (j + 1) & (m->cap - 1);
 		}
 	}
@@ -90,19 +86,20 @@ static uint32_t hmap_get(struct hmap *m, uint64_t a, uint64_t b, uint64_t c,
 		return SH5_TRACE_NONE;
 	if ((m->n + 1) * 2 > m->cap && hmap_grow(m) < 0)
 		return HMAP_NOMEM;
-	j = hmix(&k) & (m->cap - 1);
-	while (m->val[j] != SH5_TRACE_NONE)
+	j = hmix(a, b, c) & (m->cap - 1);
+	while (m->slot[j].val != SH5_TRACE_NONE)
 		j = (j + 1) & (m->cap - 1);
-	m->key[j] = k;
-	m->val[j] = val_new;
+	m->slot[j].a = a;
+	m->slot[j].b = b;
+	m->slot[j].c = c;
+	m->slot[j].val = val_new;
 	m->n++;
 	return val_new;
 }
 
 static void hmap_free(struct hmap *m)
 {
-	free(m->key);
-	free(m->val);
+	free(m->slot);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -1102,6 +1099,7 @@ static int assemble_colls(struct parser *p)
 	struct sh5_trace *t = p->t;
 	size_t nslot, i, j, c, k, r, ninst = 0, nmem = 0;
 	uint32_t *cnt = NULL, *list = NULL, *cur = NULL, *rk = NULL;
+	struct { uint32_t comm, rank; } *lc = NULL;	/* rank cache */
 	int rc = -1;
 
 	/* Communicator 0 by default: every location with a line, ascending. */
@@ -1137,8 +1135,10 @@ static int assemble_colls(struct parser *p)
 	nslot = p->ncmem;
 	cnt = calloc(nslot + 1, sizeof(*cnt));
 	rk = malloc((p->ncb + 1) * sizeof(*rk));
-	if (!cnt || !rk)
+	lc = malloc((t->nloc + 1) * sizeof(*lc));
+	if (!cnt || !rk || !lc)
 		goto out;
+	memset(lc, 0xff, (t->nloc + 1) * sizeof(*lc));
 	for (j = 0; j < p->ncb; j++) {
 		struct sh5_trace_event *e = &t->ev[i = p->cbl[j]];
 		uint32_t rank;
@@ -1155,8 +1155,15 @@ static int assemble_colls(struct parser *p)
 			free_flag_coll(t, (uint32_t)i);
 			continue;
 		}
-		rank = hmap_get(&p->rankmap, e->ref, t->loc[i], 0,
-				SH5_TRACE_NONE);
+		/* per location: the rank in the communicator it used last */
+		if (lc[t->loc[i]].comm == e->ref) {
+			rank = lc[t->loc[i]].rank;
+		} else {
+			rank = hmap_get(&p->rankmap, e->ref, t->loc[i], 0,
+					SH5_TRACE_NONE);
+			lc[t->loc[i]].comm = e->ref;
+			lc[t->loc[i]].rank = rank;
+		}
 		if (rank == SH5_TRACE_NONE) {
 			sh5_trace_problem_add(t, e->line, "location %lld is "
 				"not a member of communicator %lld",
@@ -1165,7 +1172,8 @@ static int assemble_colls(struct parser *p)
 			free_flag_coll(t, (uint32_t)i);
 			continue;
 		}
-		if (op_rooted(e->op) &&
+		if (op_rooted(e->op) && !(lc[e->aux].comm == e->ref &&
+					  lc[e->aux].rank != SH5_TRACE_NONE) &&
 		    hmap_get(&p->rankmap, e->ref, e->aux, 0, SH5_TRACE_NONE) ==
 		    SH5_TRACE_NONE) {
 			sh5_trace_problem_add(t, e->line, "root %lld of %s is "
@@ -1298,6 +1306,7 @@ out:
 	free(list);
 	free(cur);
 	free(rk);
+	free(lc);
 	return rc;
 }
 

@@ -231,6 +231,20 @@ START_TEST(test_timesync_clc_forward)
 	ck_assert_uint_eq(res.jumps, 1);
 	ck_assert_int_eq(res.max_jump, 200);
 	no_violations(t, lc, 0, 100);
+	/* the same with caller-provided working memory */
+	{
+		struct sh5_clc_params p;
+		struct sh5_error err;
+		int64_t w[5], tm[5];
+
+		sh5_clc_params_init(&p);
+		p.rate = 0;
+		p.mu_inter = 100;
+		p.work = w;
+		sh5_timesync_offset(t, tm);
+		ck_assert_int_eq(sh5_timesync_clc(t, &p, tm, NULL, &err), 0);
+		ck_assert_int_eq(memcmp(tm, lc, sizeof(tm)), 0);
+	}
 	free(lc);
 	/* gamma 0.5: the clock after the jump runs at half speed */
 	lc = run(t, 0.5, 0, -1, 0, 100, &res);
@@ -465,6 +479,35 @@ START_TEST(test_timesync_clc_scan)
 }
 END_TEST
 
+/* SCAN across nodes: each pair takes the mu of its link class. */
+START_TEST(test_timesync_clc_scan_nodes)
+{
+	struct sh5_trace *t = rd("#sh5-trace 1\n"
+				 "#node a 0 1\n"
+				 "#comm 3 0 2 1\n"		/* ranks: 0,2,1 */
+				 "0,100,CBEGIN,SCAN,,3,,8\n"	/* 4: rank 0 */
+				 "2,150,CBEGIN,SCAN,,3,,8\n"	/* 5: rank 1 */
+				 "1,300,CBEGIN,SCAN,,3,,8\n"	/* 6: rank 2 */
+				 "0,105,CEND,SCAN,,3,,8\n"	/* 7 */
+				 "2,160,CEND,SCAN,,3,,8\n"	/* 8 */
+				 "1,305,CEND,SCAN,,3,,8\n");	/* 9 */
+	uint64_t p2p, coll;
+	int64_t *lc;
+
+	/* before: all three ends violate */
+	ck_assert_int_eq(sh5_timesync_violations(t, t->time, 10, 100, &p2p,
+						 &coll), 0);
+	ck_assert_uint_eq(coll, 3);
+	lc = run(t, 0.99, 0, -1, 10, 100, NULL);
+	ck_assert_int_eq(at(t, lc, 7), 110);	/* own begin + 10 */
+	ck_assert_int_eq(at(t, lc, 8), 200);	/* loc 0, other node */
+	ck_assert_int_eq(at(t, lc, 9), 310);	/* max(110, 250, 310) */
+	no_violations(t, lc, 10, 100);
+	free(lc);
+	sh5_trace_destroy(t);
+}
+END_TEST
+
 /* EXSCAN: end_i after begin_j for j < i; rank 0 unconstrained. */
 START_TEST(test_timesync_clc_exscan)
 {
@@ -642,6 +685,7 @@ int main(void)
 	tcase_add_test(tc, test_timesync_clc_1ton);
 	tcase_add_test(tc, test_timesync_clc_nto1);
 	tcase_add_test(tc, test_timesync_clc_scan);
+	tcase_add_test(tc, test_timesync_clc_scan_nodes);
 	tcase_add_test(tc, test_timesync_clc_exscan);
 	tcase_add_test(tc, test_timesync_clc_backward_collective);
 	tcase_add_test(tc, test_timesync_mu_estimate);
