@@ -1209,7 +1209,11 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 		if ((dcpl = H5Dget_create_plist(din)) < 0)
 			goto h5fail;
 	} else if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
-		   H5Pset_chunk(dcpl, 1, chunk) < 0) {
+		   H5Pset_chunk(dcpl, 1, chunk) < 0 ||
+		   /* Synchronized series cannot be copied raw: compress
+		    * them as the plugin does. */
+		   (sync && (H5Pset_shuffle(dcpl) < 0 ||
+			     H5Pset_deflate(dcpl, 4) < 0))) {
 		goto h5fail;
 	}
 	/* No chunk cache: whole chunks go straight from our buffer to the
