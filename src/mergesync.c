@@ -541,6 +541,7 @@ struct sh5_mergesync *sh5_mergesync_create(
 	void *report_arg, struct sh5_error *errp)
 {
 	struct sh5_mergesync *ms;
+	int found = 0;
 
 	if (method == SH5_SYNC_CLC) {
 		errno = ENOTSUP;
@@ -556,6 +557,10 @@ struct sh5_mergesync *sh5_mergesync_create(
 		sh5_errprintf(errp, "unknown sync method %d", (int)method);
 		return NULL;
 	}
+	/* Before any allocation: the probing children exit without
+	 * freeing what they inherit. */
+	if (method == SH5_SYNC_AUTO)
+		found = any_measurement(opts);
 	if (!(ms = calloc(1, sizeof(*ms)))) {
 		errno = ENOMEM;
 		sh5_errprintf(errp, "out of memory");
@@ -565,7 +570,7 @@ struct sh5_mergesync *sh5_mergesync_create(
 	ms->report = report;
 	ms->report_arg = report_arg;
 	if (method == SH5_SYNC_AUTO) {
-		if (any_measurement(opts)) {
+		if (found) {
 			ms->method = SH5_SYNC_OFFSET;
 			ms->note = "auto: offset (the node-step files carry "
 				   "clock-offset measurements)";
