@@ -311,7 +311,8 @@ static herr_t copy_attr_cb(hid_t src, const char *name,
 
 	(void)info;
 	if ((a = H5Aopen(src, name, H5P_DEFAULT)) < 0 ||
-	    (ft = H5Aget_type(a)) < 0 || (sp = H5Aget_space(a)) < 0 ||
+	    (ft = H5Aget_type(a)) < 0 || !sh5_type_sane(ft) ||
+	    (sp = H5Aget_space(a)) < 0 ||
 	    (mt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) < 0)
 		goto out;
 	n = H5Sget_select_npoints(sp);
@@ -368,7 +369,7 @@ static hid_t make_group(hid_t loc, const char *name)
 	return g;
 }
 
-static void read_attrs(hid_t obj);
+static unsigned read_attrs(hid_t obj);
 
 /* Copy a dataset that is not a series (ClockOffsets, ...) by reading and
  * writing it in blocks: H5Ocopy() crashes on some damaged objects.
@@ -385,7 +386,7 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 	int nd, vlen, rc = -1;
 
 	if ((d = H5Dopen2(src, path, H5P_DEFAULT)) < 0 ||
-	    (ft = H5Dget_type(d)) < 0 ||
+	    (ft = H5Dget_type(d)) < 0 || !sh5_type_sane(ft) ||
 	    (nt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) < 0 ||
 	    (sp = H5Dget_space(d)) < 0 ||
 	    (nd = H5Sget_simple_extent_ndims(sp)) < 0) {
@@ -742,25 +743,32 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 	return 0;
 }
 
-/* Read every attribute of obj (what copy_attrs() will do). */
+/* Read every attribute of obj (what copy_attrs() will do).  Returns the
+ * number that cannot be read (copy_attrs() leaves those out). */
 static herr_t read_attr_cb(hid_t obj, const char *name, const H5A_info_t *ai,
 			   void *data)
 {
 	hid_t a = -1, ft = -1, mt = -1, sp = -1;
-	hssize_t n;
+	hssize_t n = -1;
 	void *buf = NULL;
+	int ok = 0;
 
 	(void)ai;
-	(void)data;
 	if ((a = H5Aopen(obj, name, H5P_DEFAULT)) >= 0 &&
-	    (ft = H5Aget_type(a)) >= 0 && (sp = H5Aget_space(a)) >= 0 &&
+	    (ft = H5Aget_type(a)) >= 0 && sh5_type_sane(ft) &&
+	    (sp = H5Aget_space(a)) >= 0 &&
 	    (mt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) >= 0 &&
 	    (n = H5Sget_select_npoints(sp)) >= 0 &&
 	    (buf = calloc((size_t)(n ? n : 1), H5Tget_size(mt))) &&
-	    H5Aread(a, mt, buf) >= 0 &&
-	    (H5Tdetect_class(mt, H5T_VLEN) > 0 ||
-	     (H5Tget_class(mt) == H5T_STRING && H5Tis_variable_str(mt) > 0)))
-		H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, buf);
+	    H5Aread(a, mt, buf) >= 0) {
+		ok = 1;
+		if (H5Tdetect_class(mt, H5T_VLEN) > 0 ||
+		    (H5Tget_class(mt) == H5T_STRING &&
+		     H5Tis_variable_str(mt) > 0))
+			H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, buf);
+	}
+	if (!ok)
+		(*(unsigned *)data)++;
 	free(buf);
 	if (mt >= 0)
 		H5Tclose(mt);
@@ -773,11 +781,15 @@ static herr_t read_attr_cb(hid_t obj, const char *name, const H5A_info_t *ai,
 	return 0;
 }
 
-static void read_attrs(hid_t obj)
+static unsigned read_attrs(hid_t obj)
 {
 	hsize_t idx = 0;
+	unsigned bad = 0;
 
-	H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, read_attr_cb, NULL);
+	if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, read_attr_cb,
+			&bad) < 0)
+		bad++;
+	return bad;
 }
 
 /* First pass over one input: checksum, open, and read all the metadata
@@ -823,7 +835,10 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 		sh5_attr_get_str(ns->node, "User", user, 64);
 	if (ns->kind == SH5_NODESTEP_OURS && !cluster[0])
 		sh5_attr_get_str(ns->node, "Cluster", cluster, 64);
-	read_attrs(ns->node);
+	if ((f->lost_objects = read_attrs(ns->node)))
+		snprintf(f->reason, sizeof(f->reason), "%u unreadable "
+			 "attribute%s of /%s", f->lost_objects,
+			 f->lost_objects == 1 ? "" : "s", ns->node_name);
 	for (i = 0; i < ns->nseries; i++) {
 		struct sh5_ns_series *e = &ns->series[i];
 		struct sh5_cursor c;
@@ -844,7 +859,13 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 					 "%.60s: cannot open", e->path);
 			continue;
 		}
-		read_attrs(d);
+		if (read_attrs(d)) {
+			f->lost_objects++;
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: unreadable attributes",
+					 e->path);
+		}
 		if (!ns->salvaged) {
 			hsize_t nchunks = 0;
 			hid_t dcpl = H5Dget_create_plist(d);

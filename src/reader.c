@@ -16,6 +16,107 @@ static const unsigned char h5_signature[8] = { 0x89, 'H', 'D', 'F',
 					       '\r', '\n', 0x1a, '\n' };
 
 /* ------------------------------------------------------------------ */
+/* Datatype sanity. */
+
+static int type_sane(hid_t t, int depth)
+{
+	size_t size = H5Tget_size(t), i;
+	H5T_class_t c = H5Tget_class(t);
+	int ok = 1;
+
+	if (depth > 8 || !size || size > (1u << 20))
+		return 0;
+	switch (c) {
+	case H5T_INTEGER:
+	case H5T_BITFIELD:
+	case H5T_FLOAT: {
+		size_t prec = H5Tget_precision(t);
+		int off = H5Tget_offset(t);
+
+		if (size > 16 || !prec || off < 0 ||
+		    (size_t)off + prec > size * 8)
+			return 0;
+		if (c == H5T_FLOAT) {
+			size_t spos, epos, esize, mpos, msize;
+
+			if (H5Tget_fields(t, &spos, &epos, &esize, &mpos,
+					  &msize) < 0 ||
+			    spos >= prec || epos + esize > prec ||
+			    mpos + msize > prec || !esize || !msize ||
+			    esize > 32)
+				return 0;
+		}
+		return 1;
+	}
+	case H5T_STRING:
+		return H5Tis_variable_str(t) >= 0;
+	case H5T_COMPOUND: {
+		int n = H5Tget_nmembers(t);
+
+		if (n < 0 || n > 10000)
+			return 0;
+		for (i = 0; ok && i < (size_t)n; i++) {
+			hid_t mt = H5Tget_member_type(t, (unsigned)i);
+			size_t off = H5Tget_member_offset(t, (unsigned)i);
+
+			ok = mt >= 0 && off + H5Tget_size(mt) <= size &&
+			     type_sane(mt, depth + 1);
+			if (mt >= 0)
+				H5Tclose(mt);
+		}
+		return ok;
+	}
+	case H5T_ARRAY:
+	case H5T_VLEN:
+	case H5T_ENUM: {
+		hid_t b = H5Tget_super(t);
+
+		ok = b >= 0 && type_sane(b, depth + 1);
+		if (b >= 0)
+			H5Tclose(b);
+		if (ok && c == H5T_ARRAY) {
+			int nd = H5Tget_array_ndims(t);
+			hsize_t dims[H5S_MAX_RANK], total = 1;
+			int k;
+
+			if (nd < 1 || nd > H5S_MAX_RANK ||
+			    H5Tget_array_dims2(t, dims) < 0)
+				return 0;
+			for (k = 0; k < nd; k++)
+				total *= dims[k] ? dims[k] : 1;
+			ok = total <= (1u << 20);
+		}
+		return ok;
+	}
+	case H5T_OPAQUE:
+	case H5T_REFERENCE:
+	case H5T_TIME:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int sh5_type_sane(hid_t t)
+{
+	return t >= 0 && type_sane(t, 0);
+}
+
+/* The attribute's type and space are sane. */
+static int attr_sane(hid_t a)
+{
+	hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+	hssize_t n = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+	int ok = sh5_type_sane(t) && n >= 0 && n <= (1 << 24);
+
+	if (t >= 0)
+		H5Tclose(t);
+	if (sp >= 0)
+		H5Sclose(sp);
+	return ok;
+}
+
+/* ------------------------------------------------------------------ */
 /* Attributes. */
 
 int sh5_attr_get_int(hid_t obj, const char *name, long long *out)
@@ -29,6 +130,10 @@ int sh5_attr_get_int(hid_t obj, const char *name, long long *out)
 		return -1;
 	if ((a = H5Aopen(obj, name, H5P_DEFAULT)) < 0)
 		return -1;
+	if (!attr_sane(a)) {
+		H5Aclose(a);
+		return -1;
+	}
 	sp = H5Aget_space(a);
 	n = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
 	if (n == 1 && H5Aread(a, H5T_NATIVE_LLONG, v) >= 0) {
@@ -51,7 +156,7 @@ int sh5_attr_get_str(hid_t obj, const char *name, char *buf, size_t len)
 	buf[0] = '\0';
 	if (H5Aexists(obj, name) <= 0)
 		return -1;
-	if ((a = H5Aopen(obj, name, H5P_DEFAULT)) < 0 ||
+	if ((a = H5Aopen(obj, name, H5P_DEFAULT)) < 0 || !attr_sane(a) ||
 	    (ft = H5Aget_type(a)) < 0 || H5Tget_class(ft) != H5T_STRING ||
 	    (sp = H5Aget_space(a)) < 0 ||
 	    H5Sget_simple_extent_npoints(sp) != 1)
@@ -257,6 +362,19 @@ static uint64_t dset_rows(hid_t d)
 	return n;
 }
 
+static herr_t attr_sane_cb(hid_t obj, const char *name,
+			   const H5A_info_t *ai, void *data)
+{
+	hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+	int ok = a >= 0 && attr_sane(a);
+
+	(void)ai;
+	(void)data;
+	if (a >= 0)
+		H5Aclose(a);
+	return ok ? 0 : -1;
+}
+
 static herr_t walk_cb(hid_t g, const char *name, const H5L_info_t *info,
 		      void *data)
 {
@@ -298,8 +416,24 @@ static herr_t walk_cb(hid_t g, const char *name, const H5L_info_t *info,
 		hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
 		struct sh5_series *s = NULL;
 
-		if (d >= 0)
-			s = sh5_series_from_dataset(w->parent, name, d, NULL);
+		if (d >= 0) {
+			hid_t t = H5Dget_type(d);
+			int sane = sh5_type_sane(t);
+
+			if (t >= 0)
+				H5Tclose(t);
+			/* Attributes read by the series factory too. */
+			if (sane) {
+				hsize_t idx = 0;
+
+				sane = H5Aiterate2(d, H5_INDEX_NAME,
+						   H5_ITER_INC, &idx,
+						   attr_sane_cb, NULL) >= 0;
+			}
+			if (sane)
+				s = sh5_series_from_dataset(w->parent, name, d,
+							    NULL);
+		}
 		if (s) {
 			uint64_t n = dset_rows(d);
 
