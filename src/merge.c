@@ -378,7 +378,7 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 			struct sh5_error *err)
 {
 	hid_t d = -1, ft = -1, nt = -1, sp = -1, od = -1, dcpl = -1,
-	      lcpl = -1, osp = -1, ms = -1, fs = -1;
+	      lcpl = -1, osp = -1, ms = -1;
 	hsize_t dims[1], maxd[1] = { H5S_UNLIMITED }, chunk[1], start[1],
 		cnt[1];
 	size_t esz, rows;
@@ -460,7 +460,6 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 		read_attrs(d);
 	rc = 0;
 out:
-	(void)fs;
 	free(buf);
 	if (ms >= 0)
 		H5Sclose(ms);
