@@ -96,7 +96,10 @@ struct sh5_cursor {
 	struct sh5_recmap *map; /* rtype records -> mtype records */
 	void *raw;             /* raw_rows records of rtype */
 	size_t raw_rows;
-	int direct;            /* unfiltered chunks in rtype's layout */
+	int direct;            /* chunks in rtype's layout, decoded here */
+	int f_shuffle, f_deflate; /* their index in the pipeline, or -1 */
+	void *zbuf, *tbuf;     /* a stored chunk, an unshuffled one */
+	size_t zlen, tlen;
 	hid_t fspace;
 	const struct sh5_series *s;
 	uint64_t nrows;        /* rows the dataset claims */
