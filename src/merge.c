@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -22,6 +24,37 @@
 #include "reader.h"
 
 #define CHUNK_ROWS_MAX 4096
+
+/* Children leave signals to the parent (its handlers remove the
+ * temporary output). */
+static void child_signals(void)
+{
+	/* ... and die with it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+}
+
+/* Seconds a child may read one input without a sign of progress: HDF5
+ * loops forever on some damaged files.  SH5MERGE_READ_TIMEOUT overrides
+ * it (tests). */
+static int read_timeout(void)
+{
+	const char *e = getenv("SH5MERGE_READ_TIMEOUT");
+	long v = e ? strtol(e, NULL, 10) : 0;
+
+	return v > 0 && v < 86400 ? (int)v : 120;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 /* ------------------------------------------------------------------ */
 /* Discovery. */
@@ -278,7 +311,8 @@ static herr_t copy_attr_cb(hid_t src, const char *name,
 
 	(void)info;
 	if ((a = H5Aopen(src, name, H5P_DEFAULT)) < 0 ||
-	    (ft = H5Aget_type(a)) < 0 || (sp = H5Aget_space(a)) < 0 ||
+	    (ft = H5Aget_type(a)) < 0 || !sh5_type_sane(ft) ||
+	    (sp = H5Aget_space(a)) < 0 ||
 	    (mt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) < 0)
 		goto out;
 	n = H5Sget_select_npoints(sp);
@@ -335,7 +369,7 @@ static hid_t make_group(hid_t loc, const char *name)
 	return g;
 }
 
-static void read_attrs(hid_t obj);
+static unsigned read_attrs(hid_t obj);
 
 /* Copy a dataset that is not a series (ClockOffsets, ...) by reading and
  * writing it in blocks: H5Ocopy() crashes on some damaged objects.
@@ -344,7 +378,7 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 			struct sh5_error *err)
 {
 	hid_t d = -1, ft = -1, nt = -1, sp = -1, od = -1, dcpl = -1,
-	      lcpl = -1, osp = -1, ms = -1, fs = -1;
+	      lcpl = -1, osp = -1, ms = -1;
 	hsize_t dims[1], maxd[1] = { H5S_UNLIMITED }, chunk[1], start[1],
 		cnt[1];
 	size_t esz, rows;
@@ -352,7 +386,7 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 	int nd, vlen, rc = -1;
 
 	if ((d = H5Dopen2(src, path, H5P_DEFAULT)) < 0 ||
-	    (ft = H5Dget_type(d)) < 0 ||
+	    (ft = H5Dget_type(d)) < 0 || !sh5_type_sane(ft) ||
 	    (nt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) < 0 ||
 	    (sp = H5Dget_space(d)) < 0 ||
 	    (nd = H5Sget_simple_extent_ndims(sp)) < 0) {
@@ -426,7 +460,6 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 		read_attrs(d);
 	rc = 0;
 out:
-	(void)fs;
 	free(buf);
 	if (ms >= 0)
 		H5Sclose(ms);
@@ -497,6 +530,20 @@ struct mstate {
 	size_t nsteps_written;
 	int write_failed;       /* an HDF5 write failed: stop */
 	hid_t dxpl;             /* small conversion buffers */
+	/* Second pass: a child process reads and decodes the records of
+	 * the inputs in order and streams them here (see feed_read()). */
+	pid_t feed_pid;
+	int feed_fd;            /* -1: read in this process */
+	int feed_have;          /* feed_head holds an unconsumed header */
+	struct feed_head {
+		uint64_t file, series, rows;
+		int64_t status;      /* 0 data, 1 end of series, -1 failed */
+		uint64_t good_rows;
+		int64_t damaged;
+		char reason[200];
+	} feed_head;
+	size_t feed_dead_file;  /* the child died reading this file */
+	int feed_died;
 };
 
 static void report(struct mstate *m, int error, const char *file,
@@ -695,25 +742,32 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 	return 0;
 }
 
-/* Read every attribute of obj (what copy_attrs() will do). */
+/* Read every attribute of obj (what copy_attrs() will do).  Returns the
+ * number that cannot be read (copy_attrs() leaves those out). */
 static herr_t read_attr_cb(hid_t obj, const char *name, const H5A_info_t *ai,
 			   void *data)
 {
 	hid_t a = -1, ft = -1, mt = -1, sp = -1;
-	hssize_t n;
+	hssize_t n = -1;
 	void *buf = NULL;
+	int ok = 0;
 
 	(void)ai;
-	(void)data;
 	if ((a = H5Aopen(obj, name, H5P_DEFAULT)) >= 0 &&
-	    (ft = H5Aget_type(a)) >= 0 && (sp = H5Aget_space(a)) >= 0 &&
+	    (ft = H5Aget_type(a)) >= 0 && sh5_type_sane(ft) &&
+	    (sp = H5Aget_space(a)) >= 0 &&
 	    (mt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) >= 0 &&
 	    (n = H5Sget_select_npoints(sp)) >= 0 &&
 	    (buf = calloc((size_t)(n ? n : 1), H5Tget_size(mt))) &&
-	    H5Aread(a, mt, buf) >= 0 &&
-	    (H5Tdetect_class(mt, H5T_VLEN) > 0 ||
-	     (H5Tget_class(mt) == H5T_STRING && H5Tis_variable_str(mt) > 0)))
-		H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, buf);
+	    H5Aread(a, mt, buf) >= 0) {
+		ok = 1;
+		if (H5Tdetect_class(mt, H5T_VLEN) > 0 ||
+		    (H5Tget_class(mt) == H5T_STRING &&
+		     H5Tis_variable_str(mt) > 0))
+			H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, buf);
+	}
+	if (!ok)
+		(*(unsigned *)data)++;
 	free(buf);
 	if (mt >= 0)
 		H5Tclose(mt);
@@ -726,11 +780,15 @@ static herr_t read_attr_cb(hid_t obj, const char *name, const H5A_info_t *ai,
 	return 0;
 }
 
-static void read_attrs(hid_t obj)
+static unsigned read_attrs(hid_t obj)
 {
 	hsize_t idx = 0;
+	unsigned bad = 0;
 
-	H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, read_attr_cb, NULL);
+	if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, read_attr_cb,
+			&bad) < 0)
+		bad++;
+	return bad;
 }
 
 /* First pass over one input: checksum, open, and read all the metadata
@@ -776,7 +834,10 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 		sh5_attr_get_str(ns->node, "User", user, 64);
 	if (ns->kind == SH5_NODESTEP_OURS && !cluster[0])
 		sh5_attr_get_str(ns->node, "Cluster", cluster, 64);
-	read_attrs(ns->node);
+	if ((f->lost_objects = read_attrs(ns->node)))
+		snprintf(f->reason, sizeof(f->reason), "%u unreadable "
+			 "attribute%s of /%s", f->lost_objects,
+			 f->lost_objects == 1 ? "" : "s", ns->node_name);
 	for (i = 0; i < ns->nseries; i++) {
 		struct sh5_ns_series *e = &ns->series[i];
 		struct sh5_cursor c;
@@ -797,7 +858,13 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 					 "%.60s: cannot open", e->path);
 			continue;
 		}
-		read_attrs(d);
+		if (read_attrs(d)) {
+			f->lost_objects++;
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: unreadable attributes",
+					 e->path);
+		}
 		if (!ns->salvaged) {
 			hsize_t nchunks = 0;
 			hid_t dcpl = H5Dget_create_plist(d);
@@ -875,6 +942,7 @@ struct prober {
 	int fd;
 	size_t next;   /* the input it is on */
 	int live;
+	double since;  /* when it started on it */
 };
 
 static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
@@ -892,6 +960,7 @@ static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 		return -1;
 	}
 	if (pid == 0) {
+		child_signals();
 		close(pfd[0]);
 		for (i = first; i < m->nin; i += stride) {
 			struct probe_msg msg;
@@ -917,6 +986,7 @@ static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 	p->fd = pfd[0];
 	p->next = first;
 	p->live = 1;
+	p->since = now_s();
 	return 0;
 }
 
@@ -949,7 +1019,7 @@ static void probe_all(struct mstate *m)
 				pf[n].events = POLLIN;
 				map[n++] = k;
 			}
-		if (!n || poll(pf, n, -1) < 0) {
+		if (!n || poll(pf, n, 1000) < 0) {
 			if (n && errno == EINTR)
 				continue;
 			break;
@@ -958,17 +1028,25 @@ static void probe_all(struct mstate *m)
 			struct prober *p = &pr[map[i]];
 			struct probe_msg msg;
 			size_t off = 0;
-			int st = 0;
+			int st = 0, hung = 0;
 
-			if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			while (off < sizeof(msg)) {
-				ssize_t r = read(p->fd, (char *)&msg + off,
-						 sizeof(msg) - off);
+			if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+				if (now_s() - p->since < read_timeout())
+					continue;
+				/* Stuck on this input: end it. */
+				kill(p->pid, SIGKILL);
+				hung = 1;
+			}
+			if (!hung) {
+				while (off < sizeof(msg)) {
+					ssize_t r = read(p->fd,
+							 (char *)&msg + off,
+							 sizeof(msg) - off);
 
-				if (r <= 0)
-					break;
-				off += (size_t)r;
+					if (r <= 0)
+						break;
+					off += (size_t)r;
+				}
 			}
 			if (off == sizeof(msg) && msg.idx == p->next) {
 				m->fi[msg.idx] = msg.f;
@@ -977,6 +1055,7 @@ static void probe_all(struct mstate *m)
 				if (!m->cluster[0])
 					memcpy(m->cluster, msg.cluster, 64);
 				p->next += par;
+				p->since = now_s();
 				done++;
 				if (m->o->progress)
 					m->o->progress(m->o->arg, 1, done,
@@ -994,7 +1073,12 @@ static void probe_all(struct mstate *m)
 
 				f->usable = 0;
 				f->status = "skipped";
-				if (WIFSIGNALED(st))
+				if (hung)
+					snprintf(f->reason, sizeof(f->reason),
+						 "corrupt: HDF5 does not finish "
+						 "reading it (stopped after %d s)",
+						 read_timeout());
+				else if (WIFSIGNALED(st))
 					snprintf(f->reason, sizeof(f->reason),
 						 "corrupt: reading it crashes "
 						 "HDF5 (signal %d)",
@@ -1112,6 +1196,245 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 /* ------------------------------------------------------------------ */
 /* Pass 2: write. */
 
+/* ------------------------------------------------------------------ */
+/* The second pass's reader process.  HDF5 reading and decoding (inflate
+ * included) run in a child while this process writes: two CPUs work, and
+ * a crash of HDF5 on a damaged input ends only the child (the series is
+ * cut there and a new child goes on with the next file). */
+
+static size_t rows_per_buffer(const struct mstate *m,
+			      const struct sh5_series *s)
+{
+	size_t rows = m->buf_bytes / s->ops->record_size(s);
+
+	if (rows > CHUNK_ROWS_MAX)
+		rows -= rows % CHUNK_ROWS_MAX;
+	return rows ? rows : 1;
+}
+
+static int put_all(int fd, const void *p, size_t len)
+{
+	const char *c = p;
+
+	while (len) {
+		ssize_t w = write(fd, c, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int get_all(int fd, void *p, size_t len)
+{
+	char *c = p;
+
+	while (len) {
+		ssize_t r = read(fd, c, len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static void feeder_child(struct mstate *m, int fd, size_t from)
+{
+	size_t fi, si;
+
+	child_signals();
+	for (fi = from; fi < m->nin; fi++) {
+		struct finfo *f = &m->fi[fi];
+		struct sh5_nodestep *ns;
+
+		if (!f->usable)
+			continue;
+		ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
+				       f->in->step_id, NULL);
+		for (si = 0; ns && si < ns->nseries; si++) {
+			struct sh5_ns_series *e = &ns->series[si];
+			struct feed_head h;
+			struct sh5_cursor c;
+			size_t rows = rows_per_buffer(m, e->series), n;
+			size_t rs = e->series->ops->record_size(e->series);
+			hid_t d = H5Dopen2(ns->node, e->path, H5P_DEFAULT);
+
+			memset(&h, 0, sizeof(h));
+			h.file = fi;
+			h.series = si;
+			if (d < 0 || sh5_cursor_open(&c, d, e->series,
+						     ns->salvaged ?
+						     ns->real_eof : 0,
+						     NULL) < 0) {
+				h.status = -1;
+				if (d >= 0)
+					H5Dclose(d);
+				if (put_all(fd, &h, sizeof(h)) < 0)
+					_exit(3);
+				continue;
+			}
+			while ((n = sh5_cursor_read(&c, m->buf, rows)) > 0) {
+				h.rows = n;
+				if (put_all(fd, &h, sizeof(h)) < 0 ||
+				    put_all(fd, m->buf, n * rs) < 0)
+					_exit(3);
+			}
+			h.rows = 0;
+			h.status = 1;
+			h.good_rows = c.good_rows;
+			h.damaged = c.damaged;
+			snprintf(h.reason, sizeof(h.reason), "%s", c.reason);
+			sh5_cursor_close(&c);
+			H5Dclose(d);
+			if (put_all(fd, &h, sizeof(h)) < 0)
+				_exit(3);
+		}
+		sh5_nodestep_close(ns);
+	}
+	_exit(0);
+}
+
+static void feeder_start(struct mstate *m, size_t from)
+{
+	int pfd[2];
+	pid_t pid;
+
+	m->feed_fd = -1;
+	m->feed_have = 0;
+	/* Also on one CPU: the child is what keeps a crash of HDF5 from
+	 * ending the merge.  SH5MERGE_NO_FORK: all in this process (for
+	 * comparisons in tests; loses that protection). */
+	if (getenv("SH5MERGE_NO_FORK") || pipe(pfd) < 0)
+		return;
+	if ((pid = fork()) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		feeder_child(m, pfd[1], from);
+	}
+	close(pfd[1]);
+#ifdef F_SETPIPE_SZ
+	fcntl(pfd[0], F_SETPIPE_SZ, 1 << 20);
+#endif
+	m->feed_pid = pid;
+	m->feed_fd = pfd[0];
+}
+
+static void feeder_stop(struct mstate *m)
+{
+	if (m->feed_fd < 0)
+		return;
+	close(m->feed_fd);
+	m->feed_fd = -1;
+	kill(m->feed_pid, SIGKILL);
+	waitpid(m->feed_pid, NULL, 0);
+}
+
+/* The child ended early while reading file fi: note why, and start a new
+ * one after that file. */
+static void feeder_died(struct mstate *m, size_t fi, struct sh5_cursor *c)
+{
+	int st = 0;
+
+	close(m->feed_fd);
+	m->feed_fd = -1;
+	waitpid(m->feed_pid, &st, 0);
+	m->feed_died = 1;
+	m->feed_dead_file = fi;
+	c->damaged = 1;
+	if (WIFSIGNALED(st))
+		snprintf(c->reason, sizeof(c->reason), "reading it crashes "
+			 "HDF5 (signal %d)", WTERMSIG(st));
+	else
+		snprintf(c->reason, sizeof(c->reason), "the reading process "
+			 "failed");
+	c->good_rows = c->pos;
+	feeder_start(m, fi + 1);
+}
+
+/* Next block of series si of file fi into buf (at most max records, the
+ * ops' layout), like sh5_cursor_read() on the local cursor c, whose
+ * position and damage fields it keeps up to date. */
+static size_t feed_read(struct mstate *m, size_t fi, size_t si,
+			struct sh5_cursor *c, void *buf, size_t max)
+{
+	struct feed_head *h = &m->feed_head;
+	size_t rs = c->s->ops->record_size(c->s);
+
+	if (m->feed_died && m->feed_dead_file == fi) {
+		/* The rest of a file that crashed HDF5 is not read. */
+		if (!c->damaged) {
+			c->damaged = 1;
+			snprintf(c->reason, sizeof(c->reason), "not read: "
+				 "reading this file crashes HDF5");
+			c->good_rows = c->pos;
+		}
+		return 0;
+	}
+	if (m->feed_fd < 0)
+		return sh5_cursor_read(c, buf, max);
+	for (;;) {
+		if (!m->feed_have) {
+			struct pollfd pf = { m->feed_fd, POLLIN, 0 };
+
+			/* HDF5 may loop forever on a damaged file. */
+			if (poll(&pf, 1, read_timeout() * 1000) == 0) {
+				kill(m->feed_pid, SIGKILL);
+				feeder_died(m, fi, c);
+				snprintf(c->reason, sizeof(c->reason), "HDF5 "
+					 "does not finish reading it (stopped "
+					 "after %d s)", read_timeout());
+				return 0;
+			}
+			if (get_all(m->feed_fd, h, sizeof(*h)) < 0) {
+				feeder_died(m, fi, c);
+				return 0;
+			}
+			m->feed_have = 1;
+		}
+		if (h->file != fi || h->series != si) {
+			/* Out of step (a series or file skipped here): go
+			 * on without the child. */
+			feeder_stop(m);
+			return sh5_cursor_read(c, buf, max);
+		}
+		m->feed_have = 0;
+		if (h->status < 0) {
+			c->damaged = 1;
+			snprintf(c->reason, sizeof(c->reason), "unreadable");
+			c->good_rows = c->pos;
+			return 0;
+		}
+		if (h->status == 1) {
+			if (h->damaged) {
+				c->damaged = 1;
+				snprintf(c->reason, sizeof(c->reason), "%s",
+					 h->reason);
+			}
+			c->good_rows = c->pos;
+			return 0;
+		}
+		if (h->rows > max || get_all(m->feed_fd, buf,
+					     (size_t)h->rows * rs) < 0) {
+			feeder_died(m, fi, c);
+			return 0;
+		}
+		c->pos += h->rows;
+		return (size_t)h->rows;
+	}
+}
+
 /* Can the chunks of din be copied raw into a dataset of file type ft?
  * Filtered (else the plain path is as fast), same type. */
 static int raw_copyable(hid_t din, hid_t ft)
@@ -1176,10 +1499,7 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 	hid_t dapl = -1;
 	int raw;
 
-	if (rows_per_buf > CHUNK_ROWS_MAX)
-		rows_per_buf -= rows_per_buf % CHUNK_ROWS_MAX;
-	if (!rows_per_buf)
-		rows_per_buf = 1;
+	rows_per_buf = rows_per_buffer(m, s);
 	ops->total_init(s, total);
 	if ((din = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0 ||
 	    sh5_cursor_open(&c, din, s, ns->salvaged ? ns->real_eof : 0,
@@ -1235,7 +1555,9 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 		map = NULL;
 	}
 	for (;;) {
-		size_t n = sh5_cursor_read(&c, m->buf, rows_per_buf);
+		size_t n = feed_read(m, (size_t)(f - m->fi),
+				     (size_t)(e - ns->series), &c, m->buf,
+				     rows_per_buf);
 		hsize_t start[1] = { done }, cnt[1] = { n };
 
 		if (!n)
@@ -1749,6 +2071,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	int rc = -1, partial;
 
 	memset(&m, 0, sizeof(m));
+	m.feed_fd = -1;
 	if (!stats)
 		stats = &dummy;
 	memset(stats, 0, sizeof(*stats));
@@ -1828,6 +2151,9 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 #ifdef HAVE_H5PSET_FILE_LOCKING
 	H5Pset_file_locking(fapl, 0, 1);
 #endif
+	/* The reader process starts before the output exists (it must not
+	 * share it). */
+	feeder_start(&m, 0);
 	fout = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
 	if (fout < 0) {
 		h5err(errp, "%s: cannot create", tmp);
@@ -1944,6 +2270,7 @@ fail_quiet:
 			o->temp_path(o->arg, NULL);
 	}
 out:
+	feeder_stop(&m);
 	if (fout >= 0)
 		H5Fclose(fout);
 	if (fapl >= 0)

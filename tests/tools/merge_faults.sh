@@ -112,6 +112,28 @@ expect_fail "file crashing HDF5" "${J}_0_node2.h5: corrupt: reading it crashes H
 	$SH5MERGE merge -j $J -p $P -u u
 partial_ok "file crashing HDF5" heap.h5 -p $P
 grep -q "^${J}_0_node2.h5 skipped" inputs || fail "crashing file not marked skipped"
+# ... and a heap object overrunning the free space makes it loop forever:
+# the reading child is stopped after SH5MERGE_READ_TIMEOUT seconds.
+fresh loop
+$PY - $D/${J}_0_node2.h5 <<'PY' || fail "corrupting the heap"
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.find(b"GCOL")
+o, last = i + 16, None
+while True:
+    idx = struct.unpack_from("<H", d, o)[0]
+    size = struct.unpack_from("<Q", d, o + 8)[0]
+    if idx == 0:
+        break
+    last = o
+    o += 16 + ((size + 7) // 8) * 8
+struct.pack_into("<Q", d, last + 8, 0xd8)
+open(sys.argv[1], "wb").write(d)
+PY
+SH5MERGE_READ_TIMEOUT=2 expect_fail "file looping HDF5" \
+	"${J}_0_node2.h5: corrupt: HDF5 does not finish reading it" \
+	timeout 60 $SH5MERGE merge -j $J -p $P -u u
+SH5MERGE_READ_TIMEOUT=2 partial_ok "file looping HDF5" loop.h5 -p $P
 # Corrupt superblock.
 fresh sb
 printf '\377%.0s' $(seq 1 40) | dd of=$D/${J}_0_node1.h5 bs=1 seek=8 conv=notrunc 2>/dev/null
