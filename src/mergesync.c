@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -261,7 +262,9 @@ out:
  * process (a damaged file can crash HDF5: the merge's first pass marks
  * it; here it must only end the child, and a new one goes on with the
  * next file).  The child writes one byte per file: '1' measurements, '0'
- * none or unreadable; it stops at the first '1'.
+ * none or unreadable; it stops at the first '1'.  A child that makes
+ * no progress for SH5MERGE_READ_TIMEOUT seconds (HDF5 loops on some
+ * damaged files) is killed and the file skipped.
  */
 static void probe_child(const struct sh5_merge_opts *o,
 			const struct sh5_input *in, size_t n, size_t from,
@@ -285,6 +288,16 @@ static void probe_child(const struct sh5_merge_opts *o,
 			break;
 	}
 	_exit(0);
+}
+
+/* Seconds the probe may spend on one file: as the merge's readers
+ * (SH5MERGE_READ_TIMEOUT, default 120). */
+static int probe_timeout(void)
+{
+	const char *e = getenv("SH5MERGE_READ_TIMEOUT");
+	long v = e ? strtol(e, NULL, 10) : 0;
+
+	return v > 0 && v < 86400 ? (int)v : 120;
 }
 
 static int any_measurement(const struct sh5_merge_opts *o)
@@ -314,14 +327,26 @@ static int any_measurement(const struct sh5_merge_opts *o)
 			probe_child(o, in, n, next, pfd[1]);
 		}
 		close(pfd[1]);
-		while (!found && read(pfd[0], &c, 1) == 1) {
+		for (;;) {
+			struct pollfd pf = { .fd = pfd[0], .events = POLLIN };
+			int r = poll(&pf, 1, probe_timeout() * 1000);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r == 0)	/* HDF5 loops on some damaged files */
+				kill(pid, SIGKILL);
+			if (r <= 0 || read(pfd[0], &c, 1) != 1)
+				break;
 			next++;
-			found = c == '1';
+			if ((found = c == '1'))
+				break;
 		}
 		close(pfd[0]);
+		if (found)
+			kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		if (!found && next < n)
-			next++;		/* the child died on this file */
+			next++;		/* the child died or hung on this file */
 	}
 	sh5_inputs_free(in, n);
 	return found;
