@@ -22,7 +22,7 @@ CONF=$S/conf/acct_gather.conf.example
 PLUGIN=$S/plugins/acct_gather_profile_sh5.c
 COMMANDS="merge extract list sync lbdata counters"
 # Options of other programs the man page may name.
-FOREIGN="--profile"
+FOREIGN="--profile --data-binary"
 
 if ! command -v groff >/dev/null; then
 	echo "SKIP: groff not installed (scripts/install-deps.sh: groff-base)"
