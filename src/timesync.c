@@ -9,9 +9,16 @@
 #include "timesync.h"
 #include "trace.h"
 
-/* Internal event flags (cleared before returning). */
-#define EVF_DONE 0x100		/* processed by the forward pass */
-#define EVF_BOUND 0x200		/* incoming bound stored in lcp[] */
+/* Bitmaps of one bit per event. */
+static inline int bit_get(const uint64_t *m, uint32_t e)
+{
+	return (int)(m[e >> 6] >> (e & 63)) & 1;
+}
+
+static inline void bit_set(uint64_t *m, uint32_t e)
+{
+	m[e >> 6] |= (uint64_t)1 << (e & 63);
+}
 
 static int64_t sat64(__int128 v)
 {
@@ -591,7 +598,18 @@ void sh5_clc_params_init(struct sh5_clc_params *p)
 
 struct jump {
 	uint32_t pos;		/* index into loc_order */
+	uint32_t ev;		/* the event (loc_order[pos]) */
 	int64_t amount;
+};
+
+/* Forward pass state of one location. */
+struct locst {
+	int64_t plc;		/* LC of the previous event */
+	int64_t pc;		/* its pre-synchronized time */
+	uint32_t cur;		/* loc_order position of the next event */
+	uint32_t wait;		/* the event it waits at for its bound, or
+				 * NONE */
+	uint32_t has_prev;
 };
 
 struct clc {
@@ -599,9 +617,10 @@ struct clc {
 	const struct sh5_clc_params *p;
 	int64_t *c;		/* pre-synchronized times (input) */
 	int64_t *lcp;		/* LC': incoming bound, then forward LC */
-	uint32_t *cur;		/* per location: next position */
-	uint8_t *blocked;	/* per location */
-	uint32_t *stack;
+	struct locst *ls;	/* per location */
+	uint64_t *bset;		/* bitmap: incoming bound stored in lcp[] */
+	uint64_t *bdone;	/* bitmap: processed by the forward pass */
+	uint32_t *stack;	/* locations woken, to run */
 	size_t nstack;
 	uint32_t *nb_done;	/* per instance: begins processed */
 	uint32_t *prefix;	/* per instance (SCAN): ranks 0..prefix-1
@@ -619,23 +638,19 @@ struct clc {
 	struct sh5_clc_result *res;
 };
 
-static void wake_if_waiting(struct clc *x, uint32_t e)
-{
-	uint32_t l = x->t->loc[e];
-
-	if (x->blocked[l] && x->t->loc_order[x->cur[l]] == e) {
-		x->blocked[l] = 0;
-		x->stack[x->nstack++] = l;
-	}
-}
-
 static void set_bound(struct clc *x, uint32_t e, int64_t v)
 {
-	if (x->t->ev[e].flags & (EVF_DONE | SH5_EVF_FREE))
+	uint32_t l;
+
+	if ((x->t->ev[e].flags & SH5_EVF_FREE) || bit_get(x->bdone, e))
 		return;	/* released to break a cycle */
 	x->lcp[e] = v;
-	x->t->ev[e].flags |= EVF_BOUND;
-	wake_if_waiting(x, e);
+	bit_set(x->bset, e);
+	l = x->t->loc[e];
+	if (x->ls[l].wait == e) {
+		x->ls[l].wait = SH5_TRACE_NONE;
+		x->stack[x->nstack++] = l;
+	}
 }
 
 /* Needs an incoming bound before it can be processed? */
@@ -700,7 +715,7 @@ static void begin_done(struct clc *x, uint32_t b)
 	case SH5_COLL_SCAN:
 	case SH5_COLL_EXSCAN:
 		while (x->prefix[k] < in->size &&
-		       (t->ev[bl[x->prefix[k]]].flags & EVF_DONE)) {
+		       bit_get(x->bdone, bl[x->prefix[k]])) {
 			uint32_t p = ++x->prefix[k], j, i;
 			int64_t m = INT64_MIN;
 
@@ -723,7 +738,7 @@ static void begin_done(struct clc *x, uint32_t b)
 	}
 }
 
-static int add_jump(struct clc *x, uint32_t pos, int64_t amount)
+static int add_jump(struct clc *x, uint32_t pos, uint32_t e, int64_t amount)
 {
 	if (x->njumps == x->jcap) {
 		size_t nc = x->jcap ? x->jcap * 2 : 1024;
@@ -735,6 +750,7 @@ static int add_jump(struct clc *x, uint32_t pos, int64_t amount)
 		x->jcap = nc;
 	}
 	x->jumps[x->njumps].pos = pos;
+	x->jumps[x->njumps].ev = e;
 	x->jumps[x->njumps].amount = amount;
 	x->njumps++;
 	x->res->jumps++;
@@ -743,113 +759,144 @@ static int add_jump(struct clc *x, uint32_t pos, int64_t amount)
 	return 0;
 }
 
+/* llround(v) for |v| < 2^62 without a library call: truncation, then
+ * the exact fractional part decides (halves away from zero). */
+static inline int64_t round_near(double v)
+{
+	int64_t i;
+	double f;
+
+	if (!(v > -0x1p62 && v < 0x1p62))
+		return llround(v);
+	i = (int64_t)v;
+	f = v - (double)i;
+	if (f >= 0.5)
+		i++;
+	else if (f <= -0.5)
+		i--;
+	return i;
+}
+
+/* Process event e, the next one of location loc (state L).  Returns 1
+ * when done, 0 when it has to wait for its incoming bound, -1 on memory
+ * error. */
+static inline int step(struct clc *x, struct locst *L, uint32_t loc,
+		       uint32_t e)
+{
+	struct sh5_trace *t = x->t;
+	const struct sh5_clc_params *p = x->p;
+	const struct sh5_trace_event *ev = &t->ev[e];
+	int64_t c = x->c[e], lc = c, base, dc;
+	int need = needs_bound(t, e);
+
+	if (need && !bit_get(x->bset, e)) {
+		L->wait = e;
+		return 0;
+	}
+	/* Equation (4): local constraints.  delta: given, or 1 ns unless
+	 * the local interval is 0. */
+	if (L->has_prev) {
+		int64_t d = p->delta >= 0 ? p->delta : (c > L->pc ? 1 : 0);
+		int64_t v = sat64((__int128)L->plc + d);
+		double g;
+
+		if (v > lc)
+			lc = v;
+		/* the interval to double: exact either way */
+		g = __builtin_sub_overflow(c, L->pc, &dc) ?
+		    (double)((__int128)c - L->pc) : (double)dc;
+		v = sat64((__int128)L->plc + round_near(p->gamma * g));
+		if (v > lc)
+			lc = v;
+	}
+	base = lc;
+	/* Equation (3)/(3'): the incoming bound. */
+	if (need && x->lcp[e] > lc)
+		lc = x->lcp[e];
+	if (lc > base && add_jump(x, L->cur, e, lc - base) < 0)
+		return -1;
+	x->lcp[e] = lc;
+	bit_set(x->bdone, e);
+	L->plc = lc;
+	L->pc = c;
+	L->has_prev = 1;
+	L->cur++;
+	x->left--;
+	if (ev->flags & SH5_EVF_FREE)
+		return 1;
+	if (ev->kind == SH5_EV_SEND) {
+		if (ev->link != SH5_TRACE_NONE &&
+		    !(t->ev[ev->link].flags & SH5_EVF_FREE))
+			set_bound(x, ev->link,
+				  add_mu(lc, mu_of(t, loc, t->loc[ev->link],
+						   p->mu_intra,
+						   p->mu_inter)));
+	} else if (ev->kind == SH5_EV_CBEGIN && ev->ref != SH5_TRACE_NONE) {
+		begin_done(x, e);
+	}
+	return 1;
+}
+
 /* Run the locations on the stack as far as they can go, but not past
  * file index `limit` (keeps the memory access nearly sequential). */
 static int drain(struct clc *x, uint32_t limit)
 {
 	struct sh5_trace *t = x->t;
-	const struct sh5_clc_params *p = x->p;
 
 	while (x->nstack) {
 		uint32_t loc = x->stack[--x->nstack];
+		struct locst *L = &x->ls[loc];
 		uint32_t end = t->loc_first[loc + 1];
-		uint32_t k = x->cur[loc];
-		int64_t plc = 0, pc = 0;
-		int has_prev = k > t->loc_first[loc];
+		int r;
 
-		if (has_prev) {
-			plc = x->lcp[t->loc_order[k - 1]];
-			pc = x->c[t->loc_order[k - 1]];
-		}
-		for (; k < end; k++) {
-			uint32_t e = t->loc_order[k];
-			struct sh5_trace_event *ev = &t->ev[e];
-			int64_t c = x->c[e], lc = c, base;
-			int need;
+		while (L->cur < end) {
+			uint32_t e = t->loc_order[L->cur];
 
 			if (e > limit)
 				break;
-			need = needs_bound(t, e);
-			if (need && !(ev->flags & EVF_BOUND)) {
-				x->blocked[loc] = 1;
-				break;
-			}
-			/* Equation (4): local constraints.  delta: given,
-			 * or 1 ns unless the local interval is 0. */
-			if (has_prev) {
-				int64_t d = p->delta >= 0 ? p->delta :
-					    (c > pc ? 1 : 0);
-				int64_t v = sat64((__int128)plc + d);
-
-				if (v > lc)
-					lc = v;
-				v = sat64((__int128)plc +
-					  llround(p->gamma *
-						  (double)((__int128)c - pc)));
-				if (v > lc)
-					lc = v;
-			}
-			base = lc;
-			/* Equation (3)/(3'): the incoming bound. */
-			if (need && x->lcp[e] > lc)
-				lc = x->lcp[e];
-			if (lc > base && add_jump(x, k, lc - base) < 0)
+			r = step(x, L, loc, e);
+			if (r < 0)
 				return -1;
-			x->lcp[e] = lc;
-			ev->flags |= EVF_DONE;
-			ev->flags &= (uint16_t)~EVF_BOUND;
-			plc = lc;
-			pc = c;
-			has_prev = 1;
-			x->left--;
-			x->cur[loc] = k + 1;
-			if (ev->flags & SH5_EVF_FREE)
-				continue;
-			if (ev->kind == SH5_EV_SEND &&
-			    ev->link != SH5_TRACE_NONE &&
-			    !(t->ev[ev->link].flags & SH5_EVF_FREE))
-				set_bound(x, ev->link,
-					  add_mu(lc, mu_of(t, loc,
-							   t->loc[ev->link],
-							   p->mu_intra,
-							   p->mu_inter)));
-			else if (ev->kind == SH5_EV_CBEGIN &&
-				 ev->ref != SH5_TRACE_NONE)
-				begin_done(x, e);
+			if (r == 0)
+				break;
 		}
-		x->cur[loc] = k;
 	}
 	return 0;
 }
 
 /* Forward amortization over every location, in an order that respects
  * all happened-before relations: file order, except that a location
- * waiting for a bound pauses until the bound is known. */
+ * waiting for a bound pauses until the bound is known (and then catches
+ * up to the current file position). */
 static int forward(struct clc *x, struct sh5_error *errp)
 {
 	struct sh5_trace *t = x->t;
 	const struct sh5_clc_params *p = x->p;
 	size_t l, i;
-	int rc = -1;
+	int rc = -1, r;
 
 	x->left = t->nev;
 	for (i = 0; i < t->nev; i++) {
 		uint32_t lo = t->loc[i];
+		struct locst *L = &x->ls[lo];
 
-		if (x->blocked[lo] || t->loc_order[x->cur[lo]] != i)
+		/* Not waiting: every earlier event of lo is done, so i is
+		 * its next one. */
+		if (L->wait != SH5_TRACE_NONE)
 			continue;
-		x->stack[x->nstack++] = lo;
-		if (drain(x, (uint32_t)i) < 0)
+		r = step(x, L, lo, (uint32_t)i);
+		if (r < 0)
+			goto nomem;
+		if (x->nstack && drain(x, (uint32_t)i) < 0)
 			goto nomem;
 	}
 	while (x->left) {
 		/* Stuck: the waits form a cycle. */
 		for (l = 0; l < t->nloc; l++) {
-			uint32_t e, s;
+			uint32_t e = x->ls[l].wait, s;
 
-			if (!x->blocked[l])
+			if (e == SH5_TRACE_NONE)
 				continue;
-			e = t->loc_order[x->cur[l]];
 			s = t->ev[e].kind == SH5_EV_RECV ? t->ev[e].link :
 			    SH5_TRACE_NONE;
 			if (s != SH5_TRACE_NONE)
@@ -873,7 +920,7 @@ static int forward(struct clc *x, struct sh5_error *errp)
 			if (s != SH5_TRACE_NONE)
 				t->ev[s].flags |= SH5_EVF_FREE;
 			x->res->released++;
-			x->blocked[l] = 0;
+			x->ls[l].wait = SH5_TRACE_NONE;
 			x->stack[x->nstack++] = (uint32_t)l;
 			break;
 		}
@@ -1020,7 +1067,7 @@ static int backward_one(struct clc *x, const struct jump *j, int64_t *shift,
 			size_t *ecap)
 {
 	struct sh5_trace *t = x->t;
-	uint32_t r = t->loc_order[j->pos];
+	uint32_t r = j->ev;
 	uint32_t first = t->loc_first[t->loc[r]], q;
 	int64_t tr = x->lcp[r], D = j->amount, LA, t0;
 	size_t ne = 0, nh = 0, i, h;
@@ -1159,14 +1206,16 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 	for (i = 0; i < t->ninst; i++)
 		if (t->inst[i].size > maxsize)
 			maxsize = t->inst[i].size;
-	x.lcp = p->work ? p->work : malloc((t->nev + 1) * sizeof(*x.lcp));
-	x.cur = malloc((t->nloc + 1) * sizeof(*x.cur));
-	x.blocked = calloc(t->nloc + 1, 1);
+	x.lcp = p->work ? p->work :
+		sh5_trace_array_alloc((t->nev + 1) * sizeof(*x.lcp));
+	x.ls = malloc((t->nloc + 1) * sizeof(*x.ls));
+	x.bset = calloc(t->nev / 64 + 1, sizeof(*x.bset));
+	x.bdone = calloc(t->nev / 64 + 1, sizeof(*x.bdone));
 	x.stack = malloc((t->nloc + 1) * sizeof(*x.stack));
 	x.nb_done = calloc(t->ninst + 1, sizeof(*x.nb_done));
 	x.prefix = calloc(t->ninst + 1, sizeof(*x.prefix));
 	x.bound = malloc(maxsize * sizeof(*x.bound));
-	if (!x.lcp || !x.cur || !x.blocked || !x.stack || !x.nb_done ||
+	if (!x.lcp || !x.ls || !x.bset || !x.bdone || !x.stack || !x.nb_done ||
 	    !x.prefix || !x.bound || nodescratch_init(&x.ns, t->nnode) < 0) {
 		x.ns.max = NULL;
 		x.ns.touched = NULL;
@@ -1175,8 +1224,12 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 			      strerror(errno));
 		goto out;
 	}
-	for (i = 0; i < t->nloc; i++)
-		x.cur[i] = t->loc_first[i];
+	for (i = 0; i < t->nloc; i++) {
+		x.ls[i].cur = t->loc_first[i];
+		x.ls[i].wait = SH5_TRACE_NONE;
+		x.ls[i].has_prev = 0;
+		x.ls[i].plc = x.ls[i].pc = 0;
+	}
 	if (forward(&x, errp) < 0)
 		goto out;
 	/* times[] is free now: it becomes the backward shift. */
@@ -1199,19 +1252,15 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 			}
 		}
 	}
-	for (i = 0; i < t->nev; i++) {
+	for (i = 0; i < t->nev; i++)
 		times[i] = sat64((__int128)x.lcp[i] + times[i]);
-		t->ev[i].flags &= (uint16_t)~(EVF_DONE | EVF_BOUND);
-	}
 	rc = 0;
 out:
-	if (rc < 0)
-		for (i = 0; i < t->nev; i++)
-			t->ev[i].flags &= (uint16_t)~(EVF_DONE | EVF_BOUND);
 	if (x.lcp != p->work)
 		free(x.lcp);
-	free(x.cur);
-	free(x.blocked);
+	free(x.ls);
+	free(x.bset);
+	free(x.bdone);
 	free(x.stack);
 	free(x.nb_done);
 	free(x.prefix);
