@@ -654,10 +654,25 @@ static void set_bound(struct clc *x, uint32_t e, int64_t v)
 }
 
 /* Needs an incoming bound before it can be processed? */
-static int needs_bound(const struct sh5_trace *t, uint32_t e)
+/* sh5_trace_op_class() without the call (ops are < SH5_OP_COUNT) */
+static inline enum sh5_coll_class op_class(unsigned op)
+{
+	static const uint8_t cls[SH5_OP_COUNT] = {
+		[SH5_OP_BCAST] = SH5_COLL_1TON,
+		[SH5_OP_SCATTER] = SH5_COLL_1TON,
+		[SH5_OP_GATHER] = SH5_COLL_NTO1,
+		[SH5_OP_REDUCE] = SH5_COLL_NTO1,
+		[SH5_OP_SCAN] = SH5_COLL_SCAN,
+		[SH5_OP_EXSCAN] = SH5_COLL_EXSCAN,
+	};
+
+	return op < SH5_OP_COUNT ? (enum sh5_coll_class)cls[op] :
+	       SH5_COLL_NTON;
+}
+
+static inline int needs_bound(const struct sh5_trace *t, uint32_t e)
 {
 	const struct sh5_trace_event *ev = &t->ev[e];
-	const struct sh5_trace_inst *in;
 
 	if (ev->flags & SH5_EVF_FREE)
 		return 0;
@@ -665,16 +680,15 @@ static int needs_bound(const struct sh5_trace *t, uint32_t e)
 		return ev->link != SH5_TRACE_NONE;
 	if (ev->kind != SH5_EV_CEND || ev->ref == SH5_TRACE_NONE)
 		return 0;
-	in = &t->inst[ev->ref];
-	switch (in->cls) {
+	/* the instance's class is its operation's (one operation per
+	 * instance) */
+	switch (op_class(ev->op)) {
 	case SH5_COLL_1TON:
-	case SH5_COLL_NTO1: {
-		int is_root = t->loc[e] == ev->aux;
-
-		return in->cls == SH5_COLL_1TON ? !is_root : is_root;
-	}
+		return t->loc[e] != ev->aux;
+	case SH5_COLL_NTO1:
+		return t->loc[e] == ev->aux;
 	case SH5_COLL_EXSCAN:
-		return t->inst_begin[in->first] != ev->link;
+		return t->inst_begin[t->inst[ev->ref].first] != ev->link;
 	default:
 		return 1;
 	}
@@ -770,11 +784,8 @@ static inline int64_t round_near(double v)
 		return llround(v);
 	i = (int64_t)v;
 	f = v - (double)i;
-	if (f >= 0.5)
-		i++;
-	else if (f <= -0.5)
-		i--;
-	return i;
+	/* no branch: the direction is as good as random */
+	return i + (int64_t)(f >= 0.5) - (int64_t)(f <= -0.5);
 }
 
 /* Process event e, the next one of location loc (state L).  Returns 1
