@@ -733,7 +733,8 @@ struct rec {
 	int is_offset;
 };
 
-static int add_event(struct parser *p, const struct rec *r, uint32_t line);
+static inline int add_event(struct parser *p, const struct rec *r,
+			    uint32_t line) __attribute__((always_inline));
 
 /* Parse one data line.  Returns 0 (event added, or problem recorded), -1
  * on memory error. */
@@ -900,7 +901,8 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 
 /* Add the event (or OFFSET measurement) of a valid data line.  Returns 0
  * (added, or problem recorded), -1 on memory error. */
-static int add_event(struct parser *p, const struct rec *r, uint32_t line)
+static inline int add_event(struct parser *p, const struct rec *r,
+			    uint32_t line)
 {
 	struct sh5_trace *t = p->t;
 	int64_t lid = r->lid, tm = r->tm, peer = r->peer, tag = r->tag;
@@ -986,14 +988,16 @@ static int add_event(struct parser *p, const struct rec *r, uint32_t line)
 	t->time[t->nev] = tm;
 	p->ls[li].count++;
 	if (kind == SH5_EV_SEND || kind == SH5_EV_RECV) {
-		uint32_t *l2 = grow(p->p2p, &p->p2pcap, p->np2p + 1,
+		uint32_t *l2 = p->np2p < p->p2pcap ? p->p2p :
+			       grow(p->p2p, &p->p2pcap, p->np2p + 1,
 				    sizeof(*l2));
 		if (!l2)
 			return -1;
 		p->p2p = l2;
 		l2[p->np2p++] = (uint32_t)t->nev;
 	} else if (kind == SH5_EV_CBEGIN) {
-		uint32_t *l2 = grow(p->cbl, &p->cbcap, p->ncb + 1,
+		uint32_t *l2 = p->ncb < p->cbcap ? p->cbl :
+			       grow(p->cbl, &p->cbcap, p->ncb + 1,
 				    sizeof(*l2));
 		if (!l2)
 			return -1;
@@ -1170,6 +1174,37 @@ static inline const char *fld_bytes_eol(const char *q)
 	return *q == '\n' ? q + 1 : NULL;
 }
 
+/* The operation name at q (at least 16 bytes of the block left) if a
+ * ',' follows it: its length in *len.  SH5_OP_NONE otherwise. */
+static inline unsigned op_at(const char *q, size_t *len)
+{
+#define OP_IS(name, op) (!memcmp(q, name ",", sizeof(name)) ? \
+			 (*len = sizeof(name) - 1, (op)) : SH5_OP_NONE)
+	switch (q[0]) {
+	case 'A':
+		return q[3] == 'R' ? OP_IS("ALLREDUCE", SH5_OP_ALLREDUCE) :
+		       q[3] == 'G' ? OP_IS("ALLGATHER", SH5_OP_ALLGATHER) :
+		       OP_IS("ALLTOALL", SH5_OP_ALLTOALL);
+	case 'B':
+		return q[1] == 'A' ? OP_IS("BARRIER", SH5_OP_BARRIER) :
+		       OP_IS("BCAST", SH5_OP_BCAST);
+	case 'E':
+		return OP_IS("EXSCAN", SH5_OP_EXSCAN);
+	case 'G':
+		return OP_IS("GATHER", SH5_OP_GATHER);
+	case 'R':
+		return q[6] == '_' ?
+		       OP_IS("REDUCE_SCATTER", SH5_OP_REDUCE_SCATTER) :
+		       OP_IS("REDUCE", SH5_OP_REDUCE);
+	case 'S':
+		return q[3] == 'N' ? OP_IS("SCAN", SH5_OP_SCAN) :
+		       OP_IS("SCATTER", SH5_OP_SCATTER);
+	default:
+		return SH5_OP_NONE;
+	}
+#undef OP_IS
+}
+
 /* Returns the start of the next line when the line at s was parsed and
  * added; NULL when parse_data() must see it, or on a memory error (*nomem
  * set). */
@@ -1209,7 +1244,7 @@ static const char *parse_fast(struct parser *p, const char *s,
 			return NULL;
 		break;
 	case 'C': {
-		const char *o;
+		size_t ol;
 
 		if (end - q >= 7 && !memcmp(q, "CBEGIN,", 7)) {
 			r.kind = SH5_EV_CBEGIN;
@@ -1220,11 +1255,9 @@ static const char *parse_fast(struct parser *p, const char *s,
 		} else {
 			return NULL;
 		}
-		for (o = q; (*q >= 'A' && *q <= 'Z') || *q == '_'; q++)
-			;
-		if (*q != ',' ||
-		    (r.op = op_lookup(o, (size_t)(q - o))) == SH5_OP_NONE ||
-		    q[1] != ',' || !(q = fld_int(q + 2, 1, ',', &r.comm)))
+		if (end - q < 16 || (r.op = op_at(q, &ol)) == SH5_OP_NONE ||
+		    q[ol + 1] != ',' ||
+		    !(q = fld_int(q + ol + 2, 1, ',', &r.comm)))
 			return NULL;
 		if (op_rooted(r.op)) {
 			if (!(q = fld_int(q, 0, ',', &r.root)))
@@ -1374,7 +1407,8 @@ static int assemble_colls(struct parser *p)
 {
 	struct sh5_trace *t = p->t;
 	size_t nslot, i, j, c, k, r, ninst = 0, nmem = 0;
-	uint32_t *cnt = NULL, *list = NULL, *cur = NULL, *rk = NULL;
+	uint32_t *cnt = NULL, *cur = NULL, *rk = NULL, *slotcomm = NULL;
+	size_t *moff = NULL;
 	struct { uint32_t comm, rank; } *lc = NULL;	/* rank cache */
 	int rc = -1;
 
@@ -1460,58 +1494,69 @@ static int assemble_colls(struct parser *p)
 			continue;
 		}
 		rk[j] = t->comm_first[e->ref] + rank;
-		cnt[rk[j] + 1]++;
+		cnt[rk[j]]++;
 	}
-	for (i = 0; i < nslot; i++)
-		cnt[i + 1] += cnt[i];
-	list = malloc((cnt[nslot] + 1) * sizeof(*list));
-	cur = malloc((nslot + 1) * sizeof(*cur));
-	if (!list || !cur)
+	/* Instance k of communicator c (size members) gets the members'
+	 * begins at inst_begin[moff[c] + k * size + rank], in one pass in
+	 * file order; instances found incomplete or inconsistent are then
+	 * squeezed out. */
+	moff = malloc((t->ncomm + 1) * sizeof(*moff));
+	cur = calloc(nslot + 1, sizeof(*cur));
+	slotcomm = malloc((nslot + 1) * sizeof(*slotcomm));
+	if (!moff || !cur || !slotcomm)
 		goto out;
-	memcpy(cur, cnt, (nslot + 1) * sizeof(*cur));
-	for (j = 0; j < p->ncb; j++)
-		if (rk[j] != SH5_TRACE_NONE)
-			list[cur[rk[j]]++] = p->cbl[j];
-	/* Count instances. */
 	for (c = 0; c < t->ncomm; c++) {
 		size_t f = t->comm_first[c], l = t->comm_first[c + 1], mx = 0;
 
 		for (r = f; r < l; r++) {
-			size_t n = cnt[r + 1] - cnt[r];
-
-			if (n > mx)
-				mx = n;
+			slotcomm[r] = (uint32_t)c;
+			if (cnt[r] > mx)
+				mx = cnt[r];
 		}
+		moff[c] = nmem;
 		ninst += mx;
 		nmem += mx * (l - f);
 	}
 	t->inst = calloc(ninst + 1, sizeof(*t->inst));
-	t->inst_begin = malloc((nmem + 1) * sizeof(*t->inst_begin));
+	t->inst_begin = sh5_trace_array_alloc((nmem + 1) *
+					      sizeof(*t->inst_begin));
 	if (!t->inst || !t->inst_begin)
 		goto out;
+	memset(t->inst_begin, 0xff, nmem * sizeof(*t->inst_begin));
+	for (j = 0; j < p->ncb; j++) {
+		uint32_t sl = rk[j];
+
+		if (sl == SH5_TRACE_NONE)
+			continue;
+		c = slotcomm[sl];
+		t->inst_begin[moff[c] + (size_t)cur[sl]++ *
+			      (t->comm_first[c + 1] - t->comm_first[c]) +
+			      (sl - t->comm_first[c])] = p->cbl[j];
+	}
 	nmem = 0;
 	for (c = 0; c < t->ncomm; c++) {
-		size_t f = t->comm_first[c], l = t->comm_first[c + 1], mx = 0;
-		size_t size = l - f;
+		size_t f = t->comm_first[c], l = t->comm_first[c + 1];
+		size_t size = l - f, mx = 0;
 
 		for (r = f; r < l; r++)
-			if (cnt[r + 1] - cnt[r] > mx)
-				mx = cnt[r + 1] - cnt[r];
+			if (cnt[r] > mx)
+				mx = cnt[r];
 		for (k = 0; k < mx; k++) {
+			uint32_t *b = t->inst_begin + moff[c] + k * size;
 			uint32_t ok = 1;
 			struct sh5_trace_event *fe = NULL;
 
-			for (r = f; r < l; r++) {
-				if (k >= cnt[r + 1] - cnt[r]) {
+			for (r = 0; r < size; r++) {
+				if (b[r] == SH5_TRACE_NONE) {
 					ok = 0;
 					continue;
 				}
 				if (!fe)
-					fe = &t->ev[list[cnt[r] + k]];
+					fe = &t->ev[b[r]];
 			}
 			if (!ok) {
-				for (r = f; r < l; r++)
-					if (k >= cnt[r + 1] - cnt[r])
+				for (r = 0; r < size; r++)
+					if (b[r] == SH5_TRACE_NONE)
 						break;
 				sh5_trace_problem_add(t, fe->line,
 					"collective #%zu (%s) on communicator "
@@ -1519,11 +1564,11 @@ static int assemble_colls(struct parser *p)
 					k + 1, op_names[fe->op],
 					(long long)t->comm_id[c],
 					(long long)t->loc_id[
-						t->comm_members[r]]);
+						t->comm_members[f + r]]);
 			} else {
-				for (r = f; r < l; r++) {
+				for (r = 0; r < size; r++) {
 					struct sh5_trace_event *e =
-						&t->ev[list[cnt[r] + k]];
+						&t->ev[b[r]];
 					if (e->op != fe->op ||
 					    e->aux != fe->aux) {
 						char x1[64], x2[64];
@@ -1545,10 +1590,9 @@ static int assemble_colls(struct parser *p)
 				}
 			}
 			if (!ok) {
-				for (r = f; r < l; r++)
-					if (k < cnt[r + 1] - cnt[r])
-						free_flag_coll(t,
-							list[cnt[r] + k]);
+				for (r = 0; r < size; r++)
+					if (b[r] != SH5_TRACE_NONE)
+						free_flag_coll(t, b[r]);
 				continue;
 			}
 			{
@@ -1563,9 +1607,11 @@ static int assemble_colls(struct parser *p)
 					hmap_get(&p->rankmap, c, fe->aux, 0,
 						 SH5_TRACE_NONE) :
 					SH5_TRACE_NONE;
-				for (r = f; r < l; r++) {
-					uint32_t bi = list[cnt[r] + k];
+				for (r = 0; r < size; r++) {
+					uint32_t bi = b[r];
 
+					/* never ahead of b: nmem <= b's
+					 * offset */
 					t->inst_begin[nmem++] = bi;
 					t->ev[bi].ref = (uint32_t)t->ninst;
 					t->ev[t->ev[bi].link].ref =
@@ -1579,10 +1625,11 @@ static int assemble_colls(struct parser *p)
 	rc = 0;
 out:
 	free(cnt);
-	free(list);
 	free(cur);
 	free(rk);
 	free(lc);
+	free(moff);
+	free(slotcomm);
 	return rc;
 }
 
