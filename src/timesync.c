@@ -192,17 +192,128 @@ static int64_t offcur_map(struct offcur *c, int64_t t)
 	return map_at(c->pts, c->n, c->a, t);
 }
 
+/*
+ * A faster cursor for the same mapping: the segment in use (and where it
+ * ends) is kept, with its differences worked out once, so an event costs
+ * one multiplication and one division.  Same results as offcur_map().
+ */
+struct segcur {
+	const struct sh5_offset_point *pts;
+	size_t n;
+	ptrdiff_t a;		/* as in offcur */
+	int64_t lim;		/* a changes at this local time */
+	int kind;		/* SEG_* */
+	int64_t x0, off0;	/* segment start: local time, offset */
+	int64_t doff, den;	/* segment: offset and local differences */
+	const struct sh5_offset_point *pa, *pb;	/* SEG_GENERAL */
+};
+
+enum { SEG_IDENT, SEG_SHIFT, SEG_FAST, SEG_GENERAL };
+
+static void segcur_use(struct segcur *c, const struct sh5_offset_point *pa,
+		       const struct sh5_offset_point *pb)
+{
+	c->pa = pa;
+	c->pb = pb;
+	c->x0 = pa->local_ns;
+	c->off0 = pa->offset_ns;
+	c->kind = __builtin_sub_overflow(pb->offset_ns, pa->offset_ns,
+					 &c->doff) ||
+		  __builtin_sub_overflow(pb->local_ns, pa->local_ns,
+					 &c->den) ? SEG_GENERAL : SEG_FAST;
+}
+
+/* Set up the mapping for cursor position a (the choice of map_at()). */
+static void segcur_set(struct segcur *c, ptrdiff_t a)
+{
+	const struct sh5_offset_point *pts = c->pts;
+	size_t n = c->n, b;
+
+	c->a = a;
+	if (n == 0) {
+		c->kind = SEG_IDENT;
+		c->lim = INT64_MAX;
+		return;
+	}
+	c->lim = (size_t)(a + 1) < n ? pts[a + 1].local_ns : INT64_MAX;
+	if (a < 0) {
+		a = 0;
+		while ((size_t)a + 1 < n &&
+		       pts[a + 1].local_ns == pts[0].local_ns)
+			a++;
+	}
+	if ((size_t)a + 1 < n) {
+		segcur_use(c, &pts[a], &pts[a + 1]);
+		return;
+	}
+	b = n - 1;
+	while (a >= 0 && pts[a].local_ns == pts[b].local_ns)
+		a--;
+	if (a < 0) {
+		c->kind = SEG_SHIFT;
+		c->off0 = pts[b].offset_ns;
+		return;
+	}
+	segcur_use(c, &pts[a], &pts[b]);
+}
+
+static void segcur_init(struct segcur *c, const struct sh5_trace *t,
+			uint32_t loc)
+{
+	c->pts = t->off + t->off_first[loc];
+	c->n = t->off_first[loc + 1] - t->off_first[loc];
+	segcur_set(c, -1);
+}
+
+/* t must not decrease between calls. */
+static inline int64_t segcur_map(struct segcur *c, int64_t t)
+{
+	int64_t dt, num, q, r, res;
+
+	if (t >= c->lim) {
+		ptrdiff_t a = c->a;
+
+		while ((size_t)(a + 1) < c->n && c->pts[a + 1].local_ns <= t)
+			a++;
+		segcur_set(c, a);
+	}
+	switch (c->kind) {
+	case SEG_IDENT:
+		return t;
+	case SEG_SHIFT:
+		return sat64((__int128)t + c->off0);
+	case SEG_FAST:
+		/* seg_map()'s 64-bit path */
+		if (!__builtin_sub_overflow(t, c->x0, &dt) &&
+		    !__builtin_mul_overflow(c->doff, dt, &num) &&
+		    num != INT64_MIN) {
+			q = num / c->den;
+			r = num % c->den;
+			if (r < 0)
+				r = -r;
+			if (r >= c->den - r)
+				q += num < 0 ? -1 : 1;
+			if (!__builtin_add_overflow(t, c->off0, &res) &&
+			    !__builtin_add_overflow(res, q, &res))
+				return res;
+		}
+		/* fall through */
+	default:
+		return seg_map(c->pa, c->pb, t);
+	}
+}
+
 void sh5_timesync_offset(const struct sh5_trace *t, int64_t *out)
 {
-	struct offcur *cur = malloc((t->nloc + 1) * sizeof(*cur));
+	struct segcur *cur = malloc((t->nloc + 1) * sizeof(*cur));
 	size_t l, k;
 
 	if (cur) {
 		/* File order: sequential memory access. */
 		for (l = 0; l < t->nloc; l++)
-			offcur_init(&cur[l], t, (uint32_t)l);
+			segcur_init(&cur[l], t, (uint32_t)l);
 		for (k = 0; k < t->nev; k++)
-			out[k] = offcur_map(&cur[t->loc[k]], t->time[k]);
+			out[k] = segcur_map(&cur[t->loc[k]], t->time[k]);
 		free(cur);
 		return;
 	}
