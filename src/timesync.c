@@ -29,6 +29,16 @@ static int64_t sat64(__int128 v)
 	return (int64_t)v;
 }
 
+/* sat64((__int128)a + b) without 128-bit arithmetic. */
+static inline int64_t sadd(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 /* ------------------------------------------------- offset interpolation */
 
 /* Exact round-to-nearest of num/den, den > 0. */
@@ -486,7 +496,7 @@ static void top2_add(struct nodescratch *s, struct top2 *tp, uint32_t node,
 
 static int64_t add_mu(int64_t v, int64_t mu)
 {
-	return v == INT64_MIN ? INT64_MIN : sat64((__int128)v + mu);
+	return v == INT64_MIN ? INT64_MIN : sadd(v, mu);
 }
 
 /* Bound from the begins seen so far for an end at node `node`. */
@@ -919,7 +929,7 @@ static inline int step(struct clc *x, struct locst *L, uint32_t loc,
 	 * the local interval is 0. */
 	if (L->has_prev) {
 		int64_t d = p->delta >= 0 ? p->delta : (c > L->pc ? 1 : 0);
-		int64_t v = sat64((__int128)L->plc + d);
+		int64_t v = sadd(L->plc, d);
 		double g;
 
 		if (v > lc)
@@ -927,7 +937,7 @@ static inline int step(struct clc *x, struct locst *L, uint32_t loc,
 		/* the interval to double: exact either way */
 		g = __builtin_sub_overflow(c, L->pc, &dc) ?
 		    (double)((__int128)c - L->pc) : (double)dc;
-		v = sat64((__int128)L->plc + round_near(p->gamma * g));
+		v = sadd(L->plc, round_near(p->gamma * g));
 		if (v > lc)
 			lc = v;
 	}
@@ -1375,7 +1385,7 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 		}
 	}
 	for (i = 0; i < t->nev; i++)
-		times[i] = sat64((__int128)x.lcp[i] + times[i]);
+		times[i] = sadd(x.lcp[i], times[i]);
 	rc = 0;
 out:
 	if (x.lcp != p->work)

@@ -1408,6 +1408,7 @@ static int assemble_colls(struct parser *p)
 	struct sh5_trace *t = p->t;
 	size_t nslot, i, j, c, k, r, ninst = 0, nmem = 0;
 	uint32_t *cnt = NULL, *cur = NULL, *rk = NULL, *slotcomm = NULL;
+	uint32_t *rtab = NULL;	/* rank by communicator and location */
 	size_t *moff = NULL;
 	struct { uint32_t comm, rank; } *lc = NULL;	/* rank cache */
 	int rc = -1;
@@ -1441,6 +1442,21 @@ static int assemble_colls(struct parser *p)
 			    HMAP_NOMEM)
 				return -1;
 	}
+	/* Ranks: a dense table (communicator x location) when small, else
+	 * the map. */
+	if (t->ncomm && t->nloc && t->ncomm <= (4u << 20) / t->nloc) {
+		rtab = malloc(t->ncomm * t->nloc * sizeof(*rtab));
+		if (!rtab)
+			goto out;
+		memset(rtab, 0xff, t->ncomm * t->nloc * sizeof(*rtab));
+		for (c = 0; c < t->ncomm; c++)
+			for (i = t->comm_first[c]; i < t->comm_first[c + 1];
+			     i++)
+				rtab[c * t->nloc + t->comm_members[i]] =
+					(uint32_t)(i - t->comm_first[c]);
+	}
+#define RANK(c, l) (rtab ? rtab[(size_t)(c) * t->nloc + (l)] : \
+		    hmap_get(&p->rankmap, (c), (l), 0, SH5_TRACE_NONE))
 	/* Check every member and root; assign slots. */
 	nslot = p->ncmem;
 	cnt = calloc(nslot + 1, sizeof(*cnt));
@@ -1466,11 +1482,12 @@ static int assemble_colls(struct parser *p)
 			continue;
 		}
 		/* per location: the rank in the communicator it used last */
-		if (lc[t->loc[i]].comm == e->ref) {
+		if (rtab) {
+			rank = RANK(e->ref, t->loc[i]);
+		} else if (lc[t->loc[i]].comm == e->ref) {
 			rank = lc[t->loc[i]].rank;
 		} else {
-			rank = hmap_get(&p->rankmap, e->ref, t->loc[i], 0,
-					SH5_TRACE_NONE);
+			rank = RANK(e->ref, t->loc[i]);
 			lc[t->loc[i]].comm = e->ref;
 			lc[t->loc[i]].rank = rank;
 		}
@@ -1484,8 +1501,7 @@ static int assemble_colls(struct parser *p)
 		}
 		if (op_rooted(e->op) && !(lc[e->aux].comm == e->ref &&
 					  lc[e->aux].rank != SH5_TRACE_NONE) &&
-		    hmap_get(&p->rankmap, e->ref, e->aux, 0, SH5_TRACE_NONE) ==
-		    SH5_TRACE_NONE) {
+		    RANK(e->ref, e->aux) == SH5_TRACE_NONE) {
 			sh5_trace_problem_add(t, e->line, "root %lld of %s is "
 				"not a member of communicator %lld",
 				(long long)t->loc_id[e->aux], op_names[e->op],
@@ -1604,9 +1620,7 @@ static int assemble_colls(struct parser *p)
 				in->op = fe->op;
 				in->cls = (uint8_t)sh5_trace_op_class(fe->op);
 				in->root_rank = op_rooted(fe->op) ?
-					hmap_get(&p->rankmap, c, fe->aux, 0,
-						 SH5_TRACE_NONE) :
-					SH5_TRACE_NONE;
+					RANK(c, fe->aux) : SH5_TRACE_NONE;
 				for (r = 0; r < size; r++) {
 					uint32_t bi = b[r];
 
@@ -1621,6 +1635,7 @@ static int assemble_colls(struct parser *p)
 			}
 		}
 	}
+#undef RANK
 	/* (every collective event left out was marked by free_flag_coll) */
 	rc = 0;
 out:
@@ -1630,6 +1645,7 @@ out:
 	free(lc);
 	free(moff);
 	free(slotcomm);
+	free(rtab);
 	return rc;
 }
 
