@@ -1375,6 +1375,25 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 			goto out;
 		}
 		for (i = 0; i < x.njumps; i++) {
+			/* Prefetch ahead: the positions before a later jump,
+			 * and the events before a nearer one. */
+			if (i + 16 < x.njumps)
+				__builtin_prefetch(&t->loc_order[
+					x.jumps[i + 16].pos - 1]);
+			if (i + 8 < x.njumps) {
+				const struct jump *jn = &x.jumps[i + 8];
+				uint32_t q = jn->pos, f = t->loc_first[
+					t->loc[jn->ev]];
+
+				__builtin_prefetch(&x.lcp[jn->ev]);
+				if (q > f) {
+					uint32_t e = t->loc_order[q - 1];
+
+					__builtin_prefetch(&x.lcp[e]);
+					__builtin_prefetch(&t->ev[e]);
+					__builtin_prefetch(&times[e], 1);
+				}
+			}
 			if (backward_one(&x, &x.jumps[i], times, &hull, &hcap,
 					 &evs, &ecap) < 0) {
 				errno = ENOMEM;
