@@ -912,8 +912,8 @@ static inline int64_t round_near(double v)
 /* Process event e, the next one of location loc (state L).  Returns 1
  * when done, 0 when it has to wait for its incoming bound, -1 on memory
  * error. */
-static inline int step(struct clc *x, struct locst *L, uint32_t loc,
-		       uint32_t e)
+static inline __attribute__((always_inline)) int
+step(struct clc *x, struct locst *L, uint32_t loc, uint32_t e)
 {
 	struct sh5_trace *t = x->t;
 	const struct sh5_clc_params *p = x->p;

@@ -469,15 +469,12 @@ struct parser {
 
 #define NOMEM(p) do { errno = ENOMEM; goto nomem; } while (0)
 
-/* Location index of number id (created when new); NONE on memory error. */
-static uint32_t loc_index(struct parser *p, int64_t id)
+/* loc_index() of a location not in the direct table. */
+static uint32_t loc_index_slow(struct parser *p, int64_t id)
 {
 	struct sh5_trace *t = p->t;
 	uint32_t v;
 
-	/* Small location numbers: a direct table in front of the map. */
-	if (id >= 0 && id < LOC_DIRECT && p->locdirect[id] != SH5_TRACE_NONE)
-		return p->locdirect[id];
 	v = hmap_get(&p->locmap, (uint64_t)id, 0, 0, (uint32_t)t->nloc);
 	if (v != HMAP_NOMEM && id >= 0 && id < LOC_DIRECT)
 		p->locdirect[id] = v;
@@ -510,6 +507,15 @@ static uint32_t loc_index(struct parser *p, int64_t id)
 		t->nloc++;
 	}
 	return v;
+}
+
+/* Location index of number id (created when new); NONE on memory error. */
+static inline uint32_t loc_index(struct parser *p, int64_t id)
+{
+	/* Small location numbers: a direct table in front of the map. */
+	if (id >= 0 && id < LOC_DIRECT && p->locdirect[id] != SH5_TRACE_NONE)
+		return p->locdirect[id];
+	return loc_index_slow(p, id);
 }
 
 static int comm_add(struct parser *p, int64_t id, uint32_t *idx)
