@@ -298,7 +298,7 @@ int cmd_sync(int argc, char **argv)
 			t->nproblems, t->nproblems == 1 ? "" : "s");
 		goto out;
 	}
-	times = sh5_trace_array_alloc((t->nev + 1) * sizeof(*times));
+	times = malloc((t->nev + 1) * sizeof(*times));
 	if (!times) {
 		fprintf(stderr, "sh5merge: %s: %s\n", in, strerror(errno));
 		goto out;

@@ -1338,8 +1338,7 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 	for (i = 0; i < t->ninst; i++)
 		if (t->inst[i].size > maxsize)
 			maxsize = t->inst[i].size;
-	x.lcp = p->work ? p->work :
-		sh5_trace_array_alloc((t->nev + 1) * sizeof(*x.lcp));
+	x.lcp = p->work ? p->work : malloc((t->nev + 1) * sizeof(*x.lcp));
 	x.ls = malloc((t->nloc + 1) * sizeof(*x.ls));
 	x.bset = calloc(t->nev / 64 + 1, sizeof(*x.bset));
 	x.bdone = calloc(t->nev / 64 + 1, sizeof(*x.bdone));

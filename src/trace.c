@@ -8,26 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "trace.h"
-
-/* -------------------------------------------------------- large arrays */
-
-void *sh5_trace_array_alloc(size_t bytes)
-{
-	void *p = malloc(bytes);
-	uintptr_t a;
-
-	if (p && bytes >= (8u << 20)) {
-		/* whole pages inside the block; a refusal costs nothing */
-		a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-		madvise((void *)a, bytes - (a - (uintptr_t)p), MADV_HUGEPAGE);
-	}
-	return p;
-}
 
 /* ------------------------------------------------------------ hash map */
 
@@ -1540,8 +1524,7 @@ static int assemble_colls(struct parser *p)
 		nmem += mx * (l - f);
 	}
 	t->inst = calloc(ninst + 1, sizeof(*t->inst));
-	t->inst_begin = sh5_trace_array_alloc((nmem + 1) *
-					      sizeof(*t->inst_begin));
+	t->inst_begin = malloc((nmem + 1) * sizeof(*t->inst_begin));
 	if (!t->inst || !t->inst_begin)
 		goto out;
 	memset(t->inst_begin, 0xff, nmem * sizeof(*t->inst_begin));
@@ -1688,8 +1671,7 @@ static int finish(struct parser *p)
 
 	/* Events by location. */
 	t->loc_first = calloc(t->nloc + 2, sizeof(*t->loc_first));
-	t->loc_order = sh5_trace_array_alloc((t->nev + 1) *
-					     sizeof(*t->loc_order));
+	t->loc_order = malloc((t->nev + 1) * sizeof(*t->loc_order));
 	if (!t->loc_first || !t->loc_order)
 		return -1;
 	for (i = 0; i < t->nloc; i++)
@@ -1797,9 +1779,9 @@ static struct sh5_trace *read_src(struct csrc *src, const char *name,
 	t->mu_intra = -1;
 	if (sizehint) {
 		p.evcap = sizehint / 24 + 16;
-		t->ev = sh5_trace_array_alloc(p.evcap * sizeof(*t->ev));
-		t->time = sh5_trace_array_alloc(p.evcap * sizeof(*t->time));
-		t->loc = sh5_trace_array_alloc(p.evcap * sizeof(*t->loc));
+		t->ev = malloc(p.evcap * sizeof(*t->ev));
+		t->time = malloc(p.evcap * sizeof(*t->time));
+		t->loc = malloc(p.evcap * sizeof(*t->loc));
 		if (!t->ev || !t->time || !t->loc)
 			NOMEM(p);
 	}

@@ -187,11 +187,6 @@ int sh5_trace_write_mem(const struct sh5_trace *t, const char *in,
 			size_t inlen, const int64_t *times, char **out,
 			size_t *outlen, struct sh5_error *errp);
 
-/* malloc() for arrays of about one entry per event (free with free()):
- * large blocks are marked for transparent huge pages, so that filling
- * them takes far fewer page faults. */
-void *sh5_trace_array_alloc(size_t bytes);
-
 /* Name of a collective operation ("BARRIER"...), or "?" */
 const char *sh5_trace_op_name(unsigned op);
 
