@@ -69,8 +69,7 @@ static int64_t seg_map(const struct sh5_offset_point *a,
 		r = num % den;
 		if (r < 0)
 			r = -r;
-		if (r >= den - r)
-			q += num < 0 ? -1 : 1;
+		q += (int64_t)(r >= den - r) * ((num >> 63) | 1);
 		if (!__builtin_add_overflow(t, a->offset_ns, &res) &&
 		    !__builtin_add_overflow(res, q, &res))
 			return res;
@@ -301,8 +300,9 @@ static inline int64_t segcur_map(struct segcur *c, int64_t t)
 			r = num % c->den;
 			if (r < 0)
 				r = -r;
-			if (r >= c->den - r)
-				q += num < 0 ? -1 : 1;
+			/* halves away from zero, without a branch: the
+			 * direction is as good as random */
+			q += (int64_t)(r >= c->den - r) * ((num >> 63) | 1);
 			if (!__builtin_add_overflow(t, c->off0, &res) &&
 			    !__builtin_add_overflow(res, q, &res))
 				return res;
