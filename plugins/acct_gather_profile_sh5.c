@@ -373,8 +373,13 @@ static void stream_push(const struct sh5_series *s, const union sh5_value *rec)
 	}
 	/* The measurement is the series type (the dataset name for
 	 * generic series), as the "Series" attribute of the file. */
-	if (!strcmp(s->ops->name, "Task"))
-		task = atoi(s->name);
+	if (!strcmp(s->ops->name, "Task")) {
+		char *end;
+		long v = strtol(s->name, &end, 10);
+
+		if (!*end && v >= 0 && v <= INT32_MAX)
+			task = (int)v;
+	}
 	series = strcmp(s->ops->name, "Generic") ? s->ops->name : s->name;
 	/* union sh5_value and union sh5_stream_value share the layout of
 	 * the u and d members. */

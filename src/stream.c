@@ -146,6 +146,7 @@ struct sh5_stream {
 	uint64_t spool_bytes;
 	int64_t backoff_until;
 	long backoff_ms;
+	int final_scan;
 	int64_t last_form, next_scan;
 };
 
@@ -1284,6 +1285,10 @@ static int http_setup(struct sh5_stream *s, struct sh5_error *errp)
 	SET(CURLOPT_CONNECTTIMEOUT_MS, s->connect_ms);
 	SET(CURLOPT_TIMEOUT_MS, s->timeout_ms);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+#if LIBCURL_VERSION_NUM >= 0x075700
+	/* never wait for a hanging name resolution when a POST is aborted */
+	SET(CURLOPT_QUICK_EXIT, 1L);
+#endif
 	SET(CURLOPT_HTTPHEADER, s->hdrs);
 	SET(CURLOPT_USERAGENT, "sh5-stream/" PACKAGE_VERSION);
 	SET(CURLOPT_WRITEFUNCTION, on_response);
@@ -1556,8 +1561,19 @@ static void *sender_main(void *arg)
 		}
 		if (s->closing && s->count == 0 &&
 		    (!s->body_pending || backoff) &&
-		    (s->own_files == 0 || backoff))
+		    (s->own_files == 0 || backoff)) {
+			/* all of ours is out: one last look for files of
+			 * streams ended since the last scan, delivered while
+			 * the deadline allows */
+			if (s->spool_ok && !backoff && !s->final_scan) {
+				s->final_scan = 1;
+				pthread_mutex_unlock(&s->lock);
+				spool_scan(s, 0);
+				pthread_mutex_lock(&s->lock);
+				continue;
+			}
 			break;
+		}
 		if (s->spool_ok && !s->closing &&
 		    now >= s->next_scan) {
 			pthread_mutex_unlock(&s->lock);

@@ -26,6 +26,11 @@
  * are adopted by a later stream with the same directory and format, and
  * delivered before that stream's own data.
  *
+ * slurmstepd drops privileges for moments while the sender runs (setuid
+ * acts on every thread): a spool operation refused then is retried soon
+ * (a directory scan after 200 ms; the final spooling at close up to 10
+ * times 20 ms apart).
+ *
  * Credentials (pass, token, userinfo or u=/p= in the URL) never appear
  * in error texts, spool files or statistics.
  *

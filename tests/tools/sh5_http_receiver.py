@@ -8,7 +8,8 @@
 Listens on 127.0.0.1 on a free port and writes the port to DIR/port once
 it is listening (and its pid to DIR/pid).  In record mode each request is
 appended as one JSON line to DIR/requests.jsonl:
-{"method", "path", "headers" (lower-case names), "body", "status"}; the
+{"method", "path", "peer" (the client's port), "headers" (lower-case
+names), "body", "status"}; the
 answer is 204, or the status code written in DIR/status when that file
 exists (to simulate a failing server; the request is still recorded).
 With --tls it serves HTTPS with the given certificate and key (PEM).
@@ -60,6 +61,7 @@ def record(d, tls=None):
             except (OSError, ValueError):
                 pass
             rec = {"method": "POST", "path": self.path,
+                   "peer": self.client_address[1],
                    "headers": {k.lower(): v for k, v in self.headers.items()},
                    "body": body, "status": status}
             with lock:

@@ -1007,6 +1007,116 @@ START_TEST(test_stream_spool_retried_after_privilege_drop)
 }
 END_TEST
 
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[1400];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static int file_exists(const char *dir, const char *name)
+{
+	char path[1400];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return stat(path, &sb) == 0;
+}
+
+/* A sender that cannot finish in time (here: every spool write refused
+ * while privileges are dropped) does not hold close() beyond its
+ * deadline; it finishes on its own later and frees the stream. */
+START_TEST(test_stream_close_abandons_stuck_sender)
+{
+	struct sh5_stream_conf conf;
+	struct sh5_stream_tags tags = { "705", "0", "n1" };
+	struct sh5_stream_stats st;
+	struct sh5_error err = { "" };
+	struct sh5_stream *s;
+	char url[256], spool[700];
+	struct dirent *de;
+	int64_t t0, dt;
+	int i, locks = 1, files;
+	DIR *d;
+
+	REQUIRE_SERVERS();
+	if (geteuid() != 0)
+		return; /* needs root to drop and regain privileges */
+	make_dir(spool, sizeof(spool), "spool-stuck");
+	base_conf(&conf, url, sizeof(url), 1, "x");
+	conf.spool_dir = spool;
+	conf.batch_max = 5;
+	conf.queue_max = 1000;
+	s = sh5_stream_create(&conf, &tags, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	ck_assert_int_eq(seteuid(65534), 0);
+	push_rounds(s, 0, 200);
+	t0 = now_ms();
+	sh5_stream_close(s, 500, &st);
+	dt = now_ms() - t0;
+	ck_assert_int_eq(seteuid(0), 0);
+	ck_assert_msg(dt < 500 + 300, "close took %" PRId64 " ms", dt);
+	ck_assert_int_eq(st.closed_in_time, 0);
+	/* the sender ends by itself: its lock file goes away */
+	for (i = 0; i < 500 && locks; i++) {
+		sleep_ms(20);
+		locks = 0;
+		d = opendir(spool);
+		ck_assert_ptr_nonnull(d);
+		while ((de = readdir(d)))
+			if (strstr(de->d_name, ".lock"))
+				locks++;
+		closedir(d);
+	}
+	ck_assert_int_eq(locks, 0);
+	ck_assert_uint_gt(spooled_samples(spool, &files), 0);
+}
+END_TEST
+
+/* Files of a stream that died without closing (its lock file is left but
+ * nobody holds it) are adopted and delivered; files of the other format
+ * are left alone. */
+START_TEST(test_stream_adopts_files_of_crashed_owner)
+{
+	struct sh5_stream_conf conf;
+	struct sh5_stream_tags tags = { "704", "1", "n1" };
+	struct sh5_stream_stats st;
+	struct sh5_error err = { "" };
+	struct sh5_stream *s;
+	char url[256], spool[700];
+	int files;
+
+	REQUIRE_SERVERS();
+	make_dir(spool, sizeof(spool), "spool-crash");
+	create_db(ifx_port, "crash");
+	write_file(spool, "oDEADx1x1.lock", "");
+	write_file(spool, "01700000000000000000-oDEADx1x1-0000000001-2.lp",
+		   "Task,job=704,node=n1,series=Task,step=0,task=0 CPUTime=1i 1700000000000000000\n"
+		   "Task,job=704,node=n1,series=Task,step=0,task=0 CPUTime=2i 1700000000000000001\n");
+	write_file(spool, "01700000000000000005-oGONEx2x1-0000000001-1.lp",
+		   "Task,job=704,node=n1,series=Task,step=0,task=1 CPUTime=3i 1700000000000000005\n");
+	write_file(spool, "01700000000000000009-oDEADx1x1-0000000002-1.json",
+		   "{}");
+	base_conf(&conf, url, sizeof(url), ifx_port, "crash");
+	conf.spool_dir = spool;
+	s = sh5_stream_create(&conf, &tags, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	ck_assert_int_eq(sh5_stream_close(s, 3000, &st), 0);
+	ck_assert_uint_eq(st.recovered, 3);
+	ck_assert_int_eq(count_rows(ifx_port, "crash", "Task", "CPUTime"), 3);
+	ck_assert(!file_exists(spool, "oDEADx1x1.lock"));
+	ck_assert(file_exists(spool,
+			      "01700000000000000009-oDEADx1x1-0000000002-1.json"));
+	ck_assert_uint_eq(spooled_samples(spool, &files), 1);
+	ck_assert_int_eq(files, 1);
+}
+END_TEST
+
 /* The spool bound deletes the oldest files, counted; what is left is the
  * newest data. */
 START_TEST(test_stream_spool_bound_drops_oldest)
@@ -1116,6 +1226,20 @@ START_TEST(test_stream_live_owner_files_not_adopted)
 	ck_assert_uint_eq(sc.recovered, 30);
 	ck_assert_uint_eq(spooled_samples(spool, &files), 0);
 	ck_assert_int_eq(count_rows(ifx_port, "owner", "Task", "CPUTime"), 40);
+
+	/* a stream that ends while another runs: the other one delivers its
+	 * spool when it closes (a last scan), not only at its next start */
+	a = sh5_stream_create(&down, &ta, &err);
+	ck_assert_msg(a != NULL, "%s", err.text);
+	b = sh5_stream_create(&up, &tc, &err);
+	ck_assert_msg(b != NULL, "%s", err.text);
+	push_rounds(a, 30, 10);
+	sh5_stream_close(a, 1000, &sa);
+	ck_assert_uint_eq(sa.spooled, 30);
+	ck_assert_int_eq(sh5_stream_close(b, 3000, &sb), 0);
+	ck_assert_uint_eq(sb.recovered, 30);
+	ck_assert_uint_eq(spooled_samples(spool, &files), 0);
+	ck_assert_int_eq(count_rows(ifx_port, "owner", "Task", "CPUTime"), 60);
 }
 END_TEST
 
@@ -1313,6 +1437,12 @@ START_TEST(test_stream_json_packets)
 		yajl_tree_free(body);
 	}
 	ck_assert_int_eq(seen_counter, 1);
+	/* one connection, kept alive for every packet */
+	for (i = 1; i < n; i++)
+		ck_assert_int_eq(YAJL_GET_INTEGER(obj_get(req[i], "peer",
+							  yajl_t_number)),
+				 YAJL_GET_INTEGER(obj_get(req[0], "peer",
+							  yajl_t_number)));
 	ck_assert_uint_eq(nsamples, 240);
 	ck_assert_uint_eq(ntask, 160);
 	free_requests(req, n);
@@ -1545,6 +1675,8 @@ int main(void)
 	tcase_add_test(tc, test_stream_rejected_batch_not_retried);
 	tcase_add_test(tc, test_stream_spool_bound_drops_oldest);
 	tcase_add_test(tc, test_stream_full_queue_drops_oldest_counted);
+	tcase_add_test(tc, test_stream_adopts_files_of_crashed_owner);
+	tcase_add_test(tc, test_stream_close_abandons_stuck_sender);
 	tcase_add_test(tc, test_stream_spool_retried_after_privilege_drop);
 	tcase_add_test(tc, test_stream_live_owner_files_not_adopted);
 	tcase_add_test(tc, test_stream_json_packets);
