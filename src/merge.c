@@ -1480,7 +1480,7 @@ static int copy_chunks(hid_t din, hid_t dout, hsize_t cr, uint64_t rows,
 
 static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 			struct sh5_ns_series *e, hid_t gout, const char *gpath,
-			struct finfo *f, void *total)
+			struct finfo *f, void *total, int sync)
 {
 	const struct sh5_series *s = e->series;
 	const struct sh5_series_ops *ops = s->ops;
@@ -1529,7 +1529,11 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 		if ((dcpl = H5Dget_create_plist(din)) < 0)
 			goto h5fail;
 	} else if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
-		   H5Pset_chunk(dcpl, 1, chunk) < 0) {
+		   H5Pset_chunk(dcpl, 1, chunk) < 0 ||
+		   /* Synchronized series cannot be copied raw: compress
+		    * them as the plugin does. */
+		   (sync && (H5Pset_shuffle(dcpl) < 0 ||
+			     H5Pset_deflate(dcpl, 4) < 0))) {
 		goto h5fail;
 	}
 	/* No chunk cache: whole chunks go straight from our buffer to the
@@ -1558,6 +1562,8 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 
 		if (!n)
 			break;
+		if (sync)
+			m->o->hooks->sync_rows(m->o->hooks->arg, s, m->buf, n);
 		if (raw) {
 			ops->total_add(s, total, m->buf, n);
 			done += n;
@@ -1649,7 +1655,8 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 	char gpath[256];
 	void *total = NULL;
 	long long v;
-	int rc = -1;
+	int rc = -1, sync = 0;
+	const struct sh5_merge_hooks *hk = m->o->hooks;
 
 	ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
 			       f->in->step_id, &err);
@@ -1670,6 +1677,13 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		goto out;
 	}
 	copy_attrs(ns->node, g);
+	if (hk && hk->node_begin &&
+	    (sync = hk->node_begin(hk->arg, f->in, ns->node, g,
+				   m->errp)) < 0) {
+		m->write_failed = 1;
+		goto out;
+	}
+	sync = sync > 0 && hk->sync_rows;
 	if (sh5_attr_get_int(ns->node, "Number of Tasks", &v) == 0)
 		*ntasks += (uint32_t)v;
 	if (sh5_attr_get_int(ns->node, "Start Time ns", &v) == 0 &&
@@ -1686,7 +1700,11 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		if (!(t2 = realloc(total, s->ops->total_size(s))))
 			goto oom;
 		total = t2;
-		if (write_series(m, ns, e, g, gpath, f, total) < 0)
+		/* With sync the series gains SyncTimeNs (memory, file type,
+		 * attributes, totals); the rows hook fills it. */
+		if (sync)
+			e->series->has_sync_ns = 1;
+		if (write_series(m, ns, e, g, gpath, f, total, sync) < 0)
 			goto out;
 		snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
 		if (write_total(m, g, tpath, s, total, 1) < 0) {
@@ -1760,6 +1778,10 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 			snprintf(f->reason, sizeof(f->reason),
 				 "%.60s: unreadable object", ns->other[i]);
 		}
+	}
+	if (hk && hk->node_end && hk->node_end(hk->arg, g, m->errp) < 0) {
+		m->write_failed = 1;
+		goto out;
 	}
 	m->st->nodes++;
 	rc = 0;
@@ -2170,6 +2192,9 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 		goto fail;
 	}
 	if (write_merge_record(&m, fout, partial) < 0)
+		goto fail;
+	if (o->hooks && o->hooks->finish &&
+	    o->hooks->finish(o->hooks->arg, fout, errp) < 0)
 		goto fail;
 	if (H5Fclose(fout) < 0) {
 		fout = -1;
