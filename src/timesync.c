@@ -9,9 +9,16 @@
 #include "timesync.h"
 #include "trace.h"
 
-/* Internal event flags (cleared before returning). */
-#define EVF_DONE 0x100		/* processed by the forward pass */
-#define EVF_BOUND 0x200		/* incoming bound stored in lcp[] */
+/* Bitmaps of one bit per event. */
+static inline int bit_get(const uint64_t *m, uint32_t e)
+{
+	return (int)(m[e >> 6] >> (e & 63)) & 1;
+}
+
+static inline void bit_set(uint64_t *m, uint32_t e)
+{
+	m[e >> 6] |= (uint64_t)1 << (e & 63);
+}
 
 static int64_t sat64(__int128 v)
 {
@@ -20,6 +27,16 @@ static int64_t sat64(__int128 v)
 	if (v < INT64_MIN)
 		return INT64_MIN;
 	return (int64_t)v;
+}
+
+/* sat64((__int128)a + b) without 128-bit arithmetic. */
+static inline int64_t sadd(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
 }
 
 /* ------------------------------------------------- offset interpolation */
@@ -52,8 +69,7 @@ static int64_t seg_map(const struct sh5_offset_point *a,
 		r = num % den;
 		if (r < 0)
 			r = -r;
-		if (r >= den - r)
-			q += num < 0 ? -1 : 1;
+		q += (int64_t)(r >= den - r) * ((num >> 63) | 1);
 		if (!__builtin_add_overflow(t, a->offset_ns, &res) &&
 		    !__builtin_add_overflow(res, q, &res))
 			return res;
@@ -185,17 +201,129 @@ static int64_t offcur_map(struct offcur *c, int64_t t)
 	return map_at(c->pts, c->n, c->a, t);
 }
 
+/*
+ * A faster cursor for the same mapping: the segment in use (and where it
+ * ends) is kept, with its differences worked out once, so an event costs
+ * one multiplication and one division.  Same results as offcur_map().
+ */
+struct segcur {
+	const struct sh5_offset_point *pts;
+	size_t n;
+	ptrdiff_t a;		/* as in offcur */
+	int64_t lim;		/* a changes at this local time */
+	int kind;		/* SEG_* */
+	int64_t x0, off0;	/* segment start: local time, offset */
+	int64_t doff, den;	/* segment: offset and local differences */
+	const struct sh5_offset_point *pa, *pb;	/* SEG_GENERAL */
+};
+
+enum { SEG_IDENT, SEG_SHIFT, SEG_FAST, SEG_GENERAL };
+
+static void segcur_use(struct segcur *c, const struct sh5_offset_point *pa,
+		       const struct sh5_offset_point *pb)
+{
+	c->pa = pa;
+	c->pb = pb;
+	c->x0 = pa->local_ns;
+	c->off0 = pa->offset_ns;
+	c->kind = __builtin_sub_overflow(pb->offset_ns, pa->offset_ns,
+					 &c->doff) ||
+		  __builtin_sub_overflow(pb->local_ns, pa->local_ns,
+					 &c->den) ? SEG_GENERAL : SEG_FAST;
+}
+
+/* Set up the mapping for cursor position a (the choice of map_at()). */
+static void segcur_set(struct segcur *c, ptrdiff_t a)
+{
+	const struct sh5_offset_point *pts = c->pts;
+	size_t n = c->n, b;
+
+	c->a = a;
+	if (n == 0) {
+		c->kind = SEG_IDENT;
+		c->lim = INT64_MAX;
+		return;
+	}
+	c->lim = (size_t)(a + 1) < n ? pts[a + 1].local_ns : INT64_MAX;
+	if (a < 0) {
+		a = 0;
+		while ((size_t)a + 1 < n &&
+		       pts[a + 1].local_ns == pts[0].local_ns)
+			a++;
+	}
+	if ((size_t)a + 1 < n) {
+		segcur_use(c, &pts[a], &pts[a + 1]);
+		return;
+	}
+	b = n - 1;
+	while (a >= 0 && pts[a].local_ns == pts[b].local_ns)
+		a--;
+	if (a < 0) {
+		c->kind = SEG_SHIFT;
+		c->off0 = pts[b].offset_ns;
+		return;
+	}
+	segcur_use(c, &pts[a], &pts[b]);
+}
+
+static void segcur_init(struct segcur *c, const struct sh5_trace *t,
+			uint32_t loc)
+{
+	c->pts = t->off + t->off_first[loc];
+	c->n = t->off_first[loc + 1] - t->off_first[loc];
+	segcur_set(c, -1);
+}
+
+/* t must not decrease between calls. */
+static inline int64_t segcur_map(struct segcur *c, int64_t t)
+{
+	int64_t dt, num, q, r, res;
+
+	if (t >= c->lim) {
+		ptrdiff_t a = c->a;
+
+		while ((size_t)(a + 1) < c->n && c->pts[a + 1].local_ns <= t)
+			a++;
+		segcur_set(c, a);
+	}
+	switch (c->kind) {
+	case SEG_IDENT:
+		return t;
+	case SEG_SHIFT:
+		return sat64((__int128)t + c->off0);
+	case SEG_FAST:
+		/* seg_map()'s 64-bit path */
+		if (!__builtin_sub_overflow(t, c->x0, &dt) &&
+		    !__builtin_mul_overflow(c->doff, dt, &num) &&
+		    num != INT64_MIN) {
+			q = num / c->den;
+			r = num % c->den;
+			if (r < 0)
+				r = -r;
+			/* halves away from zero, without a branch: the
+			 * direction is as good as random */
+			q += (int64_t)(r >= c->den - r) * ((num >> 63) | 1);
+			if (!__builtin_add_overflow(t, c->off0, &res) &&
+			    !__builtin_add_overflow(res, q, &res))
+				return res;
+		}
+		/* fall through */
+	default:
+		return seg_map(c->pa, c->pb, t);
+	}
+}
+
 void sh5_timesync_offset(const struct sh5_trace *t, int64_t *out)
 {
-	struct offcur *cur = malloc((t->nloc + 1) * sizeof(*cur));
+	struct segcur *cur = malloc((t->nloc + 1) * sizeof(*cur));
 	size_t l, k;
 
 	if (cur) {
 		/* File order: sequential memory access. */
 		for (l = 0; l < t->nloc; l++)
-			offcur_init(&cur[l], t, (uint32_t)l);
+			segcur_init(&cur[l], t, (uint32_t)l);
 		for (k = 0; k < t->nev; k++)
-			out[k] = offcur_map(&cur[t->loc[k]], t->time[k]);
+			out[k] = segcur_map(&cur[t->loc[k]], t->time[k]);
 		free(cur);
 		return;
 	}
@@ -368,7 +496,7 @@ static void top2_add(struct nodescratch *s, struct top2 *tp, uint32_t node,
 
 static int64_t add_mu(int64_t v, int64_t mu)
 {
-	return v == INT64_MIN ? INT64_MIN : sat64((__int128)v + mu);
+	return v == INT64_MIN ? INT64_MIN : sadd(v, mu);
 }
 
 /* Bound from the begins seen so far for an end at node `node`. */
@@ -591,7 +719,18 @@ void sh5_clc_params_init(struct sh5_clc_params *p)
 
 struct jump {
 	uint32_t pos;		/* index into loc_order */
+	uint32_t ev;		/* the event (loc_order[pos]) */
 	int64_t amount;
+};
+
+/* Forward pass state of one location. */
+struct locst {
+	int64_t plc;		/* LC of the previous event */
+	int64_t pc;		/* its pre-synchronized time */
+	uint32_t cur;		/* loc_order position of the next event */
+	uint32_t wait;		/* the event it waits at for its bound, or
+				 * NONE */
+	uint32_t has_prev;
 };
 
 struct clc {
@@ -599,9 +738,10 @@ struct clc {
 	const struct sh5_clc_params *p;
 	int64_t *c;		/* pre-synchronized times (input) */
 	int64_t *lcp;		/* LC': incoming bound, then forward LC */
-	uint32_t *cur;		/* per location: next position */
-	uint8_t *blocked;	/* per location */
-	uint32_t *stack;
+	struct locst *ls;	/* per location */
+	uint64_t *bset;		/* bitmap: incoming bound stored in lcp[] */
+	uint64_t *bdone;	/* bitmap: processed by the forward pass */
+	uint32_t *stack;	/* locations woken, to run */
 	size_t nstack;
 	uint32_t *nb_done;	/* per instance: begins processed */
 	uint32_t *prefix;	/* per instance (SCAN): ranks 0..prefix-1
@@ -619,30 +759,41 @@ struct clc {
 	struct sh5_clc_result *res;
 };
 
-static void wake_if_waiting(struct clc *x, uint32_t e)
+static void set_bound(struct clc *x, uint32_t e, int64_t v)
 {
-	uint32_t l = x->t->loc[e];
+	uint32_t l;
 
-	if (x->blocked[l] && x->t->loc_order[x->cur[l]] == e) {
-		x->blocked[l] = 0;
+	if ((x->t->ev[e].flags & SH5_EVF_FREE) || bit_get(x->bdone, e))
+		return;	/* released to break a cycle */
+	x->lcp[e] = v;
+	bit_set(x->bset, e);
+	l = x->t->loc[e];
+	if (x->ls[l].wait == e) {
+		x->ls[l].wait = SH5_TRACE_NONE;
 		x->stack[x->nstack++] = l;
 	}
 }
 
-static void set_bound(struct clc *x, uint32_t e, int64_t v)
+/* Needs an incoming bound before it can be processed? */
+/* sh5_trace_op_class() without the call (ops are < SH5_OP_COUNT) */
+static inline enum sh5_coll_class op_class(unsigned op)
 {
-	if (x->t->ev[e].flags & (EVF_DONE | SH5_EVF_FREE))
-		return;	/* released to break a cycle */
-	x->lcp[e] = v;
-	x->t->ev[e].flags |= EVF_BOUND;
-	wake_if_waiting(x, e);
+	static const uint8_t cls[SH5_OP_COUNT] = {
+		[SH5_OP_BCAST] = SH5_COLL_1TON,
+		[SH5_OP_SCATTER] = SH5_COLL_1TON,
+		[SH5_OP_GATHER] = SH5_COLL_NTO1,
+		[SH5_OP_REDUCE] = SH5_COLL_NTO1,
+		[SH5_OP_SCAN] = SH5_COLL_SCAN,
+		[SH5_OP_EXSCAN] = SH5_COLL_EXSCAN,
+	};
+
+	return op < SH5_OP_COUNT ? (enum sh5_coll_class)cls[op] :
+	       SH5_COLL_NTON;
 }
 
-/* Needs an incoming bound before it can be processed? */
-static int needs_bound(const struct sh5_trace *t, uint32_t e)
+static inline int needs_bound(const struct sh5_trace *t, uint32_t e)
 {
 	const struct sh5_trace_event *ev = &t->ev[e];
-	const struct sh5_trace_inst *in;
 
 	if (ev->flags & SH5_EVF_FREE)
 		return 0;
@@ -650,16 +801,15 @@ static int needs_bound(const struct sh5_trace *t, uint32_t e)
 		return ev->link != SH5_TRACE_NONE;
 	if (ev->kind != SH5_EV_CEND || ev->ref == SH5_TRACE_NONE)
 		return 0;
-	in = &t->inst[ev->ref];
-	switch (in->cls) {
+	/* the instance's class is its operation's (one operation per
+	 * instance) */
+	switch (op_class(ev->op)) {
 	case SH5_COLL_1TON:
-	case SH5_COLL_NTO1: {
-		int is_root = t->loc[e] == ev->aux;
-
-		return in->cls == SH5_COLL_1TON ? !is_root : is_root;
-	}
+		return t->loc[e] != ev->aux;
+	case SH5_COLL_NTO1:
+		return t->loc[e] == ev->aux;
 	case SH5_COLL_EXSCAN:
-		return t->inst_begin[in->first] != ev->link;
+		return t->inst_begin[t->inst[ev->ref].first] != ev->link;
 	default:
 		return 1;
 	}
@@ -700,7 +850,7 @@ static void begin_done(struct clc *x, uint32_t b)
 	case SH5_COLL_SCAN:
 	case SH5_COLL_EXSCAN:
 		while (x->prefix[k] < in->size &&
-		       (t->ev[bl[x->prefix[k]]].flags & EVF_DONE)) {
+		       bit_get(x->bdone, bl[x->prefix[k]])) {
 			uint32_t p = ++x->prefix[k], j, i;
 			int64_t m = INT64_MIN;
 
@@ -723,7 +873,7 @@ static void begin_done(struct clc *x, uint32_t b)
 	}
 }
 
-static int add_jump(struct clc *x, uint32_t pos, int64_t amount)
+static int add_jump(struct clc *x, uint32_t pos, uint32_t e, int64_t amount)
 {
 	if (x->njumps == x->jcap) {
 		size_t nc = x->jcap ? x->jcap * 2 : 1024;
@@ -735,6 +885,7 @@ static int add_jump(struct clc *x, uint32_t pos, int64_t amount)
 		x->jcap = nc;
 	}
 	x->jumps[x->njumps].pos = pos;
+	x->jumps[x->njumps].ev = e;
 	x->jumps[x->njumps].amount = amount;
 	x->njumps++;
 	x->res->jumps++;
@@ -743,113 +894,141 @@ static int add_jump(struct clc *x, uint32_t pos, int64_t amount)
 	return 0;
 }
 
+/* llround(v) for |v| < 2^62 without a library call: truncation, then
+ * the exact fractional part decides (halves away from zero). */
+static inline int64_t round_near(double v)
+{
+	int64_t i;
+	double f;
+
+	if (!(v > -0x1p62 && v < 0x1p62))
+		return llround(v);
+	i = (int64_t)v;
+	f = v - (double)i;
+	/* no branch: the direction is as good as random */
+	return i + (int64_t)(f >= 0.5) - (int64_t)(f <= -0.5);
+}
+
+/* Process event e, the next one of location loc (state L).  Returns 1
+ * when done, 0 when it has to wait for its incoming bound, -1 on memory
+ * error. */
+static inline __attribute__((always_inline)) int
+step(struct clc *x, struct locst *L, uint32_t loc, uint32_t e)
+{
+	struct sh5_trace *t = x->t;
+	const struct sh5_clc_params *p = x->p;
+	const struct sh5_trace_event *ev = &t->ev[e];
+	int64_t c = x->c[e], lc = c, base, dc;
+	int need = needs_bound(t, e);
+
+	if (need && !bit_get(x->bset, e)) {
+		L->wait = e;
+		return 0;
+	}
+	/* Equation (4): local constraints.  delta: given, or 1 ns unless
+	 * the local interval is 0. */
+	if (L->has_prev) {
+		int64_t d = p->delta >= 0 ? p->delta : (c > L->pc ? 1 : 0);
+		int64_t v = sadd(L->plc, d);
+		double g;
+
+		if (v > lc)
+			lc = v;
+		/* the interval to double: exact either way */
+		g = __builtin_sub_overflow(c, L->pc, &dc) ?
+		    (double)((__int128)c - L->pc) : (double)dc;
+		v = sadd(L->plc, round_near(p->gamma * g));
+		if (v > lc)
+			lc = v;
+	}
+	base = lc;
+	/* Equation (3)/(3'): the incoming bound. */
+	if (need && x->lcp[e] > lc)
+		lc = x->lcp[e];
+	if (lc > base && add_jump(x, L->cur, e, lc - base) < 0)
+		return -1;
+	x->lcp[e] = lc;
+	bit_set(x->bdone, e);
+	L->plc = lc;
+	L->pc = c;
+	L->has_prev = 1;
+	L->cur++;
+	x->left--;
+	if (ev->flags & SH5_EVF_FREE)
+		return 1;
+	if (ev->kind == SH5_EV_SEND) {
+		if (ev->link != SH5_TRACE_NONE &&
+		    !(t->ev[ev->link].flags & SH5_EVF_FREE))
+			set_bound(x, ev->link,
+				  add_mu(lc, mu_of(t, loc, t->loc[ev->link],
+						   p->mu_intra,
+						   p->mu_inter)));
+	} else if (ev->kind == SH5_EV_CBEGIN && ev->ref != SH5_TRACE_NONE) {
+		begin_done(x, e);
+	}
+	return 1;
+}
+
 /* Run the locations on the stack as far as they can go, but not past
  * file index `limit` (keeps the memory access nearly sequential). */
 static int drain(struct clc *x, uint32_t limit)
 {
 	struct sh5_trace *t = x->t;
-	const struct sh5_clc_params *p = x->p;
 
 	while (x->nstack) {
 		uint32_t loc = x->stack[--x->nstack];
+		struct locst *L = &x->ls[loc];
 		uint32_t end = t->loc_first[loc + 1];
-		uint32_t k = x->cur[loc];
-		int64_t plc = 0, pc = 0;
-		int has_prev = k > t->loc_first[loc];
+		int r;
 
-		if (has_prev) {
-			plc = x->lcp[t->loc_order[k - 1]];
-			pc = x->c[t->loc_order[k - 1]];
-		}
-		for (; k < end; k++) {
-			uint32_t e = t->loc_order[k];
-			struct sh5_trace_event *ev = &t->ev[e];
-			int64_t c = x->c[e], lc = c, base;
-			int need;
+		while (L->cur < end) {
+			uint32_t e = t->loc_order[L->cur];
 
 			if (e > limit)
 				break;
-			need = needs_bound(t, e);
-			if (need && !(ev->flags & EVF_BOUND)) {
-				x->blocked[loc] = 1;
-				break;
-			}
-			/* Equation (4): local constraints.  delta: given,
-			 * or 1 ns unless the local interval is 0. */
-			if (has_prev) {
-				int64_t d = p->delta >= 0 ? p->delta :
-					    (c > pc ? 1 : 0);
-				int64_t v = sat64((__int128)plc + d);
-
-				if (v > lc)
-					lc = v;
-				v = sat64((__int128)plc +
-					  llround(p->gamma *
-						  (double)((__int128)c - pc)));
-				if (v > lc)
-					lc = v;
-			}
-			base = lc;
-			/* Equation (3)/(3'): the incoming bound. */
-			if (need && x->lcp[e] > lc)
-				lc = x->lcp[e];
-			if (lc > base && add_jump(x, k, lc - base) < 0)
+			r = step(x, L, loc, e);
+			if (r < 0)
 				return -1;
-			x->lcp[e] = lc;
-			ev->flags |= EVF_DONE;
-			ev->flags &= (uint16_t)~EVF_BOUND;
-			plc = lc;
-			pc = c;
-			has_prev = 1;
-			x->left--;
-			x->cur[loc] = k + 1;
-			if (ev->flags & SH5_EVF_FREE)
-				continue;
-			if (ev->kind == SH5_EV_SEND &&
-			    ev->link != SH5_TRACE_NONE &&
-			    !(t->ev[ev->link].flags & SH5_EVF_FREE))
-				set_bound(x, ev->link,
-					  add_mu(lc, mu_of(t, loc,
-							   t->loc[ev->link],
-							   p->mu_intra,
-							   p->mu_inter)));
-			else if (ev->kind == SH5_EV_CBEGIN &&
-				 ev->ref != SH5_TRACE_NONE)
-				begin_done(x, e);
+			if (r == 0)
+				break;
 		}
-		x->cur[loc] = k;
 	}
 	return 0;
 }
 
 /* Forward amortization over every location, in an order that respects
  * all happened-before relations: file order, except that a location
- * waiting for a bound pauses until the bound is known. */
+ * waiting for a bound pauses until the bound is known (and then catches
+ * up to the current file position). */
 static int forward(struct clc *x, struct sh5_error *errp)
 {
 	struct sh5_trace *t = x->t;
 	const struct sh5_clc_params *p = x->p;
 	size_t l, i;
-	int rc = -1;
+	int rc = -1, r;
 
 	x->left = t->nev;
 	for (i = 0; i < t->nev; i++) {
 		uint32_t lo = t->loc[i];
+		struct locst *L = &x->ls[lo];
 
-		if (x->blocked[lo] || t->loc_order[x->cur[lo]] != i)
+		/* Not waiting: every earlier event of lo is done, so i is
+		 * its next one. */
+		if (L->wait != SH5_TRACE_NONE)
 			continue;
-		x->stack[x->nstack++] = lo;
-		if (drain(x, (uint32_t)i) < 0)
+		r = step(x, L, lo, (uint32_t)i);
+		if (r < 0)
+			goto nomem;
+		if (x->nstack && drain(x, (uint32_t)i) < 0)
 			goto nomem;
 	}
 	while (x->left) {
 		/* Stuck: the waits form a cycle. */
 		for (l = 0; l < t->nloc; l++) {
-			uint32_t e, s;
+			uint32_t e = x->ls[l].wait, s;
 
-			if (!x->blocked[l])
+			if (e == SH5_TRACE_NONE)
 				continue;
-			e = t->loc_order[x->cur[l]];
 			s = t->ev[e].kind == SH5_EV_RECV ? t->ev[e].link :
 			    SH5_TRACE_NONE;
 			if (s != SH5_TRACE_NONE)
@@ -873,7 +1052,7 @@ static int forward(struct clc *x, struct sh5_error *errp)
 			if (s != SH5_TRACE_NONE)
 				t->ev[s].flags |= SH5_EVF_FREE;
 			x->res->released++;
-			x->blocked[l] = 0;
+			x->ls[l].wait = SH5_TRACE_NONE;
 			x->stack[x->nstack++] = (uint32_t)l;
 			break;
 		}
@@ -1020,7 +1199,7 @@ static int backward_one(struct clc *x, const struct jump *j, int64_t *shift,
 			size_t *ecap)
 {
 	struct sh5_trace *t = x->t;
-	uint32_t r = t->loc_order[j->pos];
+	uint32_t r = j->ev;
 	uint32_t first = t->loc_first[t->loc[r]], q;
 	int64_t tr = x->lcp[r], D = j->amount, LA, t0;
 	size_t ne = 0, nh = 0, i, h;
@@ -1160,13 +1339,14 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 		if (t->inst[i].size > maxsize)
 			maxsize = t->inst[i].size;
 	x.lcp = p->work ? p->work : malloc((t->nev + 1) * sizeof(*x.lcp));
-	x.cur = malloc((t->nloc + 1) * sizeof(*x.cur));
-	x.blocked = calloc(t->nloc + 1, 1);
+	x.ls = malloc((t->nloc + 1) * sizeof(*x.ls));
+	x.bset = calloc(t->nev / 64 + 1, sizeof(*x.bset));
+	x.bdone = calloc(t->nev / 64 + 1, sizeof(*x.bdone));
 	x.stack = malloc((t->nloc + 1) * sizeof(*x.stack));
 	x.nb_done = calloc(t->ninst + 1, sizeof(*x.nb_done));
 	x.prefix = calloc(t->ninst + 1, sizeof(*x.prefix));
 	x.bound = malloc(maxsize * sizeof(*x.bound));
-	if (!x.lcp || !x.cur || !x.blocked || !x.stack || !x.nb_done ||
+	if (!x.lcp || !x.ls || !x.bset || !x.bdone || !x.stack || !x.nb_done ||
 	    !x.prefix || !x.bound || nodescratch_init(&x.ns, t->nnode) < 0) {
 		x.ns.max = NULL;
 		x.ns.touched = NULL;
@@ -1175,8 +1355,12 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 			      strerror(errno));
 		goto out;
 	}
-	for (i = 0; i < t->nloc; i++)
-		x.cur[i] = t->loc_first[i];
+	for (i = 0; i < t->nloc; i++) {
+		x.ls[i].cur = t->loc_first[i];
+		x.ls[i].wait = SH5_TRACE_NONE;
+		x.ls[i].has_prev = 0;
+		x.ls[i].plc = x.ls[i].pc = 0;
+	}
 	if (forward(&x, errp) < 0)
 		goto out;
 	/* times[] is free now: it becomes the backward shift. */
@@ -1190,6 +1374,25 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 			goto out;
 		}
 		for (i = 0; i < x.njumps; i++) {
+			/* Prefetch ahead: the positions before a later jump,
+			 * and the events before a nearer one. */
+			if (i + 16 < x.njumps)
+				__builtin_prefetch(&t->loc_order[
+					x.jumps[i + 16].pos - 1]);
+			if (i + 8 < x.njumps) {
+				const struct jump *jn = &x.jumps[i + 8];
+				uint32_t q = jn->pos, f = t->loc_first[
+					t->loc[jn->ev]];
+
+				__builtin_prefetch(&x.lcp[jn->ev]);
+				if (q > f) {
+					uint32_t e = t->loc_order[q - 1];
+
+					__builtin_prefetch(&x.lcp[e]);
+					__builtin_prefetch(&t->ev[e]);
+					__builtin_prefetch(&times[e], 1);
+				}
+			}
 			if (backward_one(&x, &x.jumps[i], times, &hull, &hcap,
 					 &evs, &ecap) < 0) {
 				errno = ENOMEM;
@@ -1199,19 +1402,15 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 			}
 		}
 	}
-	for (i = 0; i < t->nev; i++) {
-		times[i] = sat64((__int128)x.lcp[i] + times[i]);
-		t->ev[i].flags &= (uint16_t)~(EVF_DONE | EVF_BOUND);
-	}
+	for (i = 0; i < t->nev; i++)
+		times[i] = sadd(x.lcp[i], times[i]);
 	rc = 0;
 out:
-	if (rc < 0)
-		for (i = 0; i < t->nev; i++)
-			t->ev[i].flags &= (uint16_t)~(EVF_DONE | EVF_BOUND);
 	if (x.lcp != p->work)
 		free(x.lcp);
-	free(x.cur);
-	free(x.blocked);
+	free(x.ls);
+	free(x.bset);
+	free(x.bdone);
 	free(x.stack);
 	free(x.nb_done);
 	free(x.prefix);

@@ -144,7 +144,8 @@ struct sh5_clc_result {
  * its send, which comes after the receive); the cycle is also recorded as
  * a problem in t.  With p->allow_partial a cycle is broken by dropping the
  * waiting constraint (recorded as a problem) and the run goes on.
- * Uses about 8 bytes per event of working memory (none with p->work).
+ * Uses about 8 bytes per event of working memory (none with p->work),
+ * plus two bits per event and 16 bytes per jump.
  */
 int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 		     int64_t *times, struct sh5_clc_result *res,

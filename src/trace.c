@@ -105,60 +105,91 @@ static void hmap_free(struct hmap *m)
 
 /* ---------------------------------------------------------- line source */
 
-struct lsrc {
+/*
+ * Whole lines in blocks, from a file descriptor (a large read buffer) or
+ * from memory: every block ends in '\n', so a caller can walk a block's
+ * lines without bounds checks other than "stop at '\n'".  A final line
+ * without a '\n' is handed out as a block of its own with a '\n' added
+ * (*virt = 1).  The fd buffer keeps SLACK readable bytes after the data,
+ * so a caller may read a few bytes past the end of a block (never use
+ * them).
+ */
+#define CSRC_CHUNK (256u << 10)
+#define CSRC_SLACK 64
+
+struct csrc {
 	int fd;			/* -1: memory */
 	const char *mem;
 	size_t memlen, mempos;
-	char *buf;
-	size_t cap, pos, end;
+	char *buf;		/* fd: cap + CSRC_SLACK bytes; memory: the
+				 * final line plus '\n' */
+	size_t cap, beg, end;
 	int eof;
 };
 
-/* Next line without its '\n'.  Returns 1, 0 at the end, -1 on error. */
-static int lsrc_next(struct lsrc *s, const char **line, size_t *len)
+/* Returns 1 with a block, 0 at the end, -1 with errno set. */
+static int csrc_next(struct csrc *s, const char **b, size_t *n, int *virt)
 {
-	char *nl;
+	const char *q;
 	ssize_t r;
 
+	*virt = 0;
 	if (s->fd < 0) {
-		const char *p = s->mem + s->mempos, *q;
+		size_t lim, left = s->memlen - s->mempos;
+		const char *p = s->mem + s->mempos;
 
 		if (s->mempos >= s->memlen)
 			return 0;
-		q = memchr(p, '\n', s->memlen - s->mempos);
-		*line = p;
+		lim = left < CSRC_CHUNK ? left : CSRC_CHUNK;
+		q = memrchr(p, '\n', lim);
+		if (!q && lim < left)
+			q = memchr(p + lim, '\n', left - lim);
 		if (q) {
-			*len = (size_t)(q - p);
-			s->mempos += *len + 1;
-		} else {
-			*len = s->memlen - s->mempos;
-			s->mempos = s->memlen;
+			*b = p;
+			*n = (size_t)(q + 1 - p);
+			s->mempos += *n;
+			return 1;
 		}
+		free(s->buf);
+		s->buf = malloc(left + CSRC_SLACK);
+		if (!s->buf)
+			return -1;
+		memcpy(s->buf, p, left);
+		memset(s->buf + left, '\n', CSRC_SLACK);
+		s->mempos = s->memlen;
+		*b = s->buf;
+		*n = left + 1;
+		*virt = 1;
 		return 1;
 	}
 	for (;;) {
-		nl = memchr(s->buf + s->pos, '\n', s->end - s->pos);
-		if (nl) {
-			*line = s->buf + s->pos;
-			*len = (size_t)(nl - (s->buf + s->pos));
-			s->pos += *len + 1;
-			return 1;
+		if (s->end > s->beg) {
+			q = memrchr(s->buf + s->beg, '\n', s->end - s->beg);
+			if (q) {
+				*b = s->buf + s->beg;
+				*n = (size_t)(q + 1 - *b);
+				s->beg += *n;
+				return 1;
+			}
 		}
 		if (s->eof) {
-			if (s->pos == s->end)
+			if (s->beg == s->end)
 				return 0;
-			*line = s->buf + s->pos;
-			*len = s->end - s->pos;
-			s->pos = s->end;
+			/* the slack holds the added '\n' */
+			s->buf[s->end] = '\n';
+			*b = s->buf + s->beg;
+			*n = s->end - s->beg + 1;
+			s->beg = s->end;
+			*virt = 1;
 			return 1;
 		}
-		if (s->pos > 0) {
-			memmove(s->buf, s->buf + s->pos, s->end - s->pos);
-			s->end -= s->pos;
-			s->pos = 0;
+		if (s->beg > 0) {
+			memmove(s->buf, s->buf + s->beg, s->end - s->beg);
+			s->end -= s->beg;
+			s->beg = 0;
 		}
 		if (s->end == s->cap) {
-			char *nb = realloc(s->buf, s->cap * 2);
+			char *nb = realloc(s->buf, s->cap * 2 + CSRC_SLACK);
 
 			if (!nb)
 				return -1;
@@ -175,6 +206,45 @@ static int lsrc_next(struct lsrc *s, const char **line, size_t *len)
 			s->eof = 1;
 		s->end += (size_t)r;
 	}
+}
+
+/* A source reading the file at path (opened here). */
+static int csrc_open(struct csrc *s, const char *path)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0)
+		return -1;
+	s->cap = CSRC_CHUNK;
+	s->buf = malloc(s->cap + CSRC_SLACK);
+	if (!s->buf) {
+		close(s->fd);
+		s->fd = -1;
+		return -1;
+	}
+	memset(s->buf + s->cap, 0, CSRC_SLACK);
+	return 0;
+}
+
+static void csrc_mem(struct csrc *s, const char *buf, size_t len)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	s->mem = buf;
+	s->memlen = len;
+}
+
+/* Closes the file (when any); keeps errno. */
+static void csrc_close(struct csrc *s)
+{
+	int saved = errno;
+
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->buf);
+	s->fd = -1;
+	s->buf = NULL;
+	errno = saved;
 }
 
 /* ------------------------------------------------------------- helpers */
@@ -383,15 +453,12 @@ struct parser {
 
 #define NOMEM(p) do { errno = ENOMEM; goto nomem; } while (0)
 
-/* Location index of number id (created when new); NONE on memory error. */
-static uint32_t loc_index(struct parser *p, int64_t id)
+/* loc_index() of a location not in the direct table. */
+static uint32_t loc_index_slow(struct parser *p, int64_t id)
 {
 	struct sh5_trace *t = p->t;
 	uint32_t v;
 
-	/* Small location numbers: a direct table in front of the map. */
-	if (id >= 0 && id < LOC_DIRECT && p->locdirect[id] != SH5_TRACE_NONE)
-		return p->locdirect[id];
 	v = hmap_get(&p->locmap, (uint64_t)id, 0, 0, (uint32_t)t->nloc);
 	if (v != HMAP_NOMEM && id >= 0 && id < LOC_DIRECT)
 		p->locdirect[id] = v;
@@ -424,6 +491,15 @@ static uint32_t loc_index(struct parser *p, int64_t id)
 		t->nloc++;
 	}
 	return v;
+}
+
+/* Location index of number id (created when new); NONE on memory error. */
+static inline uint32_t loc_index(struct parser *p, int64_t id)
+{
+	/* Small location numbers: a direct table in front of the map. */
+	if (id >= 0 && id < LOC_DIRECT && p->locdirect[id] != SH5_TRACE_NONE)
+		return p->locdirect[id];
+	return loc_index_slow(p, id);
 }
 
 static int comm_add(struct parser *p, int64_t id, uint32_t *idx)
@@ -640,6 +716,16 @@ static int parse_directive(struct parser *p, const char *s, size_t len,
 	return 0;
 }
 
+/* The fields of one valid data line. */
+struct rec {
+	int64_t lid, tm, peer, tag, comm, root;
+	unsigned kind, op;
+	int is_offset;
+};
+
+static inline int add_event(struct parser *p, const struct rec *r,
+			    uint32_t line) __attribute__((always_inline));
+
 /* Parse one data line.  Returns 0 (event added, or problem recorded), -1
  * on memory error. */
 static int parse_data(struct parser *p, const char *s, size_t len,
@@ -647,12 +733,11 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 {
 	struct sh5_trace *t = p->t;
 	const char *f[8];
-	size_t fl[8], nf = 0, i, b = 0;
+	size_t fl[8], nf = 0, i;
 	int64_t lid, tm, peer = 0, tag = 0, comm = 0, root = 0, bytes;
-	uint32_t li;
-	struct sh5_trace_event *e;
 	unsigned kind, op = 0;
 	int is_offset = 0;
+	struct rec r;
 
 	/* Find the commas eight bytes at a time (exact per-byte test). */
 	f[0] = s;
@@ -792,6 +877,32 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 		}
 	}
 
+	r.lid = lid;
+	r.tm = tm;
+	r.peer = peer;
+	r.tag = tag;
+	r.comm = comm;
+	r.root = root;
+	r.kind = kind;
+	r.op = op;
+	r.is_offset = is_offset;
+	return add_event(p, &r, line);
+}
+
+/* Add the event (or OFFSET measurement) of a valid data line.  Returns 0
+ * (added, or problem recorded), -1 on memory error. */
+static inline int add_event(struct parser *p, const struct rec *r,
+			    uint32_t line)
+{
+	struct sh5_trace *t = p->t;
+	int64_t lid = r->lid, tm = r->tm, peer = r->peer, tag = r->tag;
+	int64_t comm = r->comm, root = r->root;
+	unsigned kind = r->kind, op = r->op;
+	int is_offset = r->is_offset;
+	struct sh5_trace_event *e;
+	uint32_t li;
+	size_t b;
+
 	p->seen_data = 1;
 	li = loc_index(p, lid);
 	if (li == SH5_TRACE_NONE)
@@ -867,14 +978,16 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 	t->time[t->nev] = tm;
 	p->ls[li].count++;
 	if (kind == SH5_EV_SEND || kind == SH5_EV_RECV) {
-		uint32_t *l2 = grow(p->p2p, &p->p2pcap, p->np2p + 1,
+		uint32_t *l2 = p->np2p < p->p2pcap ? p->p2p :
+			       grow(p->p2p, &p->p2pcap, p->np2p + 1,
 				    sizeof(*l2));
 		if (!l2)
 			return -1;
 		p->p2p = l2;
 		l2[p->np2p++] = (uint32_t)t->nev;
 	} else if (kind == SH5_EV_CBEGIN) {
-		uint32_t *l2 = grow(p->cbl, &p->cbcap, p->ncb + 1,
+		uint32_t *l2 = p->ncb < p->cbcap ? p->cbl :
+			       grow(p->cbl, &p->cbcap, p->ncb + 1,
 				    sizeof(*l2));
 		if (!l2)
 			return -1;
@@ -979,6 +1092,192 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 	}
 	t->nev++;
 	return 0;
+}
+
+/* --------------------------------------------------- fast line parsing */
+
+/*
+ * The common shapes of data lines, parsed in one pass over the bytes
+ * (the line is known to end in '\n').  Each helper returns the position
+ * after the field's terminator, or NULL when the line is not of the
+ * simple shape; the caller then hands the line to parse_data(), which
+ * accepts the same lines with the same values and reports problems.
+ */
+
+/* Decimal digits of at most 19 characters, within int64 (negative when
+ * neg is set), then term. */
+static inline const char *fld_digits(const char *q, uint64_t v, unsigned n,
+				     int neg, char term, int64_t *out)
+{
+	unsigned d;
+
+	while ((d = (unsigned char)*q - '0') <= 9) {
+		if (++n > 19)
+			return NULL;
+		v = v * 10 + d;
+		q++;
+	}
+	if (n == 0 || *q != term ||
+	    v > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
+		return NULL;
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return q + 1;
+}
+
+/* Integer field (optional '-' when signed_ok). */
+static inline const char *fld_int(const char *q, int signed_ok, char term,
+				  int64_t *out)
+{
+	int neg = signed_ok && *q == '-';
+
+	return fld_digits(q + neg, 0, 0, neg, term, out);
+}
+
+/* The time: usually 19 digits, eight at a time while at least eight bytes
+ * of the block are left. */
+static inline const char *fld_time(const char *q, const char *end,
+				   int64_t *out)
+{
+	int neg = *q == '-';
+	uint64_t v = 0, d8;
+	unsigned n = 0;
+
+	q += neg;
+	while (n < 16 && end - q >= 8 && digits8(q, &d8) == 0) {
+		v = v * 100000000u + d8;
+		q += 8;
+		n += 8;
+	}
+	return fld_digits(q, v, n, neg, ',', out);
+}
+
+/* The bytes field (empty, or digits) and the end of the line. */
+static inline const char *fld_bytes_eol(const char *q)
+{
+	unsigned n = 0;
+
+	while ((unsigned)((unsigned char)*q - '0') <= 9) {
+		if (++n > 18)
+			return NULL;
+		q++;
+	}
+	return *q == '\n' ? q + 1 : NULL;
+}
+
+/* The operation name at q (at least 16 bytes of the block left) if a
+ * ',' follows it: its length in *len.  SH5_OP_NONE otherwise. */
+static inline unsigned op_at(const char *q, size_t *len)
+{
+#define OP_IS(name, op) (!memcmp(q, name ",", sizeof(name)) ? \
+			 (*len = sizeof(name) - 1, (op)) : SH5_OP_NONE)
+	switch (q[0]) {
+	case 'A':
+		return q[3] == 'R' ? OP_IS("ALLREDUCE", SH5_OP_ALLREDUCE) :
+		       q[3] == 'G' ? OP_IS("ALLGATHER", SH5_OP_ALLGATHER) :
+		       OP_IS("ALLTOALL", SH5_OP_ALLTOALL);
+	case 'B':
+		return q[1] == 'A' ? OP_IS("BARRIER", SH5_OP_BARRIER) :
+		       OP_IS("BCAST", SH5_OP_BCAST);
+	case 'E':
+		return OP_IS("EXSCAN", SH5_OP_EXSCAN);
+	case 'G':
+		return OP_IS("GATHER", SH5_OP_GATHER);
+	case 'R':
+		return q[6] == '_' ?
+		       OP_IS("REDUCE_SCATTER", SH5_OP_REDUCE_SCATTER) :
+		       OP_IS("REDUCE", SH5_OP_REDUCE);
+	case 'S':
+		return q[3] == 'N' ? OP_IS("SCAN", SH5_OP_SCAN) :
+		       OP_IS("SCATTER", SH5_OP_SCATTER);
+	default:
+		return SH5_OP_NONE;
+	}
+#undef OP_IS
+}
+
+/* Returns the start of the next line when the line at s was parsed and
+ * added; NULL when parse_data() must see it, or on a memory error (*nomem
+ * set). */
+static const char *parse_fast(struct parser *p, const char *s,
+			      const char *end, uint32_t line, int *nomem)
+{
+	struct rec r;
+	const char *q;
+
+	if (!(q = fld_int(s, 0, ',', &r.lid)) ||
+	    !(q = fld_time(q, end, &r.tm)))
+		return NULL;
+	r.peer = r.tag = r.comm = r.root = 0;
+	r.op = SH5_OP_NONE;
+	r.is_offset = 0;
+	switch (*q) {
+	case 'I':
+		if (end - q < 9 || memcmp(q, "INT,,,,,\n", 9))
+			return NULL;
+		r.kind = SH5_EV_INT;
+		q += 9;
+		break;
+	case 'S':
+	case 'R':
+		if (end - q < 5)
+			return NULL;
+		if (!memcmp(q, "SEND,", 5))
+			r.kind = SH5_EV_SEND;
+		else if (!memcmp(q, "RECV,", 5))
+			r.kind = SH5_EV_RECV;
+		else
+			return NULL;
+		if (!(q = fld_int(q + 5, 0, ',', &r.peer)) ||
+		    !(q = fld_int(q, 1, ',', &r.tag)) ||
+		    !(q = fld_int(q, 1, ',', &r.comm)) || *q != ',' ||
+		    !(q = fld_bytes_eol(q + 1)))
+			return NULL;
+		break;
+	case 'C': {
+		size_t ol;
+
+		if (end - q >= 7 && !memcmp(q, "CBEGIN,", 7)) {
+			r.kind = SH5_EV_CBEGIN;
+			q += 7;
+		} else if (end - q >= 5 && !memcmp(q, "CEND,", 5)) {
+			r.kind = SH5_EV_CEND;
+			q += 5;
+		} else {
+			return NULL;
+		}
+		if (end - q < 16 || (r.op = op_at(q, &ol)) == SH5_OP_NONE ||
+		    q[ol + 1] != ',' ||
+		    !(q = fld_int(q + ol + 2, 1, ',', &r.comm)))
+			return NULL;
+		if (op_rooted(r.op)) {
+			if (!(q = fld_int(q, 0, ',', &r.root)))
+				return NULL;
+		} else if (*q++ != ',') {
+			return NULL;
+		}
+		if (!(q = fld_bytes_eol(q)))
+			return NULL;
+		break;
+	}
+	case 'O':
+		if (end - q < 7 || memcmp(q, "OFFSET,", 7))
+			return NULL;
+		r.kind = SH5_EV_INT;
+		r.is_offset = 1;
+		if (!(q = fld_int(q + 7, 1, ',', &r.peer)) ||
+		    !(q = fld_int(q, 0, ',', &r.tag)) || end - q < 3 ||
+		    memcmp(q, ",,\n", 3))
+			return NULL;
+		q += 3;
+		break;
+	default:
+		return NULL;
+	}
+	if (add_event(p, &r, line) < 0) {
+		*nomem = 1;
+		return NULL;
+	}
+	return q;
 }
 
 /* ---------------------------------------------------------- post-passes */
@@ -1098,7 +1397,9 @@ static int assemble_colls(struct parser *p)
 {
 	struct sh5_trace *t = p->t;
 	size_t nslot, i, j, c, k, r, ninst = 0, nmem = 0;
-	uint32_t *cnt = NULL, *list = NULL, *cur = NULL, *rk = NULL;
+	uint32_t *cnt = NULL, *cur = NULL, *rk = NULL, *slotcomm = NULL;
+	uint32_t *rtab = NULL;	/* rank by communicator and location */
+	size_t *moff = NULL;
 	struct { uint32_t comm, rank; } *lc = NULL;	/* rank cache */
 	int rc = -1;
 
@@ -1131,6 +1432,21 @@ static int assemble_colls(struct parser *p)
 			    HMAP_NOMEM)
 				return -1;
 	}
+	/* Ranks: a dense table (communicator x location) when small, else
+	 * the map. */
+	if (t->ncomm && t->nloc && t->ncomm <= (4u << 20) / t->nloc) {
+		rtab = malloc(t->ncomm * t->nloc * sizeof(*rtab));
+		if (!rtab)
+			goto out;
+		memset(rtab, 0xff, t->ncomm * t->nloc * sizeof(*rtab));
+		for (c = 0; c < t->ncomm; c++)
+			for (i = t->comm_first[c]; i < t->comm_first[c + 1];
+			     i++)
+				rtab[c * t->nloc + t->comm_members[i]] =
+					(uint32_t)(i - t->comm_first[c]);
+	}
+#define RANK(c, l) (rtab ? rtab[(size_t)(c) * t->nloc + (l)] : \
+		    hmap_get(&p->rankmap, (c), (l), 0, SH5_TRACE_NONE))
 	/* Check every member and root; assign slots. */
 	nslot = p->ncmem;
 	cnt = calloc(nslot + 1, sizeof(*cnt));
@@ -1156,11 +1472,12 @@ static int assemble_colls(struct parser *p)
 			continue;
 		}
 		/* per location: the rank in the communicator it used last */
-		if (lc[t->loc[i]].comm == e->ref) {
+		if (rtab) {
+			rank = RANK(e->ref, t->loc[i]);
+		} else if (lc[t->loc[i]].comm == e->ref) {
 			rank = lc[t->loc[i]].rank;
 		} else {
-			rank = hmap_get(&p->rankmap, e->ref, t->loc[i], 0,
-					SH5_TRACE_NONE);
+			rank = RANK(e->ref, t->loc[i]);
 			lc[t->loc[i]].comm = e->ref;
 			lc[t->loc[i]].rank = rank;
 		}
@@ -1174,8 +1491,7 @@ static int assemble_colls(struct parser *p)
 		}
 		if (op_rooted(e->op) && !(lc[e->aux].comm == e->ref &&
 					  lc[e->aux].rank != SH5_TRACE_NONE) &&
-		    hmap_get(&p->rankmap, e->ref, e->aux, 0, SH5_TRACE_NONE) ==
-		    SH5_TRACE_NONE) {
+		    RANK(e->ref, e->aux) == SH5_TRACE_NONE) {
 			sh5_trace_problem_add(t, e->line, "root %lld of %s is "
 				"not a member of communicator %lld",
 				(long long)t->loc_id[e->aux], op_names[e->op],
@@ -1184,28 +1500,26 @@ static int assemble_colls(struct parser *p)
 			continue;
 		}
 		rk[j] = t->comm_first[e->ref] + rank;
-		cnt[rk[j] + 1]++;
+		cnt[rk[j]]++;
 	}
-	for (i = 0; i < nslot; i++)
-		cnt[i + 1] += cnt[i];
-	list = malloc((cnt[nslot] + 1) * sizeof(*list));
-	cur = malloc((nslot + 1) * sizeof(*cur));
-	if (!list || !cur)
+	/* Instance k of communicator c (size members) gets the members'
+	 * begins at inst_begin[moff[c] + k * size + rank], in one pass in
+	 * file order; instances found incomplete or inconsistent are then
+	 * squeezed out. */
+	moff = malloc((t->ncomm + 1) * sizeof(*moff));
+	cur = calloc(nslot + 1, sizeof(*cur));
+	slotcomm = malloc((nslot + 1) * sizeof(*slotcomm));
+	if (!moff || !cur || !slotcomm)
 		goto out;
-	memcpy(cur, cnt, (nslot + 1) * sizeof(*cur));
-	for (j = 0; j < p->ncb; j++)
-		if (rk[j] != SH5_TRACE_NONE)
-			list[cur[rk[j]]++] = p->cbl[j];
-	/* Count instances. */
 	for (c = 0; c < t->ncomm; c++) {
 		size_t f = t->comm_first[c], l = t->comm_first[c + 1], mx = 0;
 
 		for (r = f; r < l; r++) {
-			size_t n = cnt[r + 1] - cnt[r];
-
-			if (n > mx)
-				mx = n;
+			slotcomm[r] = (uint32_t)c;
+			if (cnt[r] > mx)
+				mx = cnt[r];
 		}
+		moff[c] = nmem;
 		ninst += mx;
 		nmem += mx * (l - f);
 	}
@@ -1213,29 +1527,41 @@ static int assemble_colls(struct parser *p)
 	t->inst_begin = malloc((nmem + 1) * sizeof(*t->inst_begin));
 	if (!t->inst || !t->inst_begin)
 		goto out;
+	memset(t->inst_begin, 0xff, nmem * sizeof(*t->inst_begin));
+	for (j = 0; j < p->ncb; j++) {
+		uint32_t sl = rk[j];
+
+		if (sl == SH5_TRACE_NONE)
+			continue;
+		c = slotcomm[sl];
+		t->inst_begin[moff[c] + (size_t)cur[sl]++ *
+			      (t->comm_first[c + 1] - t->comm_first[c]) +
+			      (sl - t->comm_first[c])] = p->cbl[j];
+	}
 	nmem = 0;
 	for (c = 0; c < t->ncomm; c++) {
-		size_t f = t->comm_first[c], l = t->comm_first[c + 1], mx = 0;
-		size_t size = l - f;
+		size_t f = t->comm_first[c], l = t->comm_first[c + 1];
+		size_t size = l - f, mx = 0;
 
 		for (r = f; r < l; r++)
-			if (cnt[r + 1] - cnt[r] > mx)
-				mx = cnt[r + 1] - cnt[r];
+			if (cnt[r] > mx)
+				mx = cnt[r];
 		for (k = 0; k < mx; k++) {
+			uint32_t *b = t->inst_begin + moff[c] + k * size;
 			uint32_t ok = 1;
 			struct sh5_trace_event *fe = NULL;
 
-			for (r = f; r < l; r++) {
-				if (k >= cnt[r + 1] - cnt[r]) {
+			for (r = 0; r < size; r++) {
+				if (b[r] == SH5_TRACE_NONE) {
 					ok = 0;
 					continue;
 				}
 				if (!fe)
-					fe = &t->ev[list[cnt[r] + k]];
+					fe = &t->ev[b[r]];
 			}
 			if (!ok) {
-				for (r = f; r < l; r++)
-					if (k >= cnt[r + 1] - cnt[r])
+				for (r = 0; r < size; r++)
+					if (b[r] == SH5_TRACE_NONE)
 						break;
 				sh5_trace_problem_add(t, fe->line,
 					"collective #%zu (%s) on communicator "
@@ -1243,11 +1569,11 @@ static int assemble_colls(struct parser *p)
 					k + 1, op_names[fe->op],
 					(long long)t->comm_id[c],
 					(long long)t->loc_id[
-						t->comm_members[r]]);
+						t->comm_members[f + r]]);
 			} else {
-				for (r = f; r < l; r++) {
+				for (r = 0; r < size; r++) {
 					struct sh5_trace_event *e =
-						&t->ev[list[cnt[r] + k]];
+						&t->ev[b[r]];
 					if (e->op != fe->op ||
 					    e->aux != fe->aux) {
 						char x1[64], x2[64];
@@ -1269,10 +1595,9 @@ static int assemble_colls(struct parser *p)
 				}
 			}
 			if (!ok) {
-				for (r = f; r < l; r++)
-					if (k < cnt[r + 1] - cnt[r])
-						free_flag_coll(t,
-							list[cnt[r] + k]);
+				for (r = 0; r < size; r++)
+					if (b[r] != SH5_TRACE_NONE)
+						free_flag_coll(t, b[r]);
 				continue;
 			}
 			{
@@ -1284,12 +1609,12 @@ static int assemble_colls(struct parser *p)
 				in->op = fe->op;
 				in->cls = (uint8_t)sh5_trace_op_class(fe->op);
 				in->root_rank = op_rooted(fe->op) ?
-					hmap_get(&p->rankmap, c, fe->aux, 0,
-						 SH5_TRACE_NONE) :
-					SH5_TRACE_NONE;
-				for (r = f; r < l; r++) {
-					uint32_t bi = list[cnt[r] + k];
+					RANK(c, fe->aux) : SH5_TRACE_NONE;
+				for (r = 0; r < size; r++) {
+					uint32_t bi = b[r];
 
+					/* never ahead of b: nmem <= b's
+					 * offset */
 					t->inst_begin[nmem++] = bi;
 					t->ev[bi].ref = (uint32_t)t->ninst;
 					t->ev[t->ev[bi].link].ref =
@@ -1299,14 +1624,17 @@ static int assemble_colls(struct parser *p)
 			}
 		}
 	}
+#undef RANK
 	/* (every collective event left out was marked by free_flag_coll) */
 	rc = 0;
 out:
 	free(cnt);
-	free(list);
 	free(cur);
 	free(rk);
 	free(lc);
+	free(moff);
+	free(slotcomm);
+	free(rtab);
 	return rc;
 }
 
@@ -1376,15 +1704,62 @@ static int finish(struct parser *p)
 	return 0;
 }
 
-static struct sh5_trace *read_src(struct lsrc *src, const char *name,
+/* Any line but the common event lines (s without its '\n').  Returns 0,
+ * -1 on memory error, -2 on a fatal error (errno set, errp filled). */
+static int read_line(struct parser *p, const char *s, size_t len,
+		     uint32_t line, struct sh5_error *errp)
+{
+	size_t q;
+
+	if (len && s[len - 1] == '\r')
+		len--;
+	if (line == 1) {
+		size_t e = len;
+		int64_t v;
+
+		if (len < 11 || memcmp(s, "#sh5-trace", 10) ||
+		    (s[10] != ' ' && s[10] != '\t')) {
+			errno = EINVAL;
+			sh5_errprintf(errp, "%s:1: not an event trace (the "
+				      "first line must be '#sh5-trace 1')",
+				      p->name);
+			return -2;
+		}
+		q = 10;
+		while (q < len && (s[q] == ' ' || s[q] == '\t'))
+			q++;
+		while (e > q && (s[e - 1] == ' ' || s[e - 1] == '\t'))
+			e--;
+		if (parse_i64(s + q, e - q, &v) < 0 || v != 1) {
+			errno = EINVAL;
+			sh5_errprintf(errp, "%s:1: unsupported event-trace "
+				      "version '%.*s' (want 1)", p->name,
+				      (int)(len - q), s + q);
+			return -2;
+		}
+		return 0;
+	}
+	if (len == 0)
+		return 0;
+	if (s[0] == '#')
+		return parse_directive(p, s, len, line) < 0 ? -1 : 0;
+	/* A line of blanks only is a blank line. */
+	for (q = 0; q < len && (s[q] == ' ' || s[q] == '\t'); q++)
+		;
+	if (q == len)
+		return 0;
+	return parse_data(p, s, len, line) < 0 ? -1 : 0;
+}
+
+static struct sh5_trace *read_src(struct csrc *src, const char *name,
 				  size_t sizehint, struct sh5_error *errp)
 {
 	struct parser p;
 	struct sh5_trace *t;
-	const char *s;
-	size_t len;
+	const char *blk, *bend, *nl;
+	size_t n;
 	uint32_t line = 0;
-	int r;
+	int r, rl, virt, nomem = 0;
 
 	memset(&p, 0, sizeof(p));
 	p.comm0 = -1;
@@ -1410,66 +1785,36 @@ static struct sh5_trace *read_src(struct lsrc *src, const char *name,
 		if (!t->ev || !t->time || !t->loc)
 			NOMEM(p);
 	}
-	while ((r = lsrc_next(src, &s, &len)) > 0) {
-		if (line == UINT32_MAX - 1) {
-			errno = EFBIG;
-			sh5_errprintf(errp, "%s: too many lines", name);
-			goto fail;
-		}
-		line++;
-		if (len && s[len - 1] == '\r')
-			len--;
-		if (line == 1) {
-			int64_t v;
-
-			if (len < 11 || memcmp(s, "#sh5-trace", 10) ||
-			    (s[10] != ' ' && s[10] != '\t')) {
-				errno = EINVAL;
-				sh5_errprintf(errp, "%s:1: not an event trace "
-					      "(the first line must be "
-					      "'#sh5-trace 1')", name);
+	while ((r = csrc_next(src, &blk, &n, &virt)) > 0) {
+		for (bend = blk + n; blk < bend;) {
+			if (line == UINT32_MAX - 1) {
+				errno = EFBIG;
+				sh5_errprintf(errp, "%s: too many lines",
+					      name);
 				goto fail;
 			}
-			{
-				size_t q = 10;
-
-				size_t e = len;
-
-				while (q < len && (s[q] == ' ' || s[q] == '\t'))
-					q++;
-				while (e > q && (s[e - 1] == ' ' ||
-						 s[e - 1] == '\t'))
-					e--;
-				if (parse_i64(s + q, e - q, &v) < 0 ||
-				    v != 1) {
-					errno = EINVAL;
-					sh5_errprintf(errp, "%s:1: unsupported "
-						      "event-trace version "
-						      "'%.*s' (want 1)", name,
-						      (int)(len - q), s + q);
-					goto fail;
+			line++;
+			/* Most lines: an event of a simple shape. */
+			if ((unsigned)((unsigned char)*blk - '0') <= 9 &&
+			    line > 1) {
+				const char *next = parse_fast(&p, blk, bend,
+							      line, &nomem);
+				if (next) {
+					blk = next;
+					continue;
 				}
+				if (nomem)
+					NOMEM(p);
 			}
-			continue;
-		}
-		if (len == 0)
-			continue;
-		if (s[0] == '#') {
-			if (parse_directive(&p, s, len, line) < 0)
+			nl = memchr(blk, '\n', (size_t)(bend - blk));
+			rl = read_line(&p, blk, (size_t)(nl - blk), line,
+				       errp);
+			if (rl == -1)
 				NOMEM(p);
-			continue;
+			if (rl < 0)
+				goto fail;
+			blk = nl + 1;
 		}
-		{
-			/* A line of blanks only is a blank line. */
-			size_t q = 0;
-
-			while (q < len && (s[q] == ' ' || s[q] == '\t'))
-				q++;
-			if (q == len)
-				continue;
-		}
-		if (parse_data(&p, s, len, line) < 0)
-			NOMEM(p);
 	}
 	if (r < 0) {
 		sh5_errprintf(errp, "%s: %s", name, strerror(errno));
@@ -1507,31 +1852,18 @@ done:
 
 struct sh5_trace *sh5_trace_read(const char *path, struct sh5_error *errp)
 {
-	struct lsrc src;
+	struct csrc src;
 	struct sh5_trace *t;
 	struct stat st;
-	int saved;
 
-	memset(&src, 0, sizeof(src));
-	src.fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (src.fd < 0) {
+	if (csrc_open(&src, path) < 0) {
 		sh5_errprintf(errp, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	src.cap = 1 << 20;
-	src.buf = malloc(src.cap);
-	if (!src.buf) {
-		sh5_errprintf(errp, "%s: %s", path, strerror(errno));
-		close(src.fd);
 		return NULL;
 	}
 	t = read_src(&src, path,
 		     fstat(src.fd, &st) == 0 && S_ISREG(st.st_mode) ?
 		     (size_t)st.st_size : 0, errp);
-	saved = errno;
-	free(src.buf);
-	close(src.fd);
-	errno = saved;
+	csrc_close(&src);
 	return t;
 }
 
@@ -1539,13 +1871,13 @@ struct sh5_trace *sh5_trace_read_mem(const char *buf, size_t len,
 				     const char *name,
 				     struct sh5_error *errp)
 {
-	struct lsrc src;
+	struct csrc src;
+	struct sh5_trace *t;
 
-	memset(&src, 0, sizeof(src));
-	src.fd = -1;
-	src.mem = buf;
-	src.memlen = len;
-	return read_src(&src, name, 0, errp);
+	csrc_mem(&src, buf, len);
+	t = read_src(&src, name, 0, errp);
+	csrc_close(&src);
+	return t;
 }
 
 void sh5_trace_destroy(struct sh5_trace *t)
@@ -1597,26 +1929,26 @@ static int obuf_flush(struct obuf *o)
 	return 0;
 }
 
-static int obuf_put(struct obuf *o, const char *s, size_t n)
+/* Room for n more bytes at o->buf + o->len (flushing to the file, or
+ * growing).  Returns 0, or -1 with errno set. */
+static int obuf_room(struct obuf *o, size_t n)
 {
-	if (o->len + n > o->cap) {
-		if (o->fd >= 0 && obuf_flush(o) < 0)
-			return -1;
-		if (o->len + n > o->cap) {
-			size_t nc = o->cap ? o->cap : 4096;
-			char *nb;
+	size_t nc;
+	char *nb;
 
-			while (nc < o->len + n)
-				nc *= 2;
-			nb = realloc(o->buf, nc);
-			if (!nb)
-				return -1;
-			o->buf = nb;
-			o->cap = nc;
-		}
-	}
-	memcpy(o->buf + o->len, s, n);
-	o->len += n;
+	if (o->len + n <= o->cap)
+		return 0;
+	if (o->fd >= 0 && obuf_flush(o) < 0)
+		return -1;
+	if (o->len + n <= o->cap)
+		return 0;
+	for (nc = o->cap ? o->cap : 4096; nc < o->len + n; nc *= 2)
+		;
+	nb = realloc(o->buf, nc);
+	if (!nb)
+		return -1;
+	o->buf = nb;
+	o->cap = nc;
 	return 0;
 }
 
@@ -1626,7 +1958,7 @@ static const char digit_pairs[201] =
 	"6869707172737475767778798081828384858687888990919293949596979899";
 
 /* Exactly eight digits of v < 10^8. */
-static void put8(char *o, uint32_t v)
+static inline void put8(char *o, uint32_t v)
 {
 	uint32_t hi = v / 10000, lo = v % 10000;
 
@@ -1637,7 +1969,7 @@ static void put8(char *o, uint32_t v)
 }
 
 /* Decimal digits of v < 10^8, no leading zeros. */
-static size_t put_small(char *o, uint32_t v)
+static inline size_t put_small(char *o, uint32_t v)
 {
 	char tmp[8];
 	size_t n = sizeof(tmp);
@@ -1659,7 +1991,7 @@ static size_t put_small(char *o, uint32_t v)
 	return sizeof(tmp) - n;
 }
 
-static size_t fmt_i64(char *out, int64_t v)
+static inline size_t fmt_i64(char *out, int64_t v)
 {
 	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
 	size_t i = 0;
@@ -1680,119 +2012,111 @@ static size_t fmt_i64(char *out, int64_t v)
 	return i + 8;
 }
 
-/* The first two commas of s (SWAR, eight bytes at a time). */
-static void two_commas(const char *s, size_t len, const char **c1,
-		       const char **c2)
+/* The first ',' or '\n' from q on (there is a '\n' before end); eight
+ * bytes at a time while eight are left. */
+static inline const char *comma_or_nl(const char *q, const char *end)
 {
-	size_t i;
+	for (; end - q >= 8; q += 8) {
+		uint64_t v, x, y, m;
 
-	*c1 = *c2 = NULL;
-	for (i = 0; i + 8 <= len; i += 8) {
-		uint64_t v, x, m;
-
-		memcpy(&v, s + i, 8);
+		memcpy(&v, q, 8);
 		x = v ^ 0x2C2C2C2C2C2C2C2CULL;
-		m = ~(((x & 0x7F7F7F7F7F7F7F7FULL) + 0x7F7F7F7F7F7F7F7FULL) |
-		      x) & 0x8080808080808080ULL;
-		while (m) {
-			const char *c = s + i +
-					((size_t)__builtin_ctzll(m) >> 3);
-
-			if (*c1) {
-				*c2 = c;
-				return;
-			}
-			*c1 = c;
-			m &= m - 1;
-		}
+		y = v ^ 0x0A0A0A0A0A0A0A0AULL;
+		/* exact per-byte zero tests */
+		x = ~(((x & 0x7F7F7F7F7F7F7F7FULL) + 0x7F7F7F7F7F7F7F7FULL) |
+		      x);
+		y = ~(((y & 0x7F7F7F7F7F7F7F7FULL) + 0x7F7F7F7F7F7F7F7FULL) |
+		      y);
+		m = (x | y) & 0x8080808080808080ULL;
+		if (m)
+			return q + (__builtin_ctzll(m) >> 3);
 	}
-	for (; i < len; i++) {
-		if (s[i] != ',')
-			continue;
-		if (*c1) {
-			*c2 = s + i;
-			return;
-		}
-		*c1 = s + i;
-	}
+	while (*q != ',' && *q != '\n')
+		q++;
+	return q;
 }
 
-static int write_src(const struct sh5_trace *t, struct lsrc *src,
+/* Copy the input to o with the time field (between the first two
+ * commas) of every event line replaced. */
+static int write_src(const struct sh5_trace *t, struct csrc *src,
 		     const int64_t *times, struct obuf *o, const char *name,
 		     struct sh5_error *errp)
 {
-	const char *s;
-	size_t len, k = 0;
-	uint32_t line = 0;
-	int r;
+	const char *p, *end, *c1, *c2, *nl;
+	size_t n, k = 0, ln;
+	uint32_t line = 0, next = t->nev ? t->ev[0].line : 0;
+	int r, virt;
+	char *w;
 
-	while ((r = lsrc_next(src, &s, &len)) > 0) {
-		int has_nl = src->fd < 0 ?
-			(s + len < src->mem + src->memlen) :
-			(src->pos > 0 && src->buf[src->pos - 1] == '\n' &&
-			 s + len < src->buf + src->end);
-		line++;
-		if (k < t->nev && t->ev[k].line == line) {
-			const char *c1, *c2;
-			char num[24];
-			size_t nl;
-
-			two_commas(s, len, &c1, &c2);
-			if (!c2) {
+	while ((r = csrc_next(src, &p, &n, &virt)) > 0) {
+		for (end = p + n; p < end; p = nl + 1) {
+			line++;
+			if (line != next) {
+				nl = memchr(p, '\n', (size_t)(end - p));
+				ln = (size_t)(nl + 1 - p);
+				if (obuf_room(o, ln) < 0)
+					goto syserr;
+				memcpy(o->buf + o->len, p, ln);
+				o->len += ln;
+				continue;
+			}
+			c1 = comma_or_nl(p, end);
+			c2 = *c1 == ',' ? comma_or_nl(c1 + 1, end) : c1;
+			if (*c2 != ',') {
 				errno = EINVAL;
 				return sh5_errprintf(errp, "%s:%u: input "
 						     "changed while "
 						     "synchronizing", name,
 						     line);
 			}
-			nl = fmt_i64(num, times[k]);
-			if (obuf_put(o, s, (size_t)(c1 + 1 - s)) < 0 ||
-			    obuf_put(o, num, nl) < 0 ||
-			    obuf_put(o, c2, len - (size_t)(c2 - s)) < 0)
-				return sh5_errprintf(errp, "%s: %s", name,
-						     strerror(errno));
+			nl = memchr(c2, '\n', (size_t)(end - c2));
+			ln = (size_t)(nl + 1 - p);
+			if (obuf_room(o, ln + 24) < 0)
+				goto syserr;
+			w = o->buf + o->len;
+			memcpy(w, p, (size_t)(c1 + 1 - p));
+			w += c1 + 1 - p;
+			w += fmt_i64(w, times[k]);
+			memcpy(w, c2, (size_t)(nl + 1 - c2));
+			w += nl + 1 - c2;
+			o->len = (size_t)(w - o->buf);
 			k++;
-		} else if (obuf_put(o, s, len) < 0) {
-			return sh5_errprintf(errp, "%s: %s", name,
-					     strerror(errno));
+			next = k < t->nev ? t->ev[k].line : 0;
 		}
-		if (has_nl && obuf_put(o, "\n", 1) < 0)
-			return sh5_errprintf(errp, "%s: %s", name,
-					     strerror(errno));
+		if (virt)
+			o->len--;	/* the '\n' added to the last line */
 	}
 	if (r < 0)
-		return sh5_errprintf(errp, "%s: %s", name, strerror(errno));
+		goto syserr;
 	if (k != t->nev) {
 		errno = EINVAL;
 		return sh5_errprintf(errp, "%s: input changed while "
 				     "synchronizing", name);
 	}
 	return 0;
+syserr:
+	return sh5_errprintf(errp, "%s: %s", name, strerror(errno));
 }
 
 int sh5_trace_write(const struct sh5_trace *t, const char *in_path,
 		    const int64_t *times, const char *out_path,
 		    struct sh5_error *errp)
 {
-	struct lsrc src;
+	struct csrc src;
 	struct obuf o;
 	char *tmp = NULL;
 	size_t tl;
 	int rc = -1, saved;
 
-	memset(&src, 0, sizeof(src));
 	memset(&o, 0, sizeof(o));
 	o.fd = -1;
-	src.fd = open(in_path, O_RDONLY | O_CLOEXEC);
-	if (src.fd < 0)
+	if (csrc_open(&src, in_path) < 0)
 		return sh5_errprintf(errp, "%s: %s", in_path, strerror(errno));
 	tl = strlen(out_path) + 16;
 	tmp = malloc(tl);
-	src.cap = 1 << 20;
-	src.buf = malloc(src.cap);
-	o.cap = 1 << 20;
+	o.cap = CSRC_CHUNK;
 	o.buf = malloc(o.cap);
-	if (!tmp || !src.buf || !o.buf) {
+	if (!tmp || !o.buf) {
 		sh5_errprintf(errp, "%s: %s", out_path, strerror(errno));
 		goto out;
 	}
@@ -1828,8 +2152,7 @@ out:
 	saved = errno;
 	if (o.fd >= 0)
 		close(o.fd);
-	close(src.fd);
-	free(src.buf);
+	csrc_close(&src);
 	free(o.buf);
 	free(tmp);
 	errno = saved;
@@ -1840,23 +2163,24 @@ int sh5_trace_write_mem(const struct sh5_trace *t, const char *in,
 			size_t inlen, const int64_t *times, char **out,
 			size_t *outlen, struct sh5_error *errp)
 {
-	struct lsrc src;
+	struct csrc src;
 	struct obuf o;
+	int rc;
 
-	memset(&src, 0, sizeof(src));
 	memset(&o, 0, sizeof(o));
-	src.fd = -1;
-	src.mem = in;
-	src.memlen = inlen;
 	o.fd = -1;
-	if (write_src(t, &src, times, &o, "(memory)", errp) < 0) {
+	csrc_mem(&src, in, inlen);
+	rc = write_src(t, &src, times, &o, "(memory)", errp);
+	csrc_close(&src);
+	if (rc < 0) {
 		free(o.buf);
 		return -1;
 	}
-	if (obuf_put(&o, "", 1) < 0) {	/* NUL for convenience */
+	if (obuf_room(&o, 1) < 0) {	/* NUL for convenience */
 		free(o.buf);
 		return sh5_errprintf(errp, "(memory): %s", strerror(errno));
 	}
+	o.buf[o.len++] = '\0';
 	*out = o.buf;
 	*outlen = o.len - 1;
 	return 0;

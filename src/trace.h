@@ -20,6 +20,11 @@
  * Writing re-reads the input file and copies every line unchanged except
  * the time field of event lines, so comments, blank lines, directives and
  * OFFSET lines stay byte for byte in place.
+ *
+ * Both passes take the text in blocks of whole lines (256 KiB, so a block
+ * stays in the cache while it is worked on); the common event lines are
+ * parsed in one pass over their bytes, anything else (directives,
+ * comments, CRLF lines, malformed lines) by the general parser.
  */
 #ifndef SH5_TRACE_H
 #define SH5_TRACE_H

@@ -410,6 +410,108 @@ START_TEST(test_trace_file_write_atomic)
 }
 END_TEST
 
+/* A trace larger than the reader's blocks (lines across block ends, a
+ * directive longer than a block, CRLF lines, the last line without a
+ * '\n' in loop 1): the file and the memory readers agree, and writing
+ * puts exactly the new times in, from either source. */
+START_TEST(test_trace_blocks)
+{
+	char dir[] = "/tmp/test_trace.XXXXXX", in[300], out[300];
+	struct sh5_error err = { "" };
+	struct sh5_trace *tm, *tf, *tr;
+	size_t cap = 4u << 20, len = 0, i, olen, flen;
+	char *text = malloc(cap), *mo = NULL, *fo;
+	int64_t *times;
+	FILE *f;
+	int k;
+
+	ck_assert_ptr_nonnull(text);
+	len += (size_t)snprintf(text + len, cap - len, "#sh5-trace 1\n#comm 5");
+	for (k = 0; k < 70000; k++)	/* about 420 KB */
+		len += (size_t)snprintf(text + len, cap - len, " %d", k);
+	len += (size_t)snprintf(text + len, cap - len, "\n");
+	for (k = 0; k < 60000; k++) {
+		int l = k % 7;
+
+		if (k % 5 == 0)
+			len += (size_t)snprintf(text + len, cap - len,
+						"%d,%d,OFFSET,%d,10,,,\n", l,
+						1000 + k, k % 11 - 5);
+		else if (k % 13 == 0)
+			len += (size_t)snprintf(text + len, cap - len,
+						"%d,%d,INT,,,,,\r\n", l,
+						1000 + k);
+		else if (k % 17 == 0)
+			len += (size_t)snprintf(text + len, cap - len,
+						"# note %d\n\n", k);
+		else
+			len += (size_t)snprintf(text + len, cap - len,
+						"%d,%d,INT,,,,,\n", l,
+						1000 + k);
+	}
+	if (_i == 1)
+		len--;	/* no '\n' after the last line */
+	ck_assert_uint_lt(len, cap);
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(in, sizeof(in), "%s/in.csv", dir);
+	snprintf(out, sizeof(out), "%s/out.csv", dir);
+	f = fopen(in, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+	fclose(f);
+	tm = sh5_trace_read_mem(text, len, "mem", &err);
+	ck_assert_msg(tm != NULL, "%s", err.text);
+	tf = sh5_trace_read(in, &err);
+	ck_assert_msg(tf != NULL, "%s", err.text);
+	ck_assert_uint_eq(tm->nproblems, 0);
+	ck_assert_uint_eq(tf->nproblems, 0);
+	ck_assert_uint_eq(tm->nlines, tf->nlines);
+	ck_assert_uint_eq(tm->nev, tf->nev);
+	ck_assert_uint_eq(tm->noff, tf->noff);
+	ck_assert_uint_eq(tm->noff, 12000);
+	ck_assert_uint_eq(tm->comm_first[1] - tm->comm_first[0], 70000);
+	for (i = 0; i < tm->nev; i++) {
+		ck_assert_uint_eq(tm->ev[i].line, tf->ev[i].line);
+		ck_assert_int_eq(tm->time[i], tf->time[i]);
+	}
+	times = malloc(tm->nev * sizeof(*times));
+	ck_assert_ptr_nonnull(times);
+	/* new times keep each location's order (OFFSET lines, unchanged,
+	 * then read as going backwards, are ignored on the re-read) */
+	for (i = 0; i < tm->nev; i++)
+		times[i] = tm->time[i] * 1000003 + 7;
+	ck_assert_int_eq(sh5_trace_write_mem(tm, text, len, times, &mo, &olen,
+					     &err), 0);
+	ck_assert_int_eq(sh5_trace_write(tf, in, times, out, &err), 0);
+	fo = malloc(olen + 2);
+	ck_assert_ptr_nonnull(fo);
+	f = fopen(out, "r");
+	ck_assert_ptr_nonnull(f);
+	flen = fread(fo, 1, olen + 1, f);
+	fclose(f);
+	ck_assert_uint_eq(flen, olen);
+	ck_assert(memcmp(fo, mo, olen) == 0);
+	ck_assert_int_eq(mo[olen - 1] == '\n', _i == 0);
+	tr = sh5_trace_read_mem(mo, olen, "out", &err);
+	ck_assert_msg(tr != NULL, "%s", err.text);
+	ck_assert_uint_eq(tr->nev, tm->nev);
+	ck_assert_uint_eq(tr->nlines, tm->nlines);
+	for (i = 0; i < tr->nev; i++)
+		ck_assert_int_eq(tr->time[i], times[i]);
+	sh5_trace_destroy(tr);
+	sh5_trace_destroy(tm);
+	sh5_trace_destroy(tf);
+	free(times);
+	free(mo);
+	free(fo);
+	free(text);
+	ck_assert_int_eq(unlink(out), 0);
+	ck_assert_int_eq(unlink(in), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("trace");
@@ -429,6 +531,7 @@ int main(void)
 	tcase_add_test(tc, test_trace_partial_flags);
 	tcase_add_test(tc, test_trace_not_a_trace);
 	tcase_add_test(tc, test_trace_file_write_atomic);
+	tcase_add_loop_test(tc, test_trace_blocks, 0, 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
