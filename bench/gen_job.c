@@ -2,14 +2,17 @@
  * gen_job.c - write the node-step files of a synthetic job.
  *
  *   gen_job -d DIR -j JOB [-n NODES] [-t TASKS_PER_NODE] [-s SAMPLES]
- *           [-S STEPS] [-f stock|sh5|mixed] [-E] [-N NODE_PREFIX] [-r SEED]
+ *           [-S STEPS] [-f stock|sh5|mixed] [-E] [-G] [-N NODE_PREFIX] [-r SEED]
  *
  * Files <JOB>_<step>_<node>.h5 in DIR, one per node and step; steps is a
  * comma list (default "0"; "batch" runs on the first node only).  Stock
  * files are written like Slurm 22.05's acct_gather_profile/hdf5: H5PT
  * packet tables of 10-record chunks, no EpochTimeNs, extern named by its
  * number.  sh5 files are written by our node-step writer (src/writer.h)
- * with our node attributes.  -E adds an Energy series per node.  Values
+ * with our node attributes.  -E adds an Energy series per node, -G generic
+ * series (GPU at node level, Sensors/Fan1 and Fan2 in a group).  -K makes
+ * the sh5 writers exit without closing, like a killed slurmstepd: their
+ * files hold what the last flush wrote (the tasks, not Energy).  Values
  * are deterministic for a seed; tests read them back independently.
  */
 #include "config.h"
@@ -20,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <hdf5.h>
 #include <hdf5_hl.h>
@@ -38,6 +43,8 @@ struct cfg {
 	const char *dir, *prefix;
 	uint32_t job;
 	int nodes, tasks, samples, energy;
+	int generic; /* -G: GPU (node level) and Sensors/Fan1, Sensors/Fan2 */
+	int kill;    /* -K: sh5 writers die (_exit) before closing */
 	int format; /* 0 stock, 1 sh5, 2 mixed (odd nodes sh5) */
 	uint64_t seed;
 };
@@ -73,6 +80,26 @@ static void energy_record(uint64_t *st, uint64_t t0, int k, int node,
 	v[1].u = t0 + (uint64_t)k + 1;
 	v[2].i = (int64_t)v[1].u * 1000000000 + node * 1000003 + 500000;
 	v[3].u = 150 + rng(st) % 100;
+}
+
+/* Generic series: GPU {Util double, Mem u64}, Sensors/FanN {RPM u64}. */
+static const char *const gpu_names[] = { "Util", "Mem" };
+static const enum sh5_ftype gpu_types[] = { SH5_FT_DOUBLE, SH5_FT_U64 };
+static const char *const fan_names[] = { "RPM" };
+static const enum sh5_ftype fan_types[] = { SH5_FT_U64 };
+
+static void generic_record(uint64_t *st, uint64_t t0, int k, int node,
+			   int nf, union sh5_value *v)
+{
+	v[0].u = (uint64_t)k + 1;
+	v[1].u = t0 + (uint64_t)k + 1;
+	v[2].i = (int64_t)v[1].u * 1000000000 + node * 1000003 + 250000;
+	if (nf == 2) {
+		v[3].d = (double)(rng(st) % 10000) / 100.0;
+		v[4].u = rng(st) % 80000;
+	} else {
+		v[3].u = 1000 + rng(st) % 3000;
+	}
 }
 
 static const char *stock_step(const char *step)
@@ -187,6 +214,34 @@ static int write_stock(const struct cfg *c, const char *path,
 			H5PTappend(pt_id, (size_t)c->samples, packed);
 		H5PTclose(pt_id);
 	}
+	if (c->generic) {
+		hid_t gty = stock_type(gpu_names, gpu_types, 2);
+		hid_t fty = stock_type(fan_names, fan_types, 1);
+		hid_t sg = H5Gcreate2(g, "Sensors", H5P_DEFAULT, H5P_DEFAULT,
+				      H5P_DEFAULT);
+		int fan;
+
+		for (fan = 0; fan < 3; fan++) {
+			uint64_t st = c->seed * 31337 + (uint64_t)nodeidx * 7 +
+				      (uint64_t)fan + t0;
+			int nf = fan == 0 ? 2 : 1;
+			hid_t pt_id;
+
+			snprintf(name, sizeof(name), "Fan%d", fan);
+			pt_id = H5PTcreate_fl(fan ? sg : g, fan ? name : "GPU",
+					      fan ? fty : gty, 10, -1);
+			for (k = 0; k < c->samples; k++)
+				generic_record(&st, t0, k, nodeidx, nf,
+					       v + (3 + (size_t)nf) * (size_t)k);
+			pack(v, 3 + (size_t)nf, nf, c->samples, packed);
+			if (c->samples)
+				H5PTappend(pt_id, (size_t)c->samples, packed);
+			H5PTclose(pt_id);
+		}
+		H5Gclose(sg);
+		H5Tclose(gty);
+		H5Tclose(fty);
+	}
 	free(v);
 	free(packed);
 	H5Tclose(ty);
@@ -280,7 +335,36 @@ static int write_ours(const struct cfg *c, const char *path, const char *node,
 			sh5_writer_append(w, eid, v);
 		}
 	}
+	if (c->generic) {
+		int fan;
+
+		for (fan = 0; fan < 3; fan++) {
+			uint64_t st = c->seed * 31337 + (uint64_t)nodeidx * 7 +
+				      (uint64_t)fan + t0;
+			int nf = fan == 0 ? 2 : 1, id;
+			struct sh5_series *s;
+
+			snprintf(name, sizeof(name), "Fan%d", fan);
+			s = fan ? sh5_series_create("Sensors", name, fan_names,
+						    fan_types, 1, &err) :
+				  sh5_series_create(NULL, "GPU", gpu_names,
+						    gpu_types, 2, &err);
+			if (!s || (id = sh5_writer_add_series(w, fan ? "Sensors" :
+							      NULL, s, 1.0,
+							      &err)) < 0) {
+				fprintf(stderr, "gen_job: %s\n", err.text);
+				return -1;
+			}
+			for (k = 0; k < c->samples; k++) {
+				memset(v, 0, sizeof(v));
+				generic_record(&st, t0, k, nodeidx, nf, v);
+				sh5_writer_append(w, id, v);
+			}
+		}
+	}
 	free(ids);
+	if (c->kill) /* like a killed slurmstepd: no final flush */
+		_exit(0);
 	if (sh5_writer_close(w, &err) < 0) {
 		fprintf(stderr, "gen_job: %s\n", err.text);
 		return -1;
@@ -290,11 +374,12 @@ static int write_ours(const struct cfg *c, const char *path, const char *node,
 
 int main(int argc, char **argv)
 {
-	struct cfg c = { NULL, "node", 0, 4, 4, 60, 0, 0, 1 };
+	struct cfg c = { .prefix = "node", .nodes = 4, .tasks = 4,
+			 .samples = 60, .seed = 1 };
 	char *steps = "0", *tok, *save = NULL, path[4096], node[64];
 	int o, si = 0;
 
-	while ((o = getopt(argc, argv, "d:j:n:t:s:S:f:EN:r:")) != -1) {
+	while ((o = getopt(argc, argv, "d:j:n:t:s:S:f:EGKN:r:")) != -1) {
 		switch (o) {
 		case 'd': c.dir = optarg; break;
 		case 'j': c.job = (uint32_t)strtoul(optarg, NULL, 10); break;
@@ -307,12 +392,14 @@ int main(int argc, char **argv)
 				   !strcmp(optarg, "sh5") ? 1 : 2;
 			break;
 		case 'E': c.energy = 1; break;
+		case 'G': c.generic = 1; break;
+		case 'K': c.kill = 1; break;
 		case 'N': c.prefix = optarg; break;
 		case 'r': c.seed = strtoull(optarg, NULL, 10); break;
 		default:
 			fprintf(stderr, "usage: gen_job -d DIR -j JOB [-n NODES] "
 				"[-t TASKS] [-s SAMPLES] [-S STEPS] "
-				"[-f stock|sh5|mixed] [-E] [-N PREFIX] "
+				"[-f stock|sh5|mixed] [-E] [-G] [-N PREFIX] "
 				"[-r SEED]\n");
 			return 2;
 		}
@@ -336,6 +423,21 @@ int main(int argc, char **argv)
 			snprintf(node, sizeof(node), "%s%d", c.prefix, n + 1);
 			snprintf(path, sizeof(path), "%s/%u_%s_%s.h5", c.dir,
 				 c.job, ours ? tok : stock_step(tok), node);
+			if (ours && c.kill) {
+				pid_t pid = fork();
+				int st = 1;
+
+				if (pid == 0)
+					_exit(write_ours(&c, path, node, n, tpn,
+							 n * tpn, t0, tok, nn,
+							 nn * tpn) ? 1 : 0);
+				if (pid < 0 || waitpid(pid, &st, 0) < 0 || st) {
+					fprintf(stderr, "gen_job: %s: killed "
+						"writer failed\n", path);
+					return 1;
+				}
+				continue;
+			}
 			if (ours ? write_ours(&c, path, node, n, tpn, n * tpn,
 					      t0, tok, nn, nn * tpn) :
 				   write_stock(&c, path, node, n, tpn, n * tpn,

@@ -42,6 +42,7 @@
 #include "layout.h"
 #include "ntp.h"
 #include "series.h"
+#include "stream.h"
 #include "writer.h"
 
 const char plugin_name[] = "AcctGatherProfile sh5 plugin";
@@ -60,7 +61,17 @@ static struct {
 	uint32_t clock_interval; /* seconds between measurements */
 	uint32_t clock_samples;  /* exchanges per measurement */
 	uint32_t clock_timeout;  /* ms, hard bound of one measurement */
-} cfg = { NULL, ACCT_GATHER_PROFILE_NONE, 4, 10, NULL, 60, 4, 300 };
+	/* Live streaming (ProfileSH5Stream*); off without a URL. */
+	char *stream_url, *stream_user, *stream_pass, *stream_token;
+	char *stream_spool, *stream_ca;
+	int stream_format;
+	uint32_t stream_timeout, stream_connect_timeout, stream_queue;
+	uint32_t stream_batch, stream_flush, stream_deadline;
+	uint64_t stream_spool_max;
+	bool stream_insecure;
+} cfg = { .def = ACCT_GATHER_PROFILE_NONE, .compression = 4,
+	  .flush_interval = 10, .clock_interval = 60, .clock_samples = 4,
+	  .clock_timeout = 300, .stream_format = SH5_STREAM_INFLUX1 };
 
 /* The clock server, resolved once when the configuration is read (DNS is
  * not bounded; the measurements themselves are). */
@@ -73,6 +84,7 @@ static socklen_t clock_addrlen;
  */
 static pthread_rwlock_t state_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct sh5_writer *writer;
+static struct sh5_stream *stream;  /* also guarded by state_lock */
 static uint32_t profile_running = ACCT_GATHER_PROFILE_NOT_SET;
 static time_t step_start;
 static char file_path[4096];
@@ -82,16 +94,84 @@ static bool step_ended;
 static char group_names[MAX_GROUPS][SH5_NAME_MAX];
 static int ngroups;
 
-/* Flush thread. */
-static pthread_t flush_tid;
-static bool flush_running;
-static pthread_mutex_t flush_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t flush_cond = PTHREAD_COND_INITIALIZER;
-static bool flush_stop;
+/*
+ * A periodic worker thread of the step: tick(0) when it starts, tick(1)
+ * every interval seconds (CLOCK_MONOTONIC), tick(2) when stopped.  Used
+ * for flushing the file and for clock-offset measurements.
+ */
+struct worker {
+	pthread_t tid;
+	bool running, stop;
+	pthread_mutex_t mutex;
+	pthread_cond_t cond;
+	uint32_t interval;
+	void (*tick)(int phase);
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *wk = arg;
+	struct timespec ts;
+	bool stop;
+
+	sh5_error_h5_silence();
+	wk->tick(0);
+	pthread_mutex_lock(&wk->mutex);
+	for (;;) {
+		if (!wk->stop) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += wk->interval;
+			pthread_cond_timedwait(&wk->cond, &wk->mutex, &ts);
+		}
+		stop = wk->stop;
+		pthread_mutex_unlock(&wk->mutex);
+		wk->tick(stop ? 2 : 1);
+		if (stop)
+			return NULL;
+		pthread_mutex_lock(&wk->mutex);
+	}
+}
+
+/* Start wk; false (logged) when the thread cannot be created. */
+static bool worker_start(struct worker *wk, const char *what)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&wk->mutex, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&wk->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	wk->stop = false;
+	wk->running = pthread_create(&wk->tid, NULL, worker_main, wk) == 0;
+	if (!wk->running) {
+		error("%s: cannot start the %s thread: %m", plugin_type, what);
+		pthread_cond_destroy(&wk->cond);
+		pthread_mutex_destroy(&wk->mutex);
+	}
+	return wk->running;
+}
+
+/* Stop wk after its final tick; no-op when not running. */
+static void worker_stop(struct worker *wk)
+{
+	if (!wk->running)
+		return;
+	pthread_mutex_lock(&wk->mutex);
+	wk->stop = true;
+	pthread_cond_signal(&wk->cond);
+	pthread_mutex_unlock(&wk->mutex);
+	pthread_join(wk->tid, NULL);
+	pthread_cond_destroy(&wk->cond);
+	pthread_mutex_destroy(&wk->mutex);
+	wk->running = false;
+}
 
 /* Sampling frequencies are known only once slurmstepd started polling,
  * after node_step_start: written by the first flush. */
 static atomic_int freq_written;
+
+static void stream_log_error(struct sh5_stream *st);
 
 /* Log each kind of trouble once per step. */
 static atomic_int logged_add, logged_flush, logged_ended;
@@ -150,50 +230,26 @@ static void write_frequencies(struct sh5_writer *w)
 	sh5_writer_attr_str(w, "Sampling Frequencies", buf, NULL);
 }
 
-static void *flush_main(void *arg)
+/* Flush worker: write what the gather threads buffered. */
+static void flush_tick(int phase)
 {
-	struct timespec ts;
 	struct sh5_error err;
-	bool stop;
+	int rc = 0;
 
-	(void)arg;
-	sh5_error_h5_silence();
-	pthread_mutex_lock(&flush_mutex);
-	while (!flush_stop) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += cfg.flush_interval;
-		pthread_cond_timedwait(&flush_cond, &flush_mutex, &ts);
-		stop = flush_stop;
-		pthread_mutex_unlock(&flush_mutex);
-		if (!stop) {
-			int rc = 0;
-
-			pthread_rwlock_rdlock(&state_lock);
-			if (writer) {
-				write_frequencies(writer);
-				rc = sh5_writer_flush(writer, &err);
-			}
-			pthread_rwlock_unlock(&state_lock);
-			if (rc < 0 && !atomic_exchange(&logged_flush, 1))
-				stop_profiling(err.text);
-		}
-		pthread_mutex_lock(&flush_mutex);
+	if (phase != 1)
+		return; /* the file is fresh at 0; node_step_end flushes */
+	pthread_rwlock_rdlock(&state_lock);
+	if (writer) {
+		write_frequencies(writer);
+		rc = sh5_writer_flush(writer, &err);
 	}
-	pthread_mutex_unlock(&flush_mutex);
-	return NULL;
+	pthread_rwlock_unlock(&state_lock);
+	if (rc < 0 && !atomic_exchange(&logged_flush, 1))
+		stop_profiling(err.text);
+	stream_log_error(stream);
 }
 
-static void stop_flush_thread(void)
-{
-	if (!flush_running)
-		return;
-	pthread_mutex_lock(&flush_mutex);
-	flush_stop = true;
-	pthread_cond_signal(&flush_cond);
-	pthread_mutex_unlock(&flush_mutex);
-	pthread_join(flush_tid, NULL);
-	flush_running = false;
-}
+static struct worker flush_worker = { .tick = flush_tick };
 
 /*
  * Clock-offset thread: one measurement at step start, one every
@@ -201,11 +257,6 @@ static void stop_flush_thread(void)
  * the one before: a dead server costs the step nothing).  Each is bounded
  * by ProfileSH5ClockTimeout; failures are logged once per step.
  */
-static pthread_t clock_tid;
-static bool clock_running;
-static pthread_mutex_t clock_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t clock_cond = PTHREAD_COND_INITIALIZER;
-static bool clock_stop;
 static atomic_int logged_clock;
 
 static bool clock_measure(uint32_t phase)
@@ -237,53 +288,155 @@ static bool clock_measure(uint32_t phase)
 	return true;
 }
 
-static void *clock_main(void *arg)
-{
-	struct timespec ts;
-	bool ok, stop;
+/* Clock worker: at start, periodically, and at the end if the server
+ * answered the last time. */
+static bool clock_ok;
 
-	(void)arg;
-	ok = clock_measure(0);
-	pthread_mutex_lock(&clock_mutex);
-	while (!clock_stop) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += cfg.clock_interval;
-		pthread_cond_timedwait(&clock_cond, &clock_mutex, &ts);
-		stop = clock_stop;
-		pthread_mutex_unlock(&clock_mutex);
-		if (!stop)
-			ok = clock_measure(1);
-		else if (ok)
-			clock_measure(2);
-		pthread_mutex_lock(&clock_mutex);
+static void clock_tick(int phase)
+{
+	if (phase < 2 || clock_ok)
+		clock_ok = clock_measure((uint32_t)phase);
+}
+
+static struct worker clock_worker = { .tick = clock_tick };
+
+/* ------------------------------------------------------------------ */
+/* Streaming. */
+
+/* Log the stream's latest error, once per distinct error. */
+static void stream_log_error(struct sh5_stream *st)
+{
+	char buf[256];
+
+	if (st && sh5_stream_last_error(st, buf, sizeof(buf)))
+		error("%s: stream: %s", plugin_type, buf);
+}
+
+static void stream_start(stepd_step_rec_t *job)
+{
+	struct sh5_stream_conf sc;
+	struct sh5_stream_tags tags;
+	struct sh5_error err = { "" };
+	char jobs[16], step[16];
+
+	if (!cfg.stream_url)
+		return;
+	sh5_stream_conf_init(&sc);
+	sc.url = cfg.stream_url;
+	sc.format = cfg.stream_format;
+	sc.user = cfg.stream_user;
+	sc.pass = cfg.stream_pass;
+	sc.token = cfg.stream_token;
+	sc.timeout_ms = cfg.stream_timeout;
+	sc.connect_timeout_ms = cfg.stream_connect_timeout;
+	sc.spool_dir = cfg.stream_spool;
+	sc.spool_max_bytes = cfg.stream_spool_max;
+	sc.queue_max = cfg.stream_queue;
+	sc.batch_max = cfg.stream_batch;
+	sc.flush_interval_ms = cfg.stream_flush;
+	sc.ca_file = cfg.stream_ca;
+	sc.insecure_tls = cfg.stream_insecure;
+	snprintf(jobs, sizeof(jobs), "%u", job->step_id.job_id);
+	tags.job = jobs;
+	tags.step = sh5_layout_step_name(job->step_id.step_id, step,
+					 sizeof(step));
+	tags.node = job->node_name;
+	{
+		struct sh5_stream *st = sh5_stream_create(&sc, &tags, &err);
+
+		pthread_rwlock_wrlock(&state_lock);
+		stream = st;
+		pthread_rwlock_unlock(&state_lock);
 	}
-	pthread_mutex_unlock(&clock_mutex);
-	return NULL;
+	if (!stream)
+		error("%s: %ps: streaming off for this step: %s", plugin_type,
+		      &job->step_id, err.text);
 }
 
-static void start_clock_thread(void)
+/* Queue a record for streaming; state_lock held (shared). */
+static void stream_push(const struct sh5_series *s, const union sh5_value *rec)
 {
-	if (!cfg.clock_server || !clock_addrlen)
+	const char *names[SH5_STREAM_MAX_FIELDS];
+	enum sh5_stream_type types[SH5_STREAM_MAX_FIELDS];
+	const char *series;
+	size_t i, n = s->nfields;
+	int task = -1;
+
+	if (!stream || !n)
 		return;
-	clock_stop = false;
-	atomic_store(&logged_clock, 0);
-	if (pthread_create(&clock_tid, NULL, clock_main, NULL) == 0)
-		clock_running = true;
+	if (n > SH5_STREAM_MAX_FIELDS)
+		n = SH5_STREAM_MAX_FIELDS;
+	for (i = 0; i < n; i++) {
+		names[i] = s->fields[i].name;
+		types[i] = s->fields[i].type == SH5_FT_DOUBLE ?
+				   SH5_STREAM_DOUBLE : SH5_STREAM_U64;
+	}
+	/* The measurement is the series type (the dataset name for
+	 * generic series), as the "Series" attribute of the file. */
+	if (!strcmp(s->ops->name, "Task")) {
+		char *end;
+		long v = strtol(s->name, &end, 10);
+
+		if (!*end && v >= 0 && v <= INT32_MAX)
+			task = (int)v;
+	}
+	series = strcmp(s->ops->name, "Generic") ? s->ops->name : s->name;
+	/* union sh5_value and union sh5_stream_value share the layout of
+	 * the u and d members. */
+	sh5_stream_push(stream, series, task, names, types,
+			(const union sh5_stream_value *)&rec[SH5_TIME_SLOTS], n,
+			rec[2].i);
+}
+
+/* Close the stream within its deadline; counters go to the file. */
+static void stream_stop(void)
+{
+	struct sh5_stream *st;
+	struct sh5_stream_stats ss;
+	char buf[256];
+
+	pthread_rwlock_wrlock(&state_lock);
+	st = stream;
+	stream = NULL;
+	pthread_rwlock_unlock(&state_lock);
+	if (!st)
+		return;
+	memset(&ss, 0, sizeof(ss));
+	stream_log_error(st);
+	sh5_stream_close(st, cfg.stream_deadline, &ss);
+	if (ss.last_error[0])
+		error("%s: stream: %s", plugin_type, ss.last_error);
+	if (!ss.closed_in_time)
+		error("%s: stream: sender did not stop within %u ms; "
+		      "abandoned", plugin_type, cfg.stream_deadline);
+	pthread_rwlock_rdlock(&state_lock);
+	if (writer) {
+		sh5_writer_attr_i64(writer, "Stream Sent", (int64_t)ss.sent,
+				    NULL);
+		sh5_writer_attr_i64(writer, "Stream Recovered",
+				    (int64_t)ss.recovered, NULL);
+		sh5_writer_attr_i64(writer, "Stream Spooled",
+				    (int64_t)ss.spooled, NULL);
+		sh5_writer_attr_i64(writer, "Stream Dropped",
+				    (int64_t)(ss.dropped_queue +
+					      ss.dropped_spool + ss.unsent),
+				    NULL);
+		sh5_writer_attr_i64(writer, "Stream Rejected",
+				    (int64_t)ss.rejected, NULL);
+		sh5_writer_attr_i64(writer, "Stream Failed Posts",
+				    (int64_t)ss.failed_posts, NULL);
+	}
+	pthread_rwlock_unlock(&state_lock);
+	snprintf(buf, sizeof(buf), "pushed %" PRIu64 ", sent %" PRIu64
+		 ", recovered %" PRIu64 ", spooled %" PRIu64 ", dropped %"
+		 PRIu64 ", rejected %" PRIu64 ", failed posts %" PRIu64,
+		 ss.pushed, ss.sent, ss.recovered, ss.spooled,
+		 ss.dropped_queue + ss.dropped_spool + ss.unsent, ss.rejected,
+		 ss.failed_posts);
+	if (ss.dropped_queue + ss.dropped_spool + ss.unsent + ss.rejected)
+		error("%s: stream: samples lost: %s", plugin_type, buf);
 	else
-		error("%s: cannot start the clock thread: %m", plugin_type);
-}
-
-/* Ends with the step-end measurement (bounded by the timeout). */
-static void stop_clock_thread(void)
-{
-	if (!clock_running)
-		return;
-	pthread_mutex_lock(&clock_mutex);
-	clock_stop = true;
-	pthread_cond_signal(&clock_cond);
-	pthread_mutex_unlock(&clock_mutex);
-	pthread_join(clock_tid, NULL);
-	clock_running = false;
+		log_flag(PROFILE, "%s: stream: %s", plugin_type, buf);
 }
 
 extern int init(void)
@@ -294,11 +447,18 @@ extern int init(void)
 extern int fini(void)
 {
 	if (!in_child) {
-		stop_clock_thread();
-		stop_flush_thread();
+		worker_stop(&clock_worker);
+		worker_stop(&flush_worker);
+		stream_stop();
 		stop_profiling(NULL);
 	}
 	xfree(cfg.dir);
+	xfree(cfg.stream_url);
+	xfree(cfg.stream_user);
+	xfree(cfg.stream_pass);
+	xfree(cfg.stream_token);
+	xfree(cfg.stream_spool);
+	xfree(cfg.stream_ca);
 	xfree(cfg.clock_server);
 	return SLURM_SUCCESS;
 }
@@ -315,6 +475,21 @@ extern void acct_gather_profile_p_conf_options(s_p_options_t **full_options,
 		{ .key = "ProfileSH5ClockInterval", .type = S_P_UINT32 },
 		{ .key = "ProfileSH5ClockSamples", .type = S_P_UINT32 },
 		{ .key = "ProfileSH5ClockTimeout", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamURL", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamFormat", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamUser", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamPass", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamToken", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamTimeout", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamConnectTimeout", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamSpoolDir", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamSpoolMax", .type = S_P_UINT64 },
+		{ .key = "ProfileSH5StreamQueue", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamBatch", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamFlush", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamDeadline", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5StreamCAFile", .type = S_P_STRING },
+		{ .key = "ProfileSH5StreamInsecure", .type = S_P_BOOLEAN },
 		{ .key = NULL }
 	};
 
@@ -334,6 +509,18 @@ extern void acct_gather_profile_p_conf_set(s_p_hashtbl_t *tbl)
 	cfg.clock_samples = 4;
 	cfg.clock_timeout = 300;
 	clock_addrlen = 0;
+	xfree(cfg.stream_url);
+	xfree(cfg.stream_user);
+	xfree(cfg.stream_pass);
+	xfree(cfg.stream_token);
+	xfree(cfg.stream_spool);
+	xfree(cfg.stream_ca);
+	cfg.stream_format = SH5_STREAM_INFLUX1;
+	cfg.stream_timeout = cfg.stream_connect_timeout = 0;
+	cfg.stream_queue = cfg.stream_batch = cfg.stream_flush = 0;
+	cfg.stream_deadline = 2000;
+	cfg.stream_spool_max = 0;
+	cfg.stream_insecure = false;
 	if (tbl) {
 		s_p_get_string(&cfg.dir, "ProfileSH5Dir", tbl);
 		if (s_p_get_string(&tmp, "ProfileSH5Default", tbl)) {
@@ -371,6 +558,40 @@ extern void acct_gather_profile_p_conf_set(s_p_hashtbl_t *tbl)
 		    (cfg.clock_timeout < 10 || cfg.clock_timeout > 10000))
 			fatal("%s: ProfileSH5ClockTimeout=%u is not 10-10000 "
 			      "ms", plugin_type, cfg.clock_timeout);
+		s_p_get_string(&cfg.stream_url, "ProfileSH5StreamURL", tbl);
+		if (s_p_get_string(&tmp, "ProfileSH5StreamFormat", tbl)) {
+			cfg.stream_format = sh5_stream_format_from_string(tmp);
+			if (cfg.stream_format < 0)
+				fatal("%s: ProfileSH5StreamFormat=%s is not one "
+				      "of influx1, influx2, json", plugin_type,
+				      tmp);
+			xfree(tmp);
+		}
+		s_p_get_string(&cfg.stream_user, "ProfileSH5StreamUser", tbl);
+		s_p_get_string(&cfg.stream_pass, "ProfileSH5StreamPass", tbl);
+		s_p_get_string(&cfg.stream_token, "ProfileSH5StreamToken", tbl);
+		s_p_get_uint32(&cfg.stream_timeout, "ProfileSH5StreamTimeout",
+			       tbl);
+		s_p_get_uint32(&cfg.stream_connect_timeout,
+			       "ProfileSH5StreamConnectTimeout", tbl);
+		s_p_get_string(&cfg.stream_spool, "ProfileSH5StreamSpoolDir",
+			       tbl);
+		s_p_get_uint64(&cfg.stream_spool_max,
+			       "ProfileSH5StreamSpoolMax", tbl);
+		s_p_get_uint32(&cfg.stream_queue, "ProfileSH5StreamQueue", tbl);
+		s_p_get_uint32(&cfg.stream_batch, "ProfileSH5StreamBatch", tbl);
+		s_p_get_uint32(&cfg.stream_flush, "ProfileSH5StreamFlush", tbl);
+		if (s_p_get_uint32(&cfg.stream_deadline,
+				   "ProfileSH5StreamDeadline", tbl) &&
+		    (cfg.stream_deadline < 100 || cfg.stream_deadline > 60000))
+			fatal("%s: ProfileSH5StreamDeadline=%u is not "
+			      "100-60000 ms", plugin_type, cfg.stream_deadline);
+		s_p_get_string(&cfg.stream_ca, "ProfileSH5StreamCAFile", tbl);
+		s_p_get_boolean(&cfg.stream_insecure,
+				"ProfileSH5StreamInsecure", tbl);
+		if (cfg.stream_spool && cfg.stream_spool[0] != '/')
+			fatal("%s: ProfileSH5StreamSpoolDir=%s is not an "
+			      "absolute path", plugin_type, cfg.stream_spool);
 	}
 	if (cfg.clock_server) {
 		char host[256];
@@ -521,13 +742,15 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 
 	if (cfg.clock_server)
 		sh5_writer_attr_str(w, "Clock Server", cfg.clock_server, NULL);
-	start_clock_thread();
-	flush_stop = false;
-	if (pthread_create(&flush_tid, NULL, flush_main, NULL) == 0)
-		flush_running = true;
-	else
-		error("%s: cannot start the flush thread: %m; samples are "
-		      "written at step end only", plugin_type);
+	if (cfg.clock_server && clock_addrlen) {
+		atomic_store(&logged_clock, 0);
+		clock_worker.interval = cfg.clock_interval;
+		worker_start(&clock_worker, "clock");
+	}
+	stream_start(job);
+	flush_worker.interval = cfg.flush_interval;
+	if (!worker_start(&flush_worker, "flush"))
+		error("%s: samples are written at step end only", plugin_type);
 	log_flag(PROFILE, "%s: writing %s", plugin_type, file_path);
 	return SLURM_SUCCESS;
 }
@@ -547,8 +770,9 @@ extern int acct_gather_profile_p_node_step_end(void)
 	if (in_child)
 		return SLURM_SUCCESS;
 	step_ended = true;
-	stop_clock_thread();
-	stop_flush_thread();
+	worker_stop(&clock_worker);
+	worker_stop(&flush_worker);
+	stream_stop();
 	pthread_rwlock_rdlock(&state_lock);
 	if (writer) {
 		write_frequencies(writer);
@@ -676,6 +900,7 @@ extern int acct_gather_profile_p_add_sample_data(int dataset_id, void *data,
 	/* Slurm hands the fields as an array of 8-byte unions, in the
 	 * order of the dataset definition: the same as our slots. */
 	memcpy(&rec[SH5_TIME_SLOTS], data, s->nfields * sizeof(rec[0]));
+	stream_push(s, rec);
 	if (sh5_writer_append(writer, dataset_id, rec) < 0) {
 		if (errno == ENOBUFS && !atomic_exchange(&logged_add, 1))
 			error("%s: %s: sample buffer full, samples dropped",
@@ -695,6 +920,53 @@ static void add_pair(List data, const char *name, char *value)
 	list_append(data, kp);
 }
 
+/*
+ * The stream URL for display: user info and the u=, p=, token= query
+ * parameters replaced by "***".  xmalloc'd; NULL for NULL.
+ */
+static char *masked_url(const char *url)
+{
+	const char *p, *host, *at, *slash, *q;
+	char *out = NULL;
+
+	if (!url)
+		return NULL;
+	p = strstr(url, "://");
+	host = p ? p + 3 : url;
+	slash = strchr(host, '/');
+	at = strchr(host, '@');
+	if (at && (!slash || at < slash)) {
+		xstrncat(out, url, host - url);
+		xstrcat(out, "***");
+		p = at;
+	} else {
+		p = url;
+	}
+	q = strchr(p, '?');
+	if (!q) {
+		xstrcat(out, p);
+		return out;
+	}
+	xstrncat(out, p, q - p + 1);
+	for (q++; *q;) {
+		const char *end = strchr(q, '&');
+		size_t len = end ? (size_t)(end - q) : strlen(q);
+
+		if (!strncmp(q, "u=", 2) || !strncmp(q, "p=", 2) ||
+		    !strncmp(q, "token=", 6)) {
+			xstrncat(out, q, strchr(q, '=') - q + 1);
+			xstrcat(out, "***");
+		} else {
+			xstrncat(out, q, len);
+		}
+		if (!end)
+			break;
+		xstrcat(out, "&");
+		q = end + 1;
+	}
+	return out;
+}
+
 /* What `scontrol show config` prints.  Never credentials. */
 extern void acct_gather_profile_p_conf_values(List *data)
 {
@@ -712,6 +984,18 @@ extern void acct_gather_profile_p_conf_values(List *data)
 		 xstrdup_printf("%u", cfg.clock_samples));
 	add_pair(*data, "ProfileSH5ClockTimeout",
 		 xstrdup_printf("%u ms", cfg.clock_timeout));
+	add_pair(*data, "ProfileSH5StreamURL", masked_url(cfg.stream_url));
+	add_pair(*data, "ProfileSH5StreamFormat",
+		 xstrdup(sh5_stream_format_name(cfg.stream_format)));
+	add_pair(*data, "ProfileSH5StreamUser", xstrdup(cfg.stream_user));
+	/* Never the secrets themselves. */
+	add_pair(*data, "ProfileSH5StreamPass",
+		 xstrdup(cfg.stream_pass ? "(set)" : NULL));
+	add_pair(*data, "ProfileSH5StreamToken",
+		 xstrdup(cfg.stream_token ? "(set)" : NULL));
+	add_pair(*data, "ProfileSH5StreamSpoolDir", xstrdup(cfg.stream_spool));
+	add_pair(*data, "ProfileSH5StreamDeadline",
+		 xstrdup_printf("%u ms", cfg.stream_deadline));
 }
 
 extern bool acct_gather_profile_p_is_active(uint32_t type)

@@ -2,12 +2,16 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -31,7 +35,8 @@ static void usage(FILE *f)
 "  -S, --series NAME    Tasks (default), Energy, Filesystem, Network or\n"
 "                       another series name\n"
 "  -n, --node N         only node N\n"
-"  -t, --task T         only task T (series Tasks)\n"
+"  -t, --task T         only task T (series Tasks; or the member T of\n"
+"                       another series group)\n"
 "  -F, --field F        only field F: one column per node (per task for\n"
 "                       Tasks), rows aligned by EpochTime\n"
 "  -l, --level L        timeseries (default) or totals\n"
@@ -44,6 +49,7 @@ static void usage(FILE *f)
 struct opts {
 	const char *input, *step, *series, *node, *task, *field, *output;
 	int totals;
+	int group;  /* the series is a group of series: Tasks, or another */
 };
 
 struct sel {
@@ -52,13 +58,20 @@ struct sel {
 	hid_t dset;
 };
 
+/* Series in a group (Tasks/<id>, or any group a gather plugin made):
+ * one more key column, named Task for Tasks and Series otherwise. */
 static int is_tasks(const struct opts *o)
 {
-	return !strcmp(o->series, "Tasks");
+	return o->group;
+}
+
+static const char *key_name(const struct opts *o)
+{
+	return strcmp(o->series, "Tasks") ? "Series" : "Task";
 }
 
 /* Select and open the entries that match the options. */
-static int select_entries(hid_t f, const struct opts *o, struct sel **out,
+static int select_entries(hid_t f, struct opts *o, struct sel **out,
 			  size_t *nout)
 {
 	struct sh5_jf_entry *v = NULL;
@@ -69,10 +82,10 @@ static int select_entries(hid_t f, const struct opts *o, struct sel **out,
 
 	hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
 
-	/* --field reads all columns side by side: no chunk cache per
-	 * dataset, or memory grows with the number of columns. */
-	if (o->field)
-		H5Pset_chunk_cache(dapl, 0, 0, 1.0);
+	/* All selected datasets stay open (--field reads them side by
+	 * side): no chunk cache per dataset, or memory grows with their
+	 * number.  Reads are of many records at a time anyway. */
+	H5Pset_chunk_cache(dapl, 0, 0, 1.0);
 	if (sh5_jobfile_list(f, o->input, &v, &n, &err) < 0) {
 		cli_error(NULL, "%s", err.text);
 		H5Pclose(dapl);
@@ -80,6 +93,9 @@ static int select_entries(hid_t f, const struct opts *o, struct sel **out,
 	}
 	if (o->step)
 		sh5_step_name(o->step, stepname, sizeof(stepname));
+	o->group = !strcmp(o->series, "Tasks");
+	for (i = 0; i < n && !o->group; i++)
+		o->group = !strcmp(v[i].parent, o->series);
 	if (!(sv = calloc(n ? n : 1, sizeof(*sv)))) {
 		free(v);
 		H5Pclose(dapl);
@@ -97,7 +113,7 @@ static int select_entries(hid_t f, const struct opts *o, struct sel **out,
 		if (o->node && strcmp(e->node, o->node))
 			continue;
 		if (is_tasks(o)) {
-			if (strcmp(e->parent, "Tasks"))
+			if (strcmp(e->parent, o->series))
 				continue;
 			if (o->task && strcmp(e->name, o->task))
 				continue;
@@ -165,6 +181,162 @@ static char *header_of(const struct sel *e, int totals)
 	return buf;
 }
 
+/* The time series CSV runs as two processes when it can: a child reads
+ * and decodes the records (HDF5, inflate) and streams them through a pipe
+ * to this process, which formats and writes them.  On two CPUs this
+ * roughly halves the time for compressed job files.  Each block is a
+ * header and the records in the ops' memory layout; rows == 0 ends an
+ * entry (status 0 done, < 0 could not be read). */
+struct blk_head {
+	uint64_t idx;
+	uint64_t rows;
+	int64_t status;
+	uint64_t lost;
+	char reason[200];
+};
+
+static int write_all(int fd, const void *p, size_t len)
+{
+	const char *c = p;
+
+	while (len) {
+		ssize_t w = write(fd, c, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *p, size_t len)
+{
+	char *c = p;
+
+	while (len) {
+		ssize_t r = read(fd, c, len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static void reader_child(int fd, struct sel *v, size_t n, void *buf)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct blk_head h;
+		struct sh5_cursor c;
+		struct sh5_error err = { "" };
+		size_t rs = v[i].s->ops->record_size(v[i].s);
+		size_t rows = ROW_BUFFER / rs, got;
+
+		memset(&h, 0, sizeof(h));
+		h.idx = i;
+		if (sh5_cursor_open(&c, v[i].dset, v[i].s, 0, &err) < 0) {
+			h.status = -1;
+			snprintf(h.reason, sizeof(h.reason), "%s", err.text);
+			if (write_all(fd, &h, sizeof(h)) < 0)
+				_exit(3);
+			continue;
+		}
+		while ((got = sh5_cursor_read(&c, buf, rows ? rows : 1)) > 0) {
+			h.rows = got;
+			if (write_all(fd, &h, sizeof(h)) < 0 ||
+			    write_all(fd, buf, got * rs) < 0)
+				_exit(3);
+		}
+		h.rows = 0;
+		h.lost = sh5_cursor_lost(&c);
+		if (c.damaged)
+			snprintf(h.reason, sizeof(h.reason), "%s", c.reason);
+		sh5_cursor_close(&c);
+		if (write_all(fd, &h, sizeof(h)) < 0)
+			_exit(3);
+	}
+	_exit(0);
+}
+
+static int timeseries_piped(const struct opts *o, struct sel *v, size_t n,
+			    FILE *out, void *buf)
+{
+	int pfd[2], st = 0, rc = -1;
+	size_t done = 0;
+	pid_t pid;
+
+	if (pipe(pfd) < 0)
+		return 1;
+	if ((pid = fork()) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return 1;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		reader_child(pfd[1], v, n, buf);
+	}
+	close(pfd[1]);
+#ifdef F_SETPIPE_SZ
+	fcntl(pfd[0], F_SETPIPE_SZ, 1 << 20);
+#endif
+	while (done < n) {
+		struct blk_head h;
+		char prefix[256];
+		size_t i, rs;
+
+		if (read_all(pfd[0], &h, sizeof(h)) < 0 || h.idx >= n)
+			break;
+		i = (size_t)h.idx;
+		rs = v[i].s->ops->record_size(v[i].s);
+		if (h.status < 0) {
+			cli_error(o->input, "%s/%s/%s: %s", v[i].e.step,
+				  v[i].e.node, v[i].e.path, h.reason);
+			goto out;
+		}
+		if (!h.rows) {
+			if (h.reason[0])
+				cli_warn(o->input, "%s/%s/%s: %" PRIu64 " rows "
+					 "unreadable (%s)", v[i].e.step,
+					 v[i].e.node, v[i].e.path, h.lost,
+					 h.reason);
+			cli_progress("extracting", ++done, n);
+			continue;
+		}
+		if (h.rows * rs > ROW_BUFFER ||
+		    read_all(pfd[0], buf, (size_t)h.rows * rs) < 0)
+			break;
+		prefix_of(o, &v[i], prefix, sizeof(prefix));
+		if (v[i].s->ops->extract_series(v[i].s, out, 0, prefix, buf,
+						(size_t)h.rows) < 0 ||
+		    ferror(out))
+			goto out;
+	}
+	if (done < n) {
+		cli_error(o->input, "the reading process failed");
+		goto out;
+	}
+	rc = 0;
+out:
+	close(pfd[0]);
+	if (rc < 0)
+		kill(pid, SIGTERM);
+	waitpid(pid, &st, 0);
+	if (!rc && (!WIFEXITED(st) || WEXITSTATUS(st))) {
+		cli_error(o->input, "the reading process failed");
+		rc = -1;
+	}
+	return rc;
+}
+
 static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
 {
 	void *buf = malloc(ROW_BUFFER);
@@ -174,6 +346,14 @@ static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
 	if (!buf) {
 		cli_error(o->input, "out of memory");
 		return -1;
+	}
+	/* SH5MERGE_NO_FORK: one process (tests compare both). */
+	if (n > 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+	    !getenv("SH5MERGE_NO_FORK")) {
+		rc = timeseries_piped(o, v, n, out, buf);
+		if (rc <= 0)
+			goto out;
+		rc = -1; /* no child: do it here */
 	}
 	for (i = 0; i < n; i++) {
 		struct sh5_cursor c;
@@ -510,10 +690,6 @@ int cmd_extract(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (o.task && !is_tasks(&o)) {
-		cli_error(NULL, "--task needs --series Tasks");
-		return 2;
-	}
 	if (o.field && o.totals) {
 		cli_error(NULL, "--field works on time series only");
 		return 2;
@@ -528,6 +704,11 @@ int cmd_extract(int argc, char **argv)
 	}
 	if (select_entries(f, &o, &v, &n) < 0)
 		goto out;
+	if (o.task && !o.group) {
+		cli_error(NULL, "--task needs a series group such as Tasks");
+		status = 2;
+		goto out;
+	}
 	if (!n) {
 		cli_error(o.input, "no series %s%s%s%s%s%s%s", o.series,
 			  o.step ? " in step " : "", o.step ? o.step : "",
@@ -556,7 +737,8 @@ int cmd_extract(int argc, char **argv)
 	}
 	setvbuf(out, obuf, _IOFBF, sizeof(obuf));
 	if (!o.field)
-		fprintf(out, "Step,Node,%s%s", is_tasks(&o) ? "Task," : "",
+		fprintf(out, "Step,Node,%s%s%s", is_tasks(&o) ? key_name(&o) : "",
+			is_tasks(&o) ? "," : "",
 			first ? first : "\n");
 	if (o.field ? aligned(&o, v, n, out) :
 	    o.totals ? totals(&o, f, v, n, out) : timeseries(&o, v, n, out))

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "error.h"
 #include "jobfile.h"
+#include "merge_integ.h"
 #include "reader.h"
 #include "series.h"
 
@@ -38,14 +39,15 @@ static void fmt_time(int64_t ns, char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* Time (ns) of row `row`: EpochTimeNs, else EpochTime. */
+/* Time (ns) of row `row`: SyncTimeNs, else EpochTimeNs, else EpochTime. */
 static int row_time(struct sh5_cursor *c, uint64_t row, void *buf,
 		    int64_t *ns)
 {
 	c->pos = row;
 	if (sh5_cursor_read(c, buf, 1) != 1)
 		return -1;
-	*ns = ((union sh5_value *)buf)[2].i;
+	*ns = ((union sh5_value *)buf)[c->s->has_sync_ns ?
+					SH5_SLOT_SYNC(c->s) : 2].i;
 	return 0;
 }
 
@@ -58,7 +60,8 @@ static void print_fields(const struct sh5_series *s)
 		printf(" %s[%s%s%s]", s->fields[i].name, s->fields[i].unit,
 		       s->fields[i].unit[0] ? "," : "",
 		       sh5_fkind_name(s->fields[i].kind));
-	printf("%s\n", s->has_time_ns ? " (+EpochTimeNs)" : "");
+	printf("%s%s\n", s->has_time_ns ? " (+EpochTimeNs)" : "",
+	       s->has_sync_ns ? " (+SyncTimeNs)" : "");
 }
 
 int cmd_list(int argc, char **argv)
@@ -122,6 +125,7 @@ int cmd_list(int argc, char **argv)
 		if (g >= 0)
 			H5Gclose(g);
 	}
+	merge_integ_list_job(f);
 	if (!(buf = malloc(4096)))
 		goto out;
 	for (i = 0; i < n; i++) {
@@ -163,11 +167,13 @@ int cmd_list(int argc, char **argv)
 						     &val) == 0)
 					printf(", %lld task%s", val,
 					       val == 1 ? "" : "s");
-				printf(", %s)", H5Aexists(g, "Job ID") > 0 ?
+				printf(", %s)\n", H5Aexists(g, "Job ID") > 0 ?
 				       "sh5" : "stock");
+				merge_integ_list_node(g);
 				H5Gclose(g);
+			} else {
+				printf("\n");
 			}
-			printf("\n");
 			snprintf(last_node, sizeof(last_node), "%s", e->node);
 		}
 		snprintf(full, sizeof(full), "%s/%s", np, e->path);

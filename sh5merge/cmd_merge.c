@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "error.h"
 #include "merge.h"
+#include "merge_integ.h"
 
 static void usage(FILE *f)
 {
@@ -36,7 +37,9 @@ static void usage(FILE *f)
 "      --allow-partial    write the job file despite missing or damaged\n"
 "                         inputs (recorded in /Merge), exit 0\n"
 "  -q, --quiet            no progress, no warnings\n"
-"  -h, --help             this help\n"
+"  -h, --help             this help\n");
+	merge_integ_usage(f);
+	fprintf(f,
 "\n"
 "Exit status: 0 merged, 1 error (nothing written unless --allow-partial),\n"
 "2 usage.\n");
@@ -156,8 +159,10 @@ int cmd_merge(int argc, char **argv)
 		{ "allow-partial", no_argument, NULL, 'P' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		MERGE_INTEG_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
+	struct merge_integ mi;
 	struct sh5_merge_opts o;
 	struct ctx ctx = { 0 };
 	char *jobs = NULL, *pdir = NULL, *user = NULL, *output = NULL;
@@ -170,6 +175,7 @@ int cmd_merge(int argc, char **argv)
 
 	sh5_error_h5_silence();
 	memset(&o, 0, sizeof(o));
+	merge_integ_init(&mi);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "j:p:u:o:fqh", lopts, NULL)) != -1) {
 		switch (c) {
@@ -182,7 +188,10 @@ int cmd_merge(int argc, char **argv)
 		case 'P': o.allow_partial = 1; break;
 		case 'q': sh5merge_quiet = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case '?': usage(stderr); return 2;
+		default:
+			if (merge_integ_option(&mi, c, optarg))
+				return 2;
 		}
 	}
 	if (optind < argc || !jobs) {
@@ -200,6 +209,8 @@ int cmd_merge(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if ((status = merge_integ_check(&mi, nsel)))
+		goto out;
 	if (output && nsel > 1) {
 		cli_error(NULL, "-o names one file: give one job");
 		status = 2;
@@ -253,6 +264,10 @@ int cmd_merge(int argc, char **argv)
 				 sel[i].job);
 			o.output = outbuf;
 		}
+		if (merge_integ_begin(&mi, &o, on_report, &ctx)) {
+			status = 1;
+			continue;
+		}
 		rc = sh5_merge_job(&o, &st, &err);
 		if (rc < 0) {
 			cli_error(NULL, "%s", err.text);
@@ -271,6 +286,9 @@ int cmd_merge(int argc, char **argv)
 				rc > 0 ? " (partial: see /Merge)" : "",
 				st.removed ? ", inputs removed" : "");
 		}
+		if (merge_integ_end(&mi, &o, rc == 0 ||
+				    (rc > 0 && o.allow_partial)))
+			status = 1;
 	}
 out:
 	for (i = 0; i < nsel; i++)

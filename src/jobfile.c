@@ -43,7 +43,7 @@ static herr_t node_cb(hid_t g, const char *name, const H5L_info_t *li,
 
 	(void)li;
 	if (strlen(name) >= SH5_NAME_MAX ||
-	    H5Oget_info_by_name(g, name, &oi, H5P_DEFAULT) < 0)
+	    H5Oget_info_by_name2(g, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
 		return 0;
 	if (oi.type == H5O_TYPE_DATASET) {
 		snprintf(w->cur.name, sizeof(w->cur.name), "%s", name);

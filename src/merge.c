@@ -11,7 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -20,6 +24,37 @@
 #include "reader.h"
 
 #define CHUNK_ROWS_MAX 4096
+
+/* Children leave signals to the parent (its handlers remove the
+ * temporary output). */
+static void child_signals(void)
+{
+	/* ... and die with it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+}
+
+/* Seconds a child may read one input without a sign of progress: HDF5
+ * loops forever on some damaged files.  SH5MERGE_READ_TIMEOUT overrides
+ * it (tests). */
+static int read_timeout(void)
+{
+	const char *e = getenv("SH5MERGE_READ_TIMEOUT");
+	long v = e ? strtol(e, NULL, 10) : 0;
+
+	return v > 0 && v < 86400 ? (int)v : 120;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 /* ------------------------------------------------------------------ */
 /* Discovery. */
@@ -276,7 +311,8 @@ static herr_t copy_attr_cb(hid_t src, const char *name,
 
 	(void)info;
 	if ((a = H5Aopen(src, name, H5P_DEFAULT)) < 0 ||
-	    (ft = H5Aget_type(a)) < 0 || (sp = H5Aget_space(a)) < 0 ||
+	    (ft = H5Aget_type(a)) < 0 || !sh5_type_sane(ft) ||
+	    (sp = H5Aget_space(a)) < 0 ||
 	    (mt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) < 0)
 		goto out;
 	n = H5Sget_select_npoints(sp);
@@ -333,14 +369,16 @@ static hid_t make_group(hid_t loc, const char *name)
 	return g;
 }
 
+static unsigned read_attrs(hid_t obj);
+
 /* Copy a dataset that is not a series (ClockOffsets, ...) by reading and
  * writing it in blocks: H5Ocopy() crashes on some damaged objects.
- * 0, or -1 with err set. */
+ * dst < 0: only read it (the first pass).  0, or -1 with err set. */
 static int copy_dataset(hid_t src, const char *path, hid_t dst,
 			struct sh5_error *err)
 {
 	hid_t d = -1, ft = -1, nt = -1, sp = -1, od = -1, dcpl = -1,
-	      lcpl = -1, osp = -1, ms = -1, fs = -1;
+	      lcpl = -1, osp = -1, ms = -1;
 	hsize_t dims[1], maxd[1] = { H5S_UNLIMITED }, chunk[1], start[1],
 		cnt[1];
 	size_t esz, rows;
@@ -348,7 +386,7 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 	int nd, vlen, rc = -1;
 
 	if ((d = H5Dopen2(src, path, H5P_DEFAULT)) < 0 ||
-	    (ft = H5Dget_type(d)) < 0 ||
+	    (ft = H5Dget_type(d)) < 0 || !sh5_type_sane(ft) ||
 	    (nt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) < 0 ||
 	    (sp = H5Dget_space(d)) < 0 ||
 	    (nd = H5Sget_simple_extent_ndims(sp)) < 0) {
@@ -369,9 +407,11 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 		}
 		if (!(buf = calloc((size_t)(n ? n : 1), esz)) ||
 		    H5Dread(d, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ||
-		    (od = H5Dcreate2(dst, path, ft, sp, lcpl, H5P_DEFAULT,
-				     H5P_DEFAULT)) < 0 ||
-		    H5Dwrite(od, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+		    (dst >= 0 &&
+		     ((od = H5Dcreate2(dst, path, ft, sp, lcpl, H5P_DEFAULT,
+				       H5P_DEFAULT)) < 0 ||
+		      H5Dwrite(od, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) <
+			      0))) {
 			sh5_errprintf_h5(err, "cannot copy");
 			goto out;
 		}
@@ -386,8 +426,9 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 		if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
 		    H5Pset_chunk(dcpl, 1, chunk) < 0 ||
 		    (osp = H5Screate_simple(1, dims, maxd)) < 0 ||
-		    (od = H5Dcreate2(dst, path, ft, osp, lcpl, dcpl,
-				     H5P_DEFAULT)) < 0 ||
+		    (dst >= 0 &&
+		     (od = H5Dcreate2(dst, path, ft, osp, lcpl, dcpl,
+				      H5P_DEFAULT)) < 0) ||
 		    !(buf = malloc(rows * esz))) {
 			sh5_errprintf_h5(err, "cannot create the copy");
 			goto out;
@@ -401,7 +442,8 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 			    H5Sselect_hyperslab(osp, H5S_SELECT_SET, start,
 						NULL, cnt, NULL) < 0 ||
 			    H5Dread(d, nt, ms, sp, H5P_DEFAULT, buf) < 0 ||
-			    H5Dwrite(od, nt, ms, osp, H5P_DEFAULT, buf) < 0) {
+			    (od >= 0 &&
+			     H5Dwrite(od, nt, ms, osp, H5P_DEFAULT, buf) < 0)) {
 				sh5_errprintf_h5(err, "unreadable rows from %llu",
 						 (unsigned long long)start[0]);
 				goto out;
@@ -412,10 +454,12 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 			ms = -1;
 		}
 	}
-	copy_attrs(d, od);
+	if (od >= 0)
+		copy_attrs(d, od);
+	else
+		read_attrs(d);
 	rc = 0;
 out:
-	(void)fs;
 	free(buf);
 	if (ms >= 0)
 		H5Sclose(ms);
@@ -447,11 +491,12 @@ struct finfo {
 	enum sh5_nodestep_kind kind;
 	uint64_t size;
 	uint32_t crc;
-	int node_index, ntasks, nnodes;
+	int node_index, ntasks, nnodes, step_tasks;
 	long max_task;
 	uint64_t samples;   /* rows the file claims */
 	uint64_t written;   /* rows merged */
 	uint64_t lost;      /* rows lost */
+	unsigned lost_objects;
 	const char *status; /* merged, salvaged, skipped */
 	char reason[256];
 };
@@ -485,6 +530,20 @@ struct mstate {
 	size_t nsteps_written;
 	int write_failed;       /* an HDF5 write failed: stop */
 	hid_t dxpl;             /* small conversion buffers */
+	/* Second pass: a child process reads and decodes the records of
+	 * the inputs in order and streams them here (see feed_read()). */
+	pid_t feed_pid;
+	int feed_fd;            /* -1: read in this process */
+	int feed_have;          /* feed_head holds an unconsumed header */
+	struct feed_head {
+		uint64_t file, series, rows;
+		int64_t status;      /* 0 data, 1 end of series, -1 failed */
+		uint64_t good_rows;
+		int64_t damaged;
+		char reason[200];
+	} feed_head;
+	size_t feed_dead_file;  /* the child died reading this file */
+	int feed_died;
 };
 
 static void report(struct mstate *m, int error, const char *file,
@@ -683,19 +742,73 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 	return 0;
 }
 
-static void check_file(struct mstate *m, struct finfo *f)
+/* Read every attribute of obj (what copy_attrs() will do).  Returns the
+ * number that cannot be read (copy_attrs() leaves those out). */
+static herr_t read_attr_cb(hid_t obj, const char *name, const H5A_info_t *ai,
+			   void *data)
+{
+	hid_t a = -1, ft = -1, mt = -1, sp = -1;
+	hssize_t n = -1;
+	void *buf = NULL;
+	int ok = 0;
+
+	(void)ai;
+	if ((a = H5Aopen(obj, name, H5P_DEFAULT)) >= 0 &&
+	    (ft = H5Aget_type(a)) >= 0 && sh5_type_sane(ft) &&
+	    (sp = H5Aget_space(a)) >= 0 &&
+	    (mt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) >= 0 &&
+	    (n = H5Sget_select_npoints(sp)) >= 0 &&
+	    (buf = calloc((size_t)(n ? n : 1), H5Tget_size(mt))) &&
+	    H5Aread(a, mt, buf) >= 0) {
+		ok = 1;
+		if (H5Tdetect_class(mt, H5T_VLEN) > 0 ||
+		    (H5Tget_class(mt) == H5T_STRING &&
+		     H5Tis_variable_str(mt) > 0))
+			H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, buf);
+	}
+	if (!ok)
+		(*(unsigned *)data)++;
+	free(buf);
+	if (mt >= 0)
+		H5Tclose(mt);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ft >= 0)
+		H5Tclose(ft);
+	if (a >= 0)
+		H5Aclose(a);
+	return 0;
+}
+
+static unsigned read_attrs(hid_t obj)
+{
+	hsize_t idx = 0;
+	unsigned bad = 0;
+
+	if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, read_attr_cb,
+			&bad) < 0)
+		bad++;
+	return bad;
+}
+
+/* First pass over one input: checksum, open, and read all the metadata
+ * the second pass will read (attributes, object headers, chunk indexes,
+ * other objects), so that damage to it is known before anything is
+ * written.  Damaged records are found as the second pass reads them.
+ * Fills f; reports nothing (it runs in a child process). */
+static void check_file(struct mstate *m, struct finfo *f, char *user,
+		       char *cluster)
 {
 	struct sh5_error err = { "" };
 	struct sh5_nodestep *ns;
 	size_t i;
 
 	f->status = "skipped";
-	f->node_index = f->ntasks = f->nnodes = -1;
+	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
 	f->max_task = -1;
 	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
 		     &err) < 0) {
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
-		report(m, 1, f->in->path, "%s", err.text);
 		return;
 	}
 	ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
@@ -708,7 +821,6 @@ static void check_file(struct mstate *m, struct finfo *f)
 		if (!strncmp(r, f->in->path, pl) && r[pl] == ':')
 			r += pl + 2;
 		snprintf(f->reason, sizeof(f->reason), "%s", r);
-		report(m, 1, f->in->path, "%s", r);
 		return;
 	}
 	f->usable = 1;
@@ -717,11 +829,15 @@ static void check_file(struct mstate *m, struct finfo *f)
 	f->node_index = ns->node_index;
 	f->ntasks = ns->ntasks;
 	f->nnodes = ns->nnodes;
-	if (ns->kind == SH5_NODESTEP_OURS && !m->user[0])
-		sh5_attr_get_str(ns->node, "User", m->user, sizeof(m->user));
-	if (ns->kind == SH5_NODESTEP_OURS && !m->cluster[0])
-		sh5_attr_get_str(ns->node, "Cluster", m->cluster,
-				 sizeof(m->cluster));
+	f->step_tasks = ns->step_tasks;
+	if (ns->kind == SH5_NODESTEP_OURS && !user[0])
+		sh5_attr_get_str(ns->node, "User", user, 64);
+	if (ns->kind == SH5_NODESTEP_OURS && !cluster[0])
+		sh5_attr_get_str(ns->node, "Cluster", cluster, 64);
+	if ((f->lost_objects = read_attrs(ns->node)))
+		snprintf(f->reason, sizeof(f->reason), "%u unreadable "
+			 "attribute%s of /%s", f->lost_objects,
+			 f->lost_objects == 1 ? "" : "s", ns->node_name);
 	for (i = 0; i < ns->nseries; i++) {
 		struct sh5_ns_series *e = &ns->series[i];
 		struct sh5_cursor c;
@@ -735,13 +851,33 @@ static void check_file(struct mstate *m, struct finfo *f)
 			if (!*end && t > f->max_task)
 				f->max_task = t;
 		}
-		/* Chunk checks only for files cut short; damage in intact
-		 * files shows when the second pass reads them. */
-		if (!ns->salvaged)
+		if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0) {
+			f->lost += e->nrows;
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: cannot open", e->path);
 			continue;
-		if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0)
-			continue;
-		if (sh5_cursor_open(&c, d, e->series, ns->real_eof, NULL) == 0) {
+		}
+		if (read_attrs(d)) {
+			f->lost_objects++;
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: unreadable attributes",
+					 e->path);
+		}
+		if (!ns->salvaged) {
+			hsize_t nchunks = 0;
+			hid_t dcpl = H5Dget_create_plist(d);
+
+			/* Walk the chunk index (the metadata a damaged
+			 * file may crash HDF5 with); the records themselves
+			 * are checked as the second pass reads them. */
+			if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED)
+				H5Dget_num_chunks(d, H5S_ALL, &nchunks);
+			if (dcpl >= 0)
+				H5Pclose(dcpl);
+		} else if (sh5_cursor_open(&c, d, e->series, ns->real_eof,
+					   NULL) == 0) {
 			if (c.damaged) {
 				f->lost += sh5_cursor_lost(&c);
 				if (!f->reason[0])
@@ -753,18 +889,224 @@ static void check_file(struct mstate *m, struct finfo *f)
 		}
 		H5Dclose(d);
 	}
-	if (ns->damage[0] || f->lost) {
+	for (i = 0; i < ns->nother; i++) {
+		H5O_info_t oi;
+
+		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
+					 H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+		    (oi.type == H5O_TYPE_DATASET &&
+		     copy_dataset(ns->node, ns->other[i], -1, &err) < 0)) {
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: unreadable object",
+					 ns->other[i]);
+			f->lost_objects++;
+		}
+	}
+	if (ns->damage[0] || f->lost || f->lost_objects) {
 		char tmp[256];
 
 		f->status = "salvaged";
 		snprintf(tmp, sizeof(tmp), "%.120s%s%.120s", ns->damage,
 			 ns->damage[0] && f->reason[0] ? "; " : "", f->reason);
 		snprintf(f->reason, sizeof(f->reason), "%s", tmp);
+	}
+	sh5_nodestep_close(ns);
+}
+
+/* Report what the first pass found about one input. */
+static void report_file(struct mstate *m, struct finfo *f)
+{
+	if (!f->usable)
+		report(m, 1, f->in->path, "%s", f->reason);
+	else if (!strcmp(f->status, "salvaged"))
 		report(m, 1, f->in->path, "damaged: %s; %" PRIu64 " of %"
 		       PRIu64 " samples lost, the rest salvaged", f->reason,
 		       f->lost, f->samples);
+}
+
+/* The first pass runs in child processes: HDF5 1.10 can crash on some
+ * damaged files (it trusts heap and index contents), and such a crash must
+ * only mark that file as bad.  Child k of P (one per CPU, at most 4)
+ * checks inputs k, k + P, k + 2P, ... and sends one message per input;
+ * when a child dies, the input it was on is marked and a new child takes
+ * the rest of its share. */
+struct probe_msg {
+	size_t idx;
+	struct finfo f;
+	char user[64], cluster[64];
+};
+
+struct prober {
+	pid_t pid;
+	int fd;
+	size_t next;   /* the input it is on */
+	int live;
+	double since;  /* when it started on it */
+};
+
+static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
+			size_t stride)
+{
+	int pfd[2];
+	pid_t pid;
+	size_t i;
+
+	if (pipe(pfd) < 0)
+		return -1;
+	if ((pid = fork()) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
 	}
-	sh5_nodestep_close(ns);
+	if (pid == 0) {
+		child_signals();
+		close(pfd[0]);
+		for (i = first; i < m->nin; i += stride) {
+			struct probe_msg msg;
+			size_t off = 0;
+
+			memset(&msg, 0, sizeof(msg));
+			msg.idx = i;
+			msg.f = m->fi[i];
+			check_file(m, &msg.f, msg.user, msg.cluster);
+			while (off < sizeof(msg)) {
+				ssize_t w = write(pfd[1], (char *)&msg + off,
+						  sizeof(msg) - off);
+
+				if (w <= 0)
+					_exit(3);
+				off += (size_t)w;
+			}
+		}
+		_exit(0);
+	}
+	close(pfd[1]);
+	p->pid = pid;
+	p->fd = pfd[0];
+	p->next = first;
+	p->live = 1;
+	p->since = now_s();
+	return 0;
+}
+
+static void probe_all(struct mstate *m)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t par = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (size_t)ncpu, i, k;
+	struct prober pr[4];
+	size_t done = 0;
+
+	if (par > m->nin)
+		par = m->nin;
+	for (i = 0; i < m->nin; i++)
+		m->fi[i].in = &m->in[i];
+	for (k = 0; k < par; k++)
+		if (spawn_prober(m, &pr[k], k, par) < 0) {
+			/* No child: check this share here. */
+			pr[k].live = 0;
+			for (i = k; i < m->nin; i += par)
+				check_file(m, &m->fi[i], m->user, m->cluster);
+			done += (m->nin - k + par - 1) / par;
+		}
+	while (done < m->nin) {
+		struct pollfd pf[4];
+		size_t map[4], n = 0;
+
+		for (k = 0; k < par; k++)
+			if (pr[k].live) {
+				pf[n].fd = pr[k].fd;
+				pf[n].events = POLLIN;
+				map[n++] = k;
+			}
+		if (!n || poll(pf, n, 1000) < 0) {
+			if (n && errno == EINTR)
+				continue;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			struct prober *p = &pr[map[i]];
+			struct probe_msg msg;
+			size_t off = 0;
+			int st = 0, hung = 0;
+
+			if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+				if (now_s() - p->since < read_timeout())
+					continue;
+				/* Stuck on this input: end it. */
+				kill(p->pid, SIGKILL);
+				hung = 1;
+			}
+			if (!hung) {
+				while (off < sizeof(msg)) {
+					ssize_t r = read(p->fd,
+							 (char *)&msg + off,
+							 sizeof(msg) - off);
+
+					if (r <= 0)
+						break;
+					off += (size_t)r;
+				}
+			}
+			if (off == sizeof(msg) && msg.idx == p->next) {
+				m->fi[msg.idx] = msg.f;
+				if (!m->user[0])
+					memcpy(m->user, msg.user, 64);
+				if (!m->cluster[0])
+					memcpy(m->cluster, msg.cluster, 64);
+				p->next += par;
+				p->since = now_s();
+				done++;
+				if (m->o->progress)
+					m->o->progress(m->o->arg, 1, done,
+						       m->nin);
+				continue;
+			}
+			/* The child ended: done, or died on p->next. */
+			close(p->fd);
+			p->live = 0;
+			waitpid(p->pid, &st, 0);
+			if (p->next >= m->nin)
+				continue;
+			{
+				struct finfo *f = &m->fi[p->next];
+
+				f->usable = 0;
+				f->status = "skipped";
+				if (hung)
+					snprintf(f->reason, sizeof(f->reason),
+						 "corrupt: HDF5 does not finish "
+						 "reading it (stopped after %d s)",
+						 read_timeout());
+				else if (WIFSIGNALED(st))
+					snprintf(f->reason, sizeof(f->reason),
+						 "corrupt: reading it crashes "
+						 "HDF5 (signal %d)",
+						 WTERMSIG(st));
+				else
+					snprintf(f->reason, sizeof(f->reason),
+						 "could not be checked");
+				done++;
+			}
+			if (p->next + par < m->nin &&
+			    spawn_prober(m, p, p->next + par, par) < 0) {
+				size_t j;
+
+				for (j = p->next + par; j < m->nin; j += par) {
+					check_file(m, &m->fi[j], m->user,
+						   m->cluster);
+					done++;
+				}
+			}
+		}
+	}
+	for (k = 0; k < par; k++)
+		if (pr[k].live) {
+			close(pr[k].fd);
+			waitpid(pr[k].pid, NULL, 0);
+		}
+	for (i = 0; i < m->nin; i++)
+		report_file(m, &m->fi[i]);
 }
 
 /* Findings per step that no single file shows: missing nodes or tasks,
@@ -775,6 +1117,7 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 	size_t i, usable = 0;
 	uint64_t samples = 0;
 	long max_task = -1, tasks = 0, max_index = -1, nnodes = -1;
+	long step_tasks = -1;
 	int tasks_known = 1;
 	char *seen = NULL;
 
@@ -795,6 +1138,8 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 			max_index = f->node_index;
 		if (f->nnodes > nnodes)
 			nnodes = f->nnodes;
+		if (f->step_tasks > step_tasks)
+			step_tasks = f->step_tasks;
 	}
 	if (!usable)
 		return add_missing(m, "step %s: no usable node-step file", step);
@@ -803,7 +1148,8 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 				    usable == 1 ? "" : "s") < 0)
 		return -1;
 	/* Node indexes: 0 .. max(index, Number of Nodes - 1). */
-	if (nnodes - 1 > max_index)
+	if (nnodes - 1 > max_index && strcmp(step, "batch") &&
+	    strcmp(step, "interactive"))
 		max_index = nnodes - 1;
 	if (max_index >= 0 && max_index < 1000000 &&
 	    (seen = calloc((size_t)max_index + 1, 1))) {
@@ -832,13 +1178,17 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 		}
 		free(seen);
 	}
-	/* Tasks: the nodes present run `tasks` tasks; a higher task id
-	 * means the tasks of a missing node. */
+	/* Tasks: the nodes present run `tasks` tasks; a higher task id,
+	 * or our files' "Step Tasks", means tasks of a missing node. */
+	/* (Slurm gives the batch step the job's task count.) */
+	if (tasks_known && step_tasks > max_task + 1 &&
+	    strspn(step, "0123456789") == strlen(step))
+		max_task = step_tasks - 1;
 	if (tasks_known && max_task + 1 > tasks &&
-	    add_missing(m, "step %s: %ld task%s missing (task ids reach %ld, "
-			"the nodes present run %ld)", step,
+	    add_missing(m, "step %s: %ld task%s missing (the step runs %ld, "
+			"the nodes present %ld)", step,
 			max_task + 1 - tasks, max_task + 1 - tasks == 1 ? "" :
-			"s", max_task, tasks) < 0)
+			"s", max_task + 1, tasks) < 0)
 		return -1;
 	return 0;
 }
@@ -846,9 +1196,291 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 /* ------------------------------------------------------------------ */
 /* Pass 2: write. */
 
+/* ------------------------------------------------------------------ */
+/* The second pass's reader process.  HDF5 reading and decoding (inflate
+ * included) run in a child while this process writes: two CPUs work, and
+ * a crash of HDF5 on a damaged input ends only the child (the series is
+ * cut there and a new child goes on with the next file). */
+
+static size_t rows_per_buffer(const struct mstate *m,
+			      const struct sh5_series *s)
+{
+	size_t rows = m->buf_bytes / s->ops->record_size(s);
+
+	if (rows > CHUNK_ROWS_MAX)
+		rows -= rows % CHUNK_ROWS_MAX;
+	return rows ? rows : 1;
+}
+
+static int put_all(int fd, const void *p, size_t len)
+{
+	const char *c = p;
+
+	while (len) {
+		ssize_t w = write(fd, c, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int get_all(int fd, void *p, size_t len)
+{
+	char *c = p;
+
+	while (len) {
+		ssize_t r = read(fd, c, len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static void feeder_child(struct mstate *m, int fd, size_t from)
+{
+	size_t fi, si;
+
+	child_signals();
+	for (fi = from; fi < m->nin; fi++) {
+		struct finfo *f = &m->fi[fi];
+		struct sh5_nodestep *ns;
+
+		if (!f->usable)
+			continue;
+		ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
+				       f->in->step_id, NULL);
+		for (si = 0; ns && si < ns->nseries; si++) {
+			struct sh5_ns_series *e = &ns->series[si];
+			struct feed_head h;
+			struct sh5_cursor c;
+			size_t rows = rows_per_buffer(m, e->series), n;
+			size_t rs = e->series->ops->record_size(e->series);
+			hid_t d = H5Dopen2(ns->node, e->path, H5P_DEFAULT);
+
+			memset(&h, 0, sizeof(h));
+			h.file = fi;
+			h.series = si;
+			if (d < 0 || sh5_cursor_open(&c, d, e->series,
+						     ns->salvaged ?
+						     ns->real_eof : 0,
+						     NULL) < 0) {
+				h.status = -1;
+				if (d >= 0)
+					H5Dclose(d);
+				if (put_all(fd, &h, sizeof(h)) < 0)
+					_exit(3);
+				continue;
+			}
+			while ((n = sh5_cursor_read(&c, m->buf, rows)) > 0) {
+				h.rows = n;
+				if (put_all(fd, &h, sizeof(h)) < 0 ||
+				    put_all(fd, m->buf, n * rs) < 0)
+					_exit(3);
+			}
+			h.rows = 0;
+			h.status = 1;
+			h.good_rows = c.good_rows;
+			h.damaged = c.damaged;
+			snprintf(h.reason, sizeof(h.reason), "%s", c.reason);
+			sh5_cursor_close(&c);
+			H5Dclose(d);
+			if (put_all(fd, &h, sizeof(h)) < 0)
+				_exit(3);
+		}
+		sh5_nodestep_close(ns);
+	}
+	_exit(0);
+}
+
+static void feeder_start(struct mstate *m, size_t from)
+{
+	int pfd[2];
+	pid_t pid;
+
+	m->feed_fd = -1;
+	m->feed_have = 0;
+	/* Also on one CPU: the child is what keeps a crash of HDF5 from
+	 * ending the merge.  SH5MERGE_NO_FORK: all in this process (for
+	 * comparisons in tests; loses that protection). */
+	if (getenv("SH5MERGE_NO_FORK") || pipe(pfd) < 0)
+		return;
+	if ((pid = fork()) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		feeder_child(m, pfd[1], from);
+	}
+	close(pfd[1]);
+#ifdef F_SETPIPE_SZ
+	fcntl(pfd[0], F_SETPIPE_SZ, 1 << 20);
+#endif
+	m->feed_pid = pid;
+	m->feed_fd = pfd[0];
+}
+
+static void feeder_stop(struct mstate *m)
+{
+	if (m->feed_fd < 0)
+		return;
+	close(m->feed_fd);
+	m->feed_fd = -1;
+	kill(m->feed_pid, SIGKILL);
+	waitpid(m->feed_pid, NULL, 0);
+}
+
+/* The child ended early while reading file fi: note why, and start a new
+ * one after that file. */
+static void feeder_died(struct mstate *m, size_t fi, struct sh5_cursor *c)
+{
+	int st = 0;
+
+	close(m->feed_fd);
+	m->feed_fd = -1;
+	waitpid(m->feed_pid, &st, 0);
+	m->feed_died = 1;
+	m->feed_dead_file = fi;
+	c->damaged = 1;
+	if (WIFSIGNALED(st))
+		snprintf(c->reason, sizeof(c->reason), "reading it crashes "
+			 "HDF5 (signal %d)", WTERMSIG(st));
+	else
+		snprintf(c->reason, sizeof(c->reason), "the reading process "
+			 "failed");
+	c->good_rows = c->pos;
+	feeder_start(m, fi + 1);
+}
+
+/* Next block of series si of file fi into buf (at most max records, the
+ * ops' layout), like sh5_cursor_read() on the local cursor c, whose
+ * position and damage fields it keeps up to date. */
+static size_t feed_read(struct mstate *m, size_t fi, size_t si,
+			struct sh5_cursor *c, void *buf, size_t max)
+{
+	struct feed_head *h = &m->feed_head;
+	size_t rs = c->s->ops->record_size(c->s);
+
+	if (m->feed_died && m->feed_dead_file == fi) {
+		/* The rest of a file that crashed HDF5 is not read. */
+		if (!c->damaged) {
+			c->damaged = 1;
+			snprintf(c->reason, sizeof(c->reason), "not read: "
+				 "reading this file crashes HDF5");
+			c->good_rows = c->pos;
+		}
+		return 0;
+	}
+	if (m->feed_fd < 0)
+		return sh5_cursor_read(c, buf, max);
+	for (;;) {
+		if (!m->feed_have) {
+			struct pollfd pf = { m->feed_fd, POLLIN, 0 };
+
+			/* HDF5 may loop forever on a damaged file. */
+			if (poll(&pf, 1, read_timeout() * 1000) == 0) {
+				kill(m->feed_pid, SIGKILL);
+				feeder_died(m, fi, c);
+				snprintf(c->reason, sizeof(c->reason), "HDF5 "
+					 "does not finish reading it (stopped "
+					 "after %d s)", read_timeout());
+				return 0;
+			}
+			if (get_all(m->feed_fd, h, sizeof(*h)) < 0) {
+				feeder_died(m, fi, c);
+				return 0;
+			}
+			m->feed_have = 1;
+		}
+		if (h->file != fi || h->series != si) {
+			/* Out of step (a series or file skipped here): go
+			 * on without the child. */
+			feeder_stop(m);
+			return sh5_cursor_read(c, buf, max);
+		}
+		m->feed_have = 0;
+		if (h->status < 0) {
+			c->damaged = 1;
+			snprintf(c->reason, sizeof(c->reason), "unreadable");
+			c->good_rows = c->pos;
+			return 0;
+		}
+		if (h->status == 1) {
+			if (h->damaged) {
+				c->damaged = 1;
+				snprintf(c->reason, sizeof(c->reason), "%s",
+					 h->reason);
+			}
+			c->good_rows = c->pos;
+			return 0;
+		}
+		if (h->rows > max || get_all(m->feed_fd, buf,
+					     (size_t)h->rows * rs) < 0) {
+			feeder_died(m, fi, c);
+			return 0;
+		}
+		c->pos += h->rows;
+		return (size_t)h->rows;
+	}
+}
+
+/* Can the chunks of din be copied raw into a dataset of file type ft?
+ * Filtered (else the plain path is as fast), same type. */
+static int raw_copyable(hid_t din, hid_t ft)
+{
+	hid_t dcpl = H5Dget_create_plist(din), t = H5Dget_type(din);
+	int ok = dcpl >= 0 && t >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
+		 H5Pget_nfilters(dcpl) > 0 && H5Tequal(t, ft) > 0;
+
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (t >= 0)
+		H5Tclose(t);
+	return ok;
+}
+
+/* Copy the stored chunks holding rows [0, rows) from din to dout. */
+static int copy_chunks(hid_t din, hid_t dout, hsize_t cr, uint64_t rows,
+		       void **buf, size_t *len)
+{
+	hsize_t off[1];
+
+	for (off[0] = 0; off[0] < rows; off[0] += cr) {
+		hsize_t size = 0;
+		uint32_t filters = 0;
+
+		if (H5Dget_chunk_storage_size(din, off, &size) < 0 || !size)
+			return -1;
+		if (size > *len) {
+			void *nb = realloc(*buf, (size_t)size);
+
+			if (!nb)
+				return -1;
+			*buf = nb;
+			*len = (size_t)size;
+		}
+		if (H5Dread_chunk(din, H5P_DEFAULT, off, &filters, *buf) < 0 ||
+		    H5Dwrite_chunk(dout, H5P_DEFAULT, filters, off,
+				   (size_t)size, *buf) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 			struct sh5_ns_series *e, hid_t gout, const char *gpath,
-			struct finfo *f, void *total)
+			struct finfo *f, void *total, int sync)
 {
 	const struct sh5_series *s = e->series;
 	const struct sh5_series_ops *ops = s->ops;
@@ -863,12 +1495,11 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 	int rc = -1, copen = 0;
 	struct sh5_recmap *map = NULL;
 	void *wbuf = NULL;
+	size_t wbuf_len = 0;
 	hid_t dapl = -1;
+	int raw;
 
-	if (rows_per_buf > CHUNK_ROWS_MAX)
-		rows_per_buf -= rows_per_buf % CHUNK_ROWS_MAX;
-	if (!rows_per_buf)
-		rows_per_buf = 1;
+	rows_per_buf = rows_per_buffer(m, s);
 	ops->total_init(s, total);
 	if ((din = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0 ||
 	    sh5_cursor_open(&c, din, s, ns->salvaged ? ns->real_eof : 0,
@@ -887,9 +1518,24 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 		   c.good_rows > CHUNK_ROWS_MAX ? CHUNK_ROWS_MAX : c.good_rows;
 	if ((ft = ops->file_type(s)) < 0 ||
 	    (sp = H5Screate_simple(1, dims, maxd)) < 0 ||
-	    (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
-	    H5Pset_chunk(dcpl, 1, chunk) < 0 || (lcpl = lcpl_intermediate()) < 0)
+	    (lcpl = lcpl_intermediate()) < 0)
 		goto h5fail;
+	/* Compressed chunks of an intact input already in our file type
+	 * are copied as they are (raw): no recompression, and the job file
+	 * stays as small as the inputs.  The records are still decoded,
+	 * for the totals and to find damage. */
+	raw = !ns->salvaged && c.chunk_rows && raw_copyable(din, ft);
+	if (raw) {
+		if ((dcpl = H5Dget_create_plist(din)) < 0)
+			goto h5fail;
+	} else if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
+		   H5Pset_chunk(dcpl, 1, chunk) < 0 ||
+		   /* Synchronized series cannot be copied raw: compress
+		    * them as the plugin does. */
+		   (sync && (H5Pset_shuffle(dcpl) < 0 ||
+			     H5Pset_deflate(dcpl, 4) < 0))) {
+		goto h5fail;
+	}
 	/* No chunk cache: whole chunks go straight from our buffer to the
 	 * file (a cache would calloc and copy each chunk first). */
 	if ((dapl = H5Pcreate(H5P_DATASET_ACCESS)) < 0 ||
@@ -903,17 +1549,26 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 	/* Pack records into the file layout ourselves (HDF5's compound
 	 * conversion is the slow part of a merge) and write them as they
 	 * are; HDF5 converts only when no map applies. */
-	if ((map = sh5_recmap_build(c.mtype, ft)) &&
+	if (!raw && (map = sh5_recmap_build(c.mtype, ft)) &&
 	    !(wbuf = malloc(rows_per_buf * H5Tget_size(ft)))) {
 		sh5_recmap_free(map);
 		map = NULL;
 	}
 	for (;;) {
-		size_t n = sh5_cursor_read(&c, m->buf, rows_per_buf);
+		size_t n = feed_read(m, (size_t)(f - m->fi),
+				     (size_t)(e - ns->series), &c, m->buf,
+				     rows_per_buf);
 		hsize_t start[1] = { done }, cnt[1] = { n };
 
 		if (!n)
 			break;
+		if (sync)
+			m->o->hooks->sync_rows(m->o->hooks->arg, s, m->buf, n);
+		if (raw) {
+			ops->total_add(s, total, m->buf, n);
+			done += n;
+			continue;
+		}
 		if (map)
 			sh5_recmap_apply(map, m->buf, wbuf, n);
 		if ((ms = H5Screate_simple(1, cnt, NULL)) < 0 ||
@@ -927,6 +1582,9 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 		ops->total_add(s, total, m->buf, n);
 		done += n;
 	}
+	if (raw && copy_chunks(din, dout, c.chunk_rows, done, &wbuf,
+			       &wbuf_len) < 0)
+		goto h5fail;
 	if (done < dims[0]) {
 		dims[0] = done;
 		if (H5Dset_extent(dout, dims) < 0)
@@ -997,7 +1655,8 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 	char gpath[256];
 	void *total = NULL;
 	long long v;
-	int rc = -1;
+	int rc = -1, sync = 0;
+	const struct sh5_merge_hooks *hk = m->o->hooks;
 
 	ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
 			       f->in->step_id, &err);
@@ -1018,6 +1677,13 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		goto out;
 	}
 	copy_attrs(ns->node, g);
+	if (hk && hk->node_begin &&
+	    (sync = hk->node_begin(hk->arg, f->in, ns->node, g,
+				   m->errp)) < 0) {
+		m->write_failed = 1;
+		goto out;
+	}
+	sync = sync > 0 && hk->sync_rows;
 	if (sh5_attr_get_int(ns->node, "Number of Tasks", &v) == 0)
 		*ntasks += (uint32_t)v;
 	if (sh5_attr_get_int(ns->node, "Start Time ns", &v) == 0 &&
@@ -1034,7 +1700,11 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		if (!(t2 = realloc(total, s->ops->total_size(s))))
 			goto oom;
 		total = t2;
-		if (write_series(m, ns, e, g, gpath, f, total) < 0)
+		/* With sync the series gains SyncTimeNs (memory, file type,
+		 * attributes, totals); the rows hook fills it. */
+		if (sync)
+			e->series->has_sync_ns = 1;
+		if (write_series(m, ns, e, g, gpath, f, total, sync) < 0)
 			goto out;
 		snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
 		if (write_total(m, g, tpath, s, total, 1) < 0) {
@@ -1085,8 +1755,8 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		int bad = 0;
 
 		err.text[0] = '\0';
-		if (H5Oget_info_by_name(ns->node, ns->other[i], &oi,
-					H5P_DEFAULT) < 0) {
+		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
+					 H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
 			sh5_errprintf_h5(&err, "unreadable object header");
 			bad = 1;
 		} else if (oi.type == H5O_TYPE_DATASET) {
@@ -1108,6 +1778,10 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 			snprintf(f->reason, sizeof(f->reason),
 				 "%.60s: unreadable object", ns->other[i]);
 		}
+	}
+	if (hk && hk->node_end && hk->node_end(hk->arg, g, m->errp) < 0) {
+		m->write_failed = 1;
+		goto out;
 	}
 	m->st->nodes++;
 	rc = 0;
@@ -1397,6 +2071,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	int rc = -1, partial;
 
 	memset(&m, 0, sizeof(m));
+	m.feed_fd = -1;
 	if (!stats)
 		stats = &dummy;
 	memset(stats, 0, sizeof(*stats));
@@ -1447,12 +2122,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	}
 
 	/* Pass 1. */
-	for (i = 0; i < m.nin; i++) {
-		m.fi[i].in = &m.in[i];
-		check_file(&m, &m.fi[i]);
-		if (o->progress)
-			o->progress(o->arg, 1, i + 1, m.nin);
-	}
+	probe_all(&m);
 	for (lo = 0; lo < m.nin; lo = i) {
 		for (i = lo; i < m.nin && !strcmp(m.in[i].step, m.in[lo].step);
 		     i++)
@@ -1481,6 +2151,9 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 #ifdef HAVE_H5PSET_FILE_LOCKING
 	H5Pset_file_locking(fapl, 0, 1);
 #endif
+	/* The reader process starts before the output exists (it must not
+	 * share it). */
+	feeder_start(&m, 0);
 	fout = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
 	if (fout < 0) {
 		h5err(errp, "%s: cannot create", tmp);
@@ -1519,6 +2192,9 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 		goto fail;
 	}
 	if (write_merge_record(&m, fout, partial) < 0)
+		goto fail;
+	if (o->hooks && o->hooks->finish &&
+	    o->hooks->finish(o->hooks->arg, fout, errp) < 0)
 		goto fail;
 	if (H5Fclose(fout) < 0) {
 		fout = -1;
@@ -1594,6 +2270,7 @@ fail_quiet:
 			o->temp_path(o->arg, NULL);
 	}
 out:
+	feeder_stop(&m);
 	if (fout >= 0)
 		H5Fclose(fout);
 	if (fapl >= 0)

@@ -6,9 +6,10 @@
  * through each series' ops, job and step metadata and a record of what was
  * merged (/Merge).  doc/jobfile.md describes every object.
  *
- * The merge runs in two passes over the inputs: the first opens and
- * checks every file (and checksums it), the second streams each series
- * through a fixed-size row buffer into the output.  Peak memory does not
+ * The merge runs in two passes over the inputs: the first checksums every
+ * file and reads all its metadata, in child processes (HDF5 may crash on
+ * a damaged file: only that file is then marked), the second streams each
+ * series through a fixed-size row buffer into the output.  Peak memory does not
  * depend on the number of samples: one row buffer (SH5_MERGE_BUFFER
  * bytes), HDF5's caches for one input and the output, and a few hundred
  * bytes per series of one step.
@@ -56,6 +57,30 @@ void sh5_inputs_free(struct sh5_input *v, size_t n);
  * pending, numbers ascending, others by name.  strcmp-like. */
 int sh5_step_cmp(const char *a, const char *b);
 
+/*
+ * Hooks into the second pass (timestamp synchronization, see
+ * mergesync.h).  Any member may be NULL; arg is passed to each.
+ */
+struct sh5_merge_hooks {
+	/* For each node-step file before its series: in_node is the input's
+	 * node group, out_node the job file's.  Returns 1 to give this
+	 * node's series a SyncTimeNs member (filled by sync_rows), 0 not, -1
+	 * to stop the merge (errp set). */
+	int (*node_begin)(void *arg, const struct sh5_input *in,
+			  hid_t in_node, hid_t out_node,
+			  struct sh5_error *errp);
+	/* Fill slot SH5_SLOT_SYNC(s) of n records just read from a series
+	 * of the current node (before they are written and totalled). */
+	void (*sync_rows)(void *arg, const struct sh5_series *s, void *recs,
+			  size_t n);
+	/* After the node's series and objects; -1 stops the merge. */
+	int (*node_end)(void *arg, hid_t out_node, struct sh5_error *errp);
+	/* After every step and /Merge, before the job file is closed,
+	 * verified and renamed; -1 stops the merge. */
+	int (*finish)(void *arg, hid_t fout, struct sh5_error *errp);
+	void *arg;
+};
+
 struct sh5_merge_opts {
 	const char *dir;          /* where the node-step files are */
 	uint32_t job;
@@ -78,6 +103,7 @@ struct sh5_merge_opts {
 	void (*temp_path)(void *arg, const char *path);
 	void *arg;
 	size_t buffer_bytes;      /* row buffer, 0: SH5_MERGE_BUFFER */
+	const struct sh5_merge_hooks *hooks; /* NULL: none */
 };
 
 struct sh5_merge_stats {

@@ -71,7 +71,8 @@ static int64_t short_to_ns(uint32_t v)
 int64_t sh5_ntp_to_ns(uint64_t ntp, int64_t near_ns)
 {
 	int64_t sec = (int64_t)(ntp >> 32) - NTP_UNIX_DELTA;
-	int64_t frac = (int64_t)(((ntp & 0xffffffffULL) * NS + (1ULL << 31)) >> 32);
+	uint64_t lo = ntp & 0xffffffffULL;
+	int64_t frac = (int64_t)((lo * NS + (1ULL << 31)) >> 32);
 	int64_t ns = sec * NS + frac;
 
 	/* Move by whole eras towards near_ns (at most one step each way
@@ -218,7 +219,8 @@ static uint64_t nonce(int64_t t1)
 	uint32_t r;
 
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-		r = (uint32_t)now_ns(CLOCK_MONOTONIC) ^ (uint32_t)getpid() * 2654435761u;
+		r = (uint32_t)now_ns(CLOCK_MONOTONIC) ^
+		    (uint32_t)getpid() * 2654435761u;
 	/* Whole seconds of T1, random fraction: looks like a timestamp. */
 	return (sh5_ntp_from_ns(t1) & 0xffffffff00000000ULL) | r;
 }

@@ -33,8 +33,9 @@
 struct sh5_ntp_result {
 	int64_t local_ns;	/* local CLOCK_REALTIME at the middle of the
 				   exchange (send and receive averaged) */
-	int64_t offset_ns;	/* server clock minus local clock at local_ns */
-	int64_t rtt_ns;		/* round trip minus server processing time */
+	int64_t offset_ns;	/* server clock minus local clock, at
+				   local_ns */
+	int64_t rtt_ns;		/* round trip minus server processing */
 	int64_t root_delay_ns;	/* server's round trip to its reference */
 	int64_t root_disp_ns;	/* server's dispersion to its reference */
 	int stratum;		/* server's stratum, 1..15 */

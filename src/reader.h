@@ -57,6 +57,7 @@ struct sh5_nodestep {
 	int node_index;
 	int ntasks;
 	int nnodes;            /* "Number of Nodes" when the writer sets it */
+	int step_tasks;        /* "Step Tasks" (tasks of the whole step) */
 	/* Salvage: the file was shorter than its superblock says. */
 	int salvaged;
 	uint64_t real_eof;     /* bytes that exist (== size) */
@@ -95,7 +96,10 @@ struct sh5_cursor {
 	struct sh5_recmap *map; /* rtype records -> mtype records */
 	void *raw;             /* raw_rows records of rtype */
 	size_t raw_rows;
-	int direct;            /* unfiltered chunks in rtype's layout */
+	int direct;            /* chunks in rtype's layout, decoded here */
+	int f_shuffle, f_deflate; /* their index in the pipeline, or -1 */
+	void *zbuf, *tbuf;     /* a stored chunk, an unshuffled one */
+	size_t zlen, tlen;
 	hid_t fspace;
 	const struct sh5_series *s;
 	uint64_t nrows;        /* rows the dataset claims */
@@ -148,7 +152,15 @@ struct sh5_series *sh5_reader_series(hid_t dset, const char *parent,
 				     const char *name,
 				     struct sh5_error *errp);
 
-/* Attribute helpers: 0 or -1 (absent or unreadable). */
+/*
+ * Is t a datatype HDF5 can convert without reading out of bounds?  HDF5
+ * 1.10 trusts the sizes, precisions and offsets a file declares; a damaged
+ * type message makes its conversions read past their buffers.  Checks
+ * them, recursively.  1 sane, 0 not.
+ */
+int sh5_type_sane(hid_t t);
+
+/* Attribute helpers: 0 or -1 (absent, unreadable or of an insane type). */
 int sh5_attr_get_int(hid_t obj, const char *name, long long *out);
 int sh5_attr_get_str(hid_t obj, const char *name, char *buf, size_t len);
 

@@ -67,7 +67,7 @@ for t in tasks:
     check(ns[0] >= t0 - 2e9 and ns[-1] <= t1 + 2e9, "EpochTimeNs within the job")
     check(np.any(ns % 1000000000 != 0), "sub-second resolution")
     check(np.all(np.abs(ns // 1000000000 - d["EpochTime"].astype(np.int64)) <= 1), "ns agrees with seconds")
-    check(d["CPUTime"].sum() > 2.0, "CPU time used: %f" % d["CPUTime"].sum())
+    check(d["CPUTime"].sum() > 0.5, "CPU time used: %f" % d["CPUTime"].sum())
     check(d["RSS"].max() >= 60 * 1024, "RSS >= 60 MiB: %d KiB" % d["RSS"].max())
     check(d["WriteMB"].sum() > 4, "written MB: %f" % d["WriteMB"].sum())
     check(d.chunks is not None and d.chunks[0] >= 32, "chunked by rate: %s" % (d.chunks,))

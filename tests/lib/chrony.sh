@@ -71,12 +71,12 @@ chrony_alive() {
 chrony_stop() {
 	local i
 	[ -n "${CHRONY_PID:-}" ] || return 0
-	kill -TERM "$CHRONY_PID" 2>/dev/null
+	kill -TERM "$CHRONY_PID" 2>/dev/null || true
 	for i in $(seq 50); do
 		chrony_alive || break
 		sleep 0.1
 	done
-	chrony_alive && kill -KILL "$CHRONY_PID" 2>/dev/null
+	if chrony_alive; then kill -KILL "$CHRONY_PID" 2>/dev/null || true; fi
 	CHRONY_PID=
 	return 0
 }

@@ -225,6 +225,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MpiDefault=none
 SchedulerType=sched/builtin
+SchedulerParameters=batch_sched_delay=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2
@@ -410,7 +411,7 @@ cluster_wait_idle() {
 		cluster_wait_idle_poll || rc=$?
 		[ "$rc" -eq 0 ] && return 0
 		if [ "$rc" -eq 2 ]; then
-			cluster_daemons_alive
+			cluster_daemons_alive || true
 			break
 		fi
 		n=$((n + 1))
@@ -466,7 +467,7 @@ cluster_kill_pids() {
 	local secs=$1 p n=0 left
 	shift
 	[ $# -gt 0 ] || return 0
-	kill -TERM "$@" 2>/dev/null
+	kill -TERM "$@" 2>/dev/null || true
 	while :; do
 		left=
 		for p in "$@"; do
@@ -475,15 +476,16 @@ cluster_kill_pids() {
 		[ -z "$left" ] && break
 		if [ "$n" -ge $((secs * 10)) ]; then
 			cluster_msg "killing$left after ${secs}s"
-			kill -KILL $left 2>/dev/null
+			kill -KILL $left 2>/dev/null || true
 			sleep 0.2
 			break
 		fi
 		n=$((n + 1))
 		sleep 0.1
 	done
+	# Reap them if they are our children (they normally are not).
 	for p in "$@"; do
-		wait "$p" 2>/dev/null
+		wait "$p" 2>/dev/null || true
 	done
 	return 0
 }
@@ -495,6 +497,7 @@ cluster_stepd_pids_all() {
 		{ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null |
 			grep -qx "SH5_CLUSTER_DIR=$CLUSTER_DIR" && echo "$p"
 	done
+	return 0
 }
 
 # cluster_stop: cancel jobs, stop the daemons this library started
@@ -502,11 +505,17 @@ cluster_stepd_pids_all() {
 # CLUSTER_STOP_TIMEOUT), then remove the links and namespaces it made.
 # Safe to call twice.
 cluster_stop() {
-	local f=${CLUSTER_DIR:-}/cluster.created stage kind a b c pids left
+	local f=${CLUSTER_DIR:-}/cluster.created stage kind a b c pids left ctld
+	# Teardown must run to the end even under "set -e" (options are
+	# restored on return).
+	local -
+	set +e
 	[ -n "${CLUSTER_DIR:-}" ] && [ -f "$f" ] || return 0
-	if [ -s "$f" ] && [ -n "${SLURM_CONF:-}" ] && grep -q '^pid 2 ' "$f"; then
-		timeout 10 scancel --quiet --user=root --full 2>/dev/null
-		timeout 10 scancel --quiet 2>/dev/null
+	# Cancel every job (of any user) while the controller still runs,
+	# so step daemons end cleanly.
+	ctld=$(awk '$1 == "pid" && $4 == "slurmctld" { print $3 }' "$f")
+	if [ -n "$ctld" ] && cluster_pid_alive "$ctld" && [ -n "${SLURM_CONF:-}" ]; then
+		timeout 5 scancel --quiet --partition=debug 2>/dev/null || true
 	fi
 	for stage in 3 2 1; do
 		pids=$(awk -v s="$stage" '$1 == "pid" && $2 == s { print $3 }' "$f")
@@ -520,8 +529,8 @@ cluster_stop() {
 	done
 	tac "$f" | while read -r kind a b c; do
 		case $kind in
-		link) ip link del "$a" 2>/dev/null ;;
-		netns) ip netns del "$a" 2>/dev/null ;;
+		link) ip link del "$a" 2>/dev/null || true ;;
+		netns) ip netns del "$a" 2>/dev/null || true ;;
 		esac
 	done
 	: >"$f"
@@ -534,6 +543,8 @@ cluster_stop() {
 # caller's exit status.
 cluster_cleanup() {
 	local rc=$?
+	local -
+	set +e
 	cluster_stop
 	cluster_release_locks
 	if [ "${_cluster_made_dir:-0}" = 1 ] && [ -n "${CLUSTER_DIR:-}" ]; then
@@ -594,7 +605,7 @@ cluster_stepd_pid() {
 		for p in $(cluster_stepd_pids_all); do
 			grep -qF "[$job.$step]" "/proc/$p/cmdline" 2>/dev/null || continue
 			if [ "$CLUSTER_NETNS" = 1 ]; then
-				ns=$(ip netns identify "$p" 2>/dev/null)
+				ns=$(ip netns identify "$p" 2>/dev/null) || true
 				[ "$ns" = "$want" ] || continue
 			fi
 			echo "$p"

@@ -228,17 +228,28 @@ def check_job(jobfile, inputs):
 
 
 def job_series(jobfile, series):
-    """{(step, node, name): array} of a series in a job file."""
+    """{(step, node, name): array} of a series in a job file: the members
+    of the group `series` (Tasks, Sensors, ...) or the node-level series
+    of that name."""
     job = h5py.File(jobfile, "r")
-    out = {}
+    out, grouped = {}, {}
     for step in job["Steps"]:
         for node, g in job["Steps"][step]["Nodes"].items():
             for path, parent, name, d in series_of(g):
-                if (series == "Tasks" and parent == "Tasks") or \
-                        (series != "Tasks" and not parent and
-                         name == series):
+                if parent == series:
+                    grouped[(step, node, name)] = d[()]
+                elif not parent and name == series:
                     out[(step, node, name)] = d[()]
-    return out
+    return grouped if grouped or series == "Tasks" else out
+
+
+def is_group(jobfile, series):
+    job = h5py.File(jobfile, "r")
+    for step in job["Steps"]:
+        for node, g in job["Steps"][step]["Nodes"].items():
+            if series in g and isinstance(g[series], h5py.Group):
+                return True
+    return series == "Tasks"
 
 
 def num(s):
@@ -249,7 +260,7 @@ def check_csv(jobfile, csvfile, series):
     data = job_series(jobfile, series)
     rd = csv.reader(open(csvfile))
     head = next(rd)
-    keycols = 3 if series == "Tasks" else 2
+    keycols = 3 if is_group(jobfile, series) else 2
     seen = {}
     n = 0
     for row in rd:
@@ -294,11 +305,12 @@ def check_field(jobfile, csvfile, series, field, only_step=None):
     cols = []
     for h in head[1:]:
         parts = h.split(":")
-        if series == "Tasks":
+        if is_group(jobfile, series):
             node, task = parts[-2], parts[-1]
         else:
             node, task = parts[-1], series
-        step = parts[0] if len(parts) > (2 if series == "Tasks" else 1) \
+        step = parts[0] if len(parts) > (2 if is_group(jobfile, series)
+                                         else 1) \
             else None
         match = [k for k in data if k[1] == node and k[2] == task and
                  (step is None or k[0] == step)]
@@ -336,7 +348,7 @@ def check_totals_csv(jobfile, csvfile, series):
     data = job_series(jobfile, series)
     rd = csv.reader(open(csvfile))
     head = next(rd)
-    keycols = 3 if series == "Tasks" else 2
+    keycols = 3 if is_group(jobfile, series) else 2
     n = 0
     for row in rd:
         step, node = row[0], row[1]
@@ -348,6 +360,8 @@ def check_totals_csv(jobfile, csvfile, series):
             err("totals csv: no series for %s" % row[:keycols])
             continue
         kind = "Task" if series == "Tasks" else kind_of("", series)
+        if kind not in DELTA:
+            kind = "Generic"
         exp = merge_totals([expect_total(a, kind) for k, a in parts])
         for col, val in zip(head[keycols:], row[keycols:]):
             if col not in exp:
@@ -365,6 +379,8 @@ def check_sh5util(jobfile, csvfile, series):
     rd = csv.reader(open(csvfile))
     head = next(rd)
     keycols = 3 if "Series" in head else 2
+    if keycols == 3 and series != "Tasks" and not is_group(jobfile, series):
+        keycols = 2
     seen = {}
     for row in rd:
         key = (row[0], row[1], row[2] if keycols == 3 else series)

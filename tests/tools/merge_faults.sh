@@ -69,6 +69,14 @@ for n in 2 3; do
 done
 echo "ok: salvaged rows equal the originals"
 
+# Writers killed before closing (like slurmstepd under kill -9): the files
+# hold what the last flush wrote and merge cleanly.
+rm -rf prof-killed && mkdir -p prof-killed/u
+$GEN -d prof-killed/u -j $J -n 3 -t 2 -s 40 -E -K -f sh5 || fail "gen_job -K"
+$SH5MERGE merge -q -j $J -p prof-killed -u u -o killed.h5 || fail "killed writers: exit $?"
+$CHECK job killed.h5 prof-killed/u/*.h5 || fail "killed writers: values"
+echo "ok: files of killed writers"
+
 # Corrupt data: a compressed chunk of ours overwritten.
 fresh corrupt
 cp $D/${J}_0_node2.h5 orig.h5
@@ -89,6 +97,43 @@ no_temp .
 partial_ok "corrupt chunk" corrupt.h5 -p $P
 $CHECK salvage corrupt.h5 0 node2 orig.h5 | grep -q '^kept [1-9][0-9]* lost [1-9]' ||
 	fail "corrupt chunk: salvage"
+# A damaged global heap (our string attributes) makes HDF5 1.10 read out
+# of bounds and crash: that must only mark the file.
+fresh heap
+$PY - $D/${J}_0_node2.h5 <<'PY' || fail "corrupting the heap"
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.find(b"GCOL")
+assert i > 0
+struct.pack_into("<Q", d, i + 24, 0x7fffffff)  # size of the first object
+open(sys.argv[1], "wb").write(d)
+PY
+expect_fail "file crashing HDF5" "${J}_0_node2.h5: corrupt: reading it crashes HDF5" \
+	$SH5MERGE merge -j $J -p $P -u u
+partial_ok "file crashing HDF5" heap.h5 -p $P
+grep -q "^${J}_0_node2.h5 skipped" inputs || fail "crashing file not marked skipped"
+# ... and a heap object overrunning the free space makes it loop forever:
+# the reading child is stopped after SH5MERGE_READ_TIMEOUT seconds.
+fresh loop
+$PY - $D/${J}_0_node2.h5 <<'PY' || fail "corrupting the heap"
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.find(b"GCOL")
+o, last = i + 16, None
+while True:
+    idx = struct.unpack_from("<H", d, o)[0]
+    size = struct.unpack_from("<Q", d, o + 8)[0]
+    if idx == 0:
+        break
+    last = o
+    o += 16 + ((size + 7) // 8) * 8
+struct.pack_into("<Q", d, last + 8, 0xd8)
+open(sys.argv[1], "wb").write(d)
+PY
+SH5MERGE_READ_TIMEOUT=2 expect_fail "file looping HDF5" \
+	"${J}_0_node2.h5: corrupt: HDF5 does not finish reading it" \
+	timeout 60 $SH5MERGE merge -j $J -p $P -u u
+SH5MERGE_READ_TIMEOUT=2 partial_ok "file looping HDF5" loop.h5 -p $P
 # Corrupt superblock.
 fresh sb
 printf '\377%.0s' $(seq 1 40) | dd of=$D/${J}_0_node1.h5 bs=1 seek=8 conv=notrunc 2>/dev/null

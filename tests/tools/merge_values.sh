@@ -5,7 +5,7 @@
 
 mkdir -p prof/alice
 # A site that switched plugins: odd nodes ours, even nodes stock.
-$GEN -d prof/alice -j 501 -n 4 -t 3 -s 50 -S batch,extern,0,1 -f mixed -E -r 3 ||
+$GEN -d prof/alice -j 501 -n 4 -t 3 -s 50 -S batch,extern,0,1 -f mixed -E -G -r 3 ||
 	fail "gen_job"
 inputs=$(ls prof/alice/501_*.h5)
 
@@ -18,6 +18,10 @@ for f in $inputs; do [ -f "$f" ] || fail "input $f removed without --remove-inpu
 # CSV: every row and value of each series, totals, aligned fields.
 $SH5MERGE extract -i job_501.h5 -o tasks.csv || fail "extract tasks"
 $CHECK csv job_501.h5 tasks.csv Tasks || fail "tasks csv"
+SH5MERGE_NO_FORK=1 $SH5MERGE extract -i job_501.h5 -o tasks1.csv || fail "extract, one process"
+cmp tasks.csv tasks1.csv || fail "extract in one process differs"
+SH5_NO_LIBDEFLATE=1 $SH5MERGE extract -i job_501.h5 -o tasks2.csv || fail "extract with zlib"
+cmp tasks.csv tasks2.csv || fail "extract with zlib differs"
 $SH5MERGE extract -i job_501.h5 -S Energy > energy.csv || fail "extract energy"
 $CHECK csv job_501.h5 energy.csv Energy || fail "energy csv"
 $SH5MERGE extract -i job_501.h5 -l totals -o tt.csv || fail "extract totals"
@@ -34,6 +38,16 @@ $SH5MERGE extract -i job_501.h5 -S Energy -F Power -o power.csv || fail "extract
 $CHECK field job_501.h5 power.csv Energy Power || fail "power csv"
 head -1 rss.csv | grep -q '^EpochTime,node1:0,node1:1,node1:2,node2:3,' ||
 	fail "field header: $(head -1 rss.csv)"
+# Generic series: a node-level one (GPU) and a group (Sensors/Fan1, Fan2).
+for ser in GPU Sensors; do
+	$SH5MERGE extract -i job_501.h5 -S $ser -o g.csv || fail "extract $ser"
+	$CHECK csv job_501.h5 g.csv $ser || fail "$ser csv"
+	$SH5MERGE extract -i job_501.h5 -S $ser -l totals -o gt.csv || fail "$ser totals"
+	$CHECK totals job_501.h5 gt.csv $ser || fail "$ser totals csv"
+done
+head -1 g.csv | grep -q '^Step,Node,Series,ElapsedTime,' || fail "group key column: $(head -1 g.csv)"
+$SH5MERGE extract -i job_501.h5 -S Sensors -t Fan2 -F RPM -s 0 -o gf.csv || fail "group field"
+$CHECK field job_501.h5 gf.csv Sensors RPM 0 || fail "group field csv"
 # Filters.
 $SH5MERGE extract -i job_501.h5 -s extern -n node2 -t 4 -o one.csv || fail "filter"
 [ "$(wc -l < one.csv)" -eq 51 ] || fail "filtered rows: $(wc -l < one.csv)"
@@ -100,5 +114,22 @@ if [ -x /usr/bin/sh5util ]; then
 		fail "sh5util -E energy"
 	$CHECK sh5util job_501.h5 sue.csv Energy || fail "sh5util energy"
 	echo "ok: sh5util -E reads the job file"
+	# ... and we read sh5util's job files (no totals: computed).
+	# (sh5util wants a user that exists: the files under our own name;
+	# numbered steps only: sh5util files extern as step "-4", or as step
+	# 0 when the file says "extern")
+	mkdir -p "prof3/$(id -un)" && cp prof/alice/501_[01]_* "prof3/$(id -un)"
+	$SH5MERGE merge -q -j 501.0,501.1 -p prof -u alice -o num.h5 || fail "merge 0,1"
+	$SH5MERGE extract -i num.h5 -l totals -o tt.csv || fail "totals 0,1"
+	SLURM_CONF=$T/conf/slurm.conf sh5util -j 501 -p "$T/prof3" -S \
+		-o su.h5 >/dev/null 2>&1 || fail "sh5util -j"
+	$SH5MERGE extract -i su.h5 -o sut.csv || fail "extract of sh5util's job file"
+	$CHECK csv su.h5 sut.csv Tasks || fail "sh5util job file csv"
+	$SH5MERGE extract -i su.h5 -l totals -o sutt.csv || fail "totals of sh5util's job file"
+	$CHECK totals su.h5 sutt.csv Tasks || fail "sh5util job file totals"
+	cmp <(tail -n +2 tt.csv | sort) <(tail -n +2 sutt.csv | sort) ||
+		fail "totals computed from sh5util's job file differ from ours"
+	$SH5MERGE list -i su.h5 | grep -q 'no /Merge' || fail "list of sh5util's job file"
+	echo "ok: sh5util's job files"
 fi
 exit 0

@@ -449,6 +449,106 @@ START_TEST(test_extract_csv_rows)
 }
 END_TEST
 
+/* Our file vs a stock one, the job check, and a file cut short. */
+START_TEST(test_reader_open)
+{
+	struct sh5_error err = { "" };
+	struct sh5_nodestep *ns;
+	struct sh5_cursor c;
+	struct stat st;
+	char p[512], sp[512];
+	uint64_t kept = 0, lost = 0;
+	size_t i;
+	hid_t f, g, d;
+
+	write_node(0, 0, 2, 3000, 1);
+	snprintf(p, sizeof(p), "%s/9_0_node1.h5", tmpdir);
+	ns = sh5_nodestep_open(p, "node1", 9, "0", &err);
+	ck_assert_msg(ns != NULL, "%s", err.text);
+	ck_assert_int_eq(ns->kind, SH5_NODESTEP_OURS);
+	ck_assert_int_eq(ns->job_id, 9);
+	ck_assert_int_eq(ns->nnodes, 1);
+	ck_assert_uint_eq(ns->nseries, 2);
+	ck_assert_str_eq(ns->series[0].path, "Tasks/0");
+	ck_assert_uint_eq(ns->series[1].nrows, 3000);
+	ck_assert_int_eq(ns->salvaged, 0);
+	sh5_nodestep_close(ns);
+	/* Another job, another step, another node. */
+	ck_assert_ptr_null(sh5_nodestep_open(p, "node1", 10, "0", &err));
+	ck_assert_ptr_nonnull(strstr(err.text, "belongs to job 9, not 10"));
+	ck_assert_ptr_null(sh5_nodestep_open(p, "node1", 9, "batch", &err));
+	ck_assert_ptr_nonnull(strstr(err.text, "holds step 0"));
+	ck_assert_ptr_null(sh5_nodestep_open(p, "node2", 9, "0", &err));
+	ck_assert_ptr_nonnull(strstr(err.text, "no group /node2"));
+	/* A stock-like file: no root attribute. */
+	snprintf(sp, sizeof(sp), "%s/9_0_n5.h5", tmpdir);
+	f = H5Fcreate(sp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	g = H5Gcreate2(f, "n5", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	{
+		hid_t t = H5Tcreate(H5T_COMPOUND, 24), s1;
+		hsize_t dim[1] = { 0 };
+
+		H5Tinsert(t, "ElapsedTime", 0, H5T_NATIVE_UINT64);
+		H5Tinsert(t, "EpochTime", 8, H5T_NATIVE_UINT64);
+		H5Tinsert(t, "Power", 16, H5T_NATIVE_UINT64);
+		s1 = H5Screate_simple(1, dim, NULL);
+		d = H5Dcreate2(g, "Energy", t, s1, H5P_DEFAULT, H5P_DEFAULT,
+			       H5P_DEFAULT);
+		H5Dclose(d);
+		H5Sclose(s1);
+		H5Tclose(t);
+	}
+	H5Gclose(g);
+	H5Fclose(f);
+	ck_assert_ptr_nonnull(ns = sh5_nodestep_open(sp, "n5", 9, "0", &err));
+	ck_assert_int_eq(ns->kind, SH5_NODESTEP_STOCK);
+	ck_assert_uint_eq(ns->nseries, 1);
+	ck_assert_int_eq(ns->series[0].series->has_time_ns, 0);
+	ck_assert_str_eq(ns->series[0].series->ops->name, "Energy");
+	sh5_nodestep_close(ns);
+	/* Cut short: what remains is salvaged, the rest counted lost. */
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(truncate(p, st.st_size * 8 / 10), 0);
+	ns = sh5_nodestep_open(p, "node1", 9, "0", &err);
+	ck_assert_msg(ns != NULL, "%s", err.text);
+	ck_assert_int_eq(ns->salvaged, 1);
+	ck_assert_ptr_nonnull(strstr(ns->damage, "truncated"));
+	for (i = 0; i < ns->nseries; i++) {
+		union sh5_value buf[6 * 512];
+		size_t n, row = 0;
+
+		d = H5Dopen2(ns->node, ns->series[i].path, H5P_DEFAULT);
+		if (d < 0) {
+			lost += 3000;
+			continue;
+		}
+		ck_assert_int_eq(sh5_cursor_open(&c, d, ns->series[i].series,
+						 ns->real_eof, &err), 0);
+		while ((n = sh5_cursor_read(&c, buf, 512)) > 0) {
+			size_t r;
+
+			for (r = 0; r < n; r++)
+				ck_assert_uint_eq(buf[r * 6 + 1].u,
+						  1700000000 + row + r);
+			row += n;
+			kept += n;
+		}
+		lost += sh5_cursor_lost(&c);
+		sh5_cursor_close(&c);
+		H5Dclose(d);
+	}
+	ck_assert_uint_gt(kept, 0);
+	ck_assert_uint_gt(lost, 0);
+	ck_assert_uint_eq(kept + lost, 6000);
+	sh5_nodestep_close(ns);
+	/* Not HDF5, empty. */
+	touch("9_0_x.h5");
+	snprintf(p, sizeof(p), "%s/9_0_x.h5", tmpdir);
+	ck_assert_ptr_null(sh5_nodestep_open(p, "x", 9, "0", &err));
+	ck_assert_ptr_nonnull(strstr(err.text, "empty file"));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("merge");
@@ -459,6 +559,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_merge_totals);
 	tcase_add_test(tc, test_merge_partial);
 	tcase_add_test(tc, test_reader_unwritten_chunk);
+	tcase_add_test(tc, test_reader_open);
 	tcase_add_test(tc, test_csvfmt_roundtrip);
 	tcase_add_test(tc, test_extract_csv_rows);
 	suite_add_tcase(s, tc);

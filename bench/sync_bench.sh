@@ -1,0 +1,69 @@
+#!/bin/bash
+# sync_bench.sh - speed and memory of `sh5merge sync` (run by hand).
+#
+#   bench/sync_bench.sh [BUILDDIR] [EVENTS] [PROCS] [NODES]
+#
+# Generates a trace of EVENTS events (default 10 million) of PROCS
+# processes (64) on NODES nodes (8) with sh5_tracegen (built on demand in
+# BUILDDIR, default .), then times `sync --method clc` and
+# `sync --method offset` on one core (taskset), 3 runs each (the best
+# wall time and the best CPU time, user + sys, of the three), and prints
+# events per second and their ratio to the 5 M/s target (met or not by
+# CPU time: on a shared machine wall time measures the neighbours too),
+# the peak resident memory (/usr/bin/time) in bytes per event, the ratio
+# clc/offset, and the per-phase times of one clc run (--timing).  Files
+# go to a temporary directory under ${TMPDIR:-/tmp}, removed at the end.
+set -eu
+B=$(cd "${1:-.}" && pwd)
+N=${2:-10000000}
+P=${3:-64}
+M=${4:-8}
+SH5=$B/sh5merge/sh5merge
+GEN=$B/tests/tools/sh5_tracegen
+[ -x "$GEN" ] || make -C "$B" tests/tools/sh5_tracegen >/dev/null
+[ -x "$SH5" ] || make -C "$B" sh5merge/sh5merge >/dev/null
+[ -x /usr/bin/time ] || { echo "needs /usr/bin/time (Debian package time)"; exit 1; }
+W=$(mktemp -d "${TMPDIR:-/tmp}/sync_bench.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+PIN=""
+command -v taskset >/dev/null && PIN="taskset -c 0"
+
+echo "generating $N events, $P processes on $M nodes ..."
+$GEN -o $W/in.csv -t $W/truth.txt -e $N -n $P -m $M --mu-directives > $W/gen.txt
+EV=$(awk '/^events/ {print $2}' $W/gen.txt)
+echo "trace: $EV events, $(stat -c %s $W/in.csv) bytes"
+
+run() {	# method -> best wall s, best CPU s (user+sys), peak RSS (KB)
+	local wall="" cpu="" rss=0 i s u y r c
+	for i in 1 2 3; do
+		rm -f $W/out.csv	# not the run's work: unlinking 400 MB
+		/usr/bin/time -f "%e %U %S %M" -o $W/time.txt $PIN $SH5 sync $W/in.csv -o $W/out.csv --method $1
+		read s u y r < $W/time.txt
+		c=$(awk "BEGIN {print $u + $y}")
+		if [ -z "$wall" ] || awk "BEGIN {exit !($s < $wall)}"; then
+			wall=$s
+		fi
+		if [ -z "$cpu" ] || awk "BEGIN {exit !($c < $cpu)}"; then
+			cpu=$c
+		fi
+		[ "$r" -gt "$rss" ] && rss=$r
+	done
+	echo "$wall $cpu $rss"
+}
+read tc cc rc < <(run clc)
+read to co ro < <(run offset)
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (wall time suffers when the machine is shared; CPU time less so)"
+awk -v n=$EV -v tc=$tc -v cc=$cc -v rc=$rc -v to=$to -v co=$co -v ro=$ro 'BEGIN {
+	printf "clc:    wall %.2f s = %.2f M events/s (%.2f x the 5 M/s target)\n",
+		tc, n / tc / 1e6, n / tc / 5e6
+	printf "        CPU  %.2f s = %.2f M events/s (%.2f x the 5 M/s target: %s)\n",
+		cc, n / cc / 1e6, n / cc / 5e6, (n / cc >= 5e6 ? "met" : "NOT met")
+	printf "        peak RSS %.0f MB = %.1f bytes/event\n", rc / 1024, rc * 1024 / n
+	printf "offset: wall %.2f s = %.2f M events/s, CPU %.2f s = %.2f M events/s\n",
+		to, n / to / 1e6, co, n / co / 1e6
+	printf "        peak RSS %.0f MB = %.1f bytes/event\n", ro / 1024, ro * 1024 / n
+	printf "ratio clc/offset: wall %.2f, CPU %.2f\n", tc / to, cc / co
+}'
+echo "phases of one clc run:"
+rm -f $W/out.csv
+$PIN $SH5 sync $W/in.csv -o $W/out.csv --timing --stats 2>&1 | sed 's/^/  /'

@@ -1,0 +1,395 @@
+/* cmd_sync.c - sh5merge sync: synchronize the timestamps of an event
+ * trace (CSV contract v1).  See doc/sh5merge-sync.md. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+
+#include "commands.h"
+#include "timesync.h"
+#include "trace.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: sh5merge sync IN.csv -o OUT.csv [--method offset|clc] [--mu-ns N]\n"
+"                     [--mu-intra-ns N] [--gamma G] [--stats]\n"
+"                     [--allow-partial]\n"
+"\n"
+"Put the events of an event trace (CSV, version 1) on the reference clock.\n"
+"\n"
+"  -o, --output FILE     where to write the corrected trace (required)\n"
+"  -m, --method M        offset: piecewise-linear interpolation of each\n"
+"                        location's OFFSET measurements only;\n"
+"                        clc (default): offset, then the controlled\n"
+"                        logical clock (no clock-condition violation left)\n"
+"      --mu-ns N         minimum message latency in ns for every link\n"
+"                        (overrides #mu and #mu-intra)\n"
+"      --mu-intra-ns N   minimum latency within a node (overrides\n"
+"                        #mu-intra and --mu-ns for intra-node links)\n"
+"      --gamma G         forward amortization factor, 0 < G <= 1\n"
+"                        (default 0.99)\n"
+"  -s, --stats           print violations, moves and interval changes\n"
+"      --allow-partial   correct what can be corrected, report the rest\n"
+"      --timing          print the time each phase took on stderr\n"
+"  -h, --help            this help\n");
+}
+
+static double now(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* --timing: wall-clock and CPU seconds of each phase on stderr */
+static void phase(int on, const char *name, double *t0)
+{
+	double w = now(CLOCK_MONOTONIC), c = now(CLOCK_PROCESS_CPUTIME_ID);
+
+	if (!on)
+		return;
+	fprintf(stderr, "sh5merge: sync: %-8s %.3f s (cpu %.3f s)\n", name,
+		w - t0[0], c - t0[1]);
+	t0[0] = w;
+	t0[1] = c;
+}
+
+static const char *src_name(enum sh5_mu_source s)
+{
+	switch (s) {
+	case SH5_MU_GIVEN:
+		return "given";
+	case SH5_MU_DIRECTIVE:
+		return "directive";
+	case SH5_MU_ESTIMATED:
+		return "estimated";
+	default:
+		return "no messages: 0";
+	}
+}
+
+static int parse_ns(const char *s, int64_t *v)
+{
+	char *end;
+	long long x;
+
+	errno = 0;
+	x = strtoll(s, &end, 10);
+	if (errno || end == s || *end || x < 0)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+static int cmp_problem(const void *a, const void *b)
+{
+	const struct sh5_trace_problem *x = a, *y = b;
+
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+/* The kept problems, by line number. */
+static void print_problems(struct sh5_trace *t, const char *in,
+			   const char *what)
+{
+	size_t i, n = t->nproblems < SH5_TRACE_MAX_PROBLEMS ?
+		      t->nproblems : SH5_TRACE_MAX_PROBLEMS;
+
+	qsort(t->problem, n, sizeof(t->problem[0]), cmp_problem);
+	for (i = 0; i < n; i++) {
+		if (t->problem[i].line)
+			fprintf(stderr, "sh5merge: %s:%u: %s%s\n", in,
+				t->problem[i].line, what, t->problem[i].text);
+		else
+			fprintf(stderr, "sh5merge: %s: %s%s\n", in, what,
+				t->problem[i].text);
+	}
+	if (t->nproblems > n)
+		fprintf(stderr, "sh5merge: %s: ... and %zu more problems\n",
+			in, t->nproblems - n);
+}
+
+static void print_stats(const struct sh5_trace *t,
+			const struct sh5_sync_stage *st, int nst,
+			int64_t mu_intra, enum sh5_mu_source si,
+			int64_t mu_inter, enum sh5_mu_source se,
+			const struct sh5_clc_result *cr)
+{
+	static const char *const names[3] = { "input", "offset", "clc" };
+	static const char *const bk[SH5_SYNC_NBUCKET] = {
+		"unchanged", "<=0.01%", "<=0.1%", "<=1%", "<=10%",
+		"<=100%", ">100%"
+	};
+	int i, b;
+
+	printf("events %zu, messages %zu, collective instances %zu, "
+	       "locations %zu, nodes %zu\n", t->nev, t->nmsg, t->ninst,
+	       t->nloc, t->nnode);
+	printf("mu: intra-node %" PRId64 " ns (%s), inter-node %" PRId64
+	       " ns (%s)\n", mu_intra, src_name(si), mu_inter,
+	       src_name(se));
+	printf("%-34s", "");
+	for (i = 0; i < nst; i++)
+		printf(" %14s", names[i]);
+	printf("\n%-34s", "p2p clock-condition violations");
+	for (i = 0; i < nst; i++)
+		printf(" %14" PRIu64, st[i].viol_p2p);
+	printf("\n%-34s", "collective violations (ends)");
+	for (i = 0; i < nst; i++)
+		printf(" %14" PRIu64, st[i].viol_coll);
+	printf("\n%-34s", "events moved (vs previous stage)");
+	for (i = 0; i < nst; i++)
+		if (i == 0)
+			printf(" %14s", "-");
+		else
+			printf(" %14" PRIu64, st[i].moved);
+	printf("\n%-34s", "largest correction (ns)");
+	for (i = 0; i < nst; i++)
+		if (i == 0)
+			printf(" %14s", "-");
+		else
+			printf(" %14" PRId64, st[i].max_corr);
+	printf("\nlocal intervals changed (vs input, share of %" PRIu64
+	       "):\n", st[0].nintervals);
+	for (b = 0; b < SH5_SYNC_NBUCKET; b++) {
+		printf("  %-32s", bk[b]);
+		for (i = 0; i < nst; i++)
+			printf(" %13.4f%%", st[i].nintervals ?
+			       100.0 * (double)st[i].bucket[b] /
+			       (double)st[i].nintervals : 0.0);
+		printf("\n");
+	}
+	if (cr)
+		printf("clc: %" PRIu64 " receiving events put forward "
+		       "(largest jump %" PRId64 " ns), %" PRIu64 " events "
+		       "amortized backward, %" PRIu64 " constraints released\n",
+		       cr->jumps, cr->max_jump, cr->amortized, cr->released);
+}
+
+int cmd_sync(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "method", required_argument, NULL, 'm' },
+		{ "mu-ns", required_argument, NULL, 'M' },
+		{ "mu-intra-ns", required_argument, NULL, 'I' },
+		{ "gamma", required_argument, NULL, 'g' },
+		{ "stats", no_argument, NULL, 's' },
+		{ "allow-partial", no_argument, NULL, 'p' },
+		{ "timing", no_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *in, *out = NULL;
+	int clc = 1, stats = 0, partial = 0, c, rc = 1, nst = 0, timing = 0;
+	double t0[2] = { now(CLOCK_MONOTONIC),
+			 now(CLOCK_PROCESS_CPUTIME_ID) };
+	int64_t mu_ns = -1, mu_intra_ns = -1;
+	double gamma = 0.99;
+	struct sh5_error err = { "" };
+	struct sh5_trace *t = NULL;
+	int64_t *times = NULL;
+	struct sh5_clc_params prm;
+	struct sh5_clc_result cr;
+	struct sh5_sync_stage st[3];
+	int64_t mu_a = 0, mu_e = 0;
+	enum sh5_mu_source sa = SH5_MU_NODATA, se = SH5_MU_NODATA;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:m:sh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'm':
+			if (!strcmp(optarg, "clc")) {
+				clc = 1;
+			} else if (!strcmp(optarg, "offset")) {
+				clc = 0;
+			} else {
+				fprintf(stderr, "sh5merge: sync: unknown "
+					"method '%s' (offset or clc)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'M':
+		case 'I':
+			if (parse_ns(optarg, c == 'M' ? &mu_ns :
+				     &mu_intra_ns) < 0) {
+				fprintf(stderr, "sh5merge: sync: --%s wants "
+					"an integer >= 0, not '%s'\n",
+					c == 'M' ? "mu-ns" : "mu-intra-ns",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'g': {
+			char *end;
+
+			errno = 0;
+			gamma = strtod(optarg, &end);
+			if (errno || end == optarg || *end ||
+			    !(gamma > 0 && gamma <= 1)) {
+				fprintf(stderr, "sh5merge: sync: --gamma "
+					"wants a number in (0,1], not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		}
+		case 's':
+			stats = 1;
+			break;
+		case 'p':
+			partial = 1;
+			break;
+		case 'T':
+			timing = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			fprintf(stderr, "sh5merge: sync: bad option '%s'\n",
+				argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1 || !out) {
+		fprintf(stderr, "sh5merge: sync: %s\n", optind != argc - 1 ?
+			"want exactly one input trace" : "-o OUT.csv is "
+			"required");
+		usage(stderr);
+		return 2;
+	}
+	in = argv[optind];
+	{
+		struct stat st;
+
+		/* The input is read twice (parse, then copy with new times). */
+		if (stat(in, &st) == 0 && !S_ISREG(st.st_mode)) {
+			fprintf(stderr, "sh5merge: %s: not a regular file (the "
+				"input is read twice)\n", in);
+			return 1;
+		}
+	}
+
+	t = sh5_trace_read(in, &err);
+	if (!t) {
+		fprintf(stderr, "sh5merge: %s\n", err.text);
+		return 1;
+	}
+	phase(timing, "read", t0);
+	if (t->nproblems && !partial) {
+		print_problems(t, in, "");
+		fprintf(stderr, "sh5merge: %s: %zu problem%s, nothing "
+			"written (--allow-partial corrects the rest)\n", in,
+			t->nproblems, t->nproblems == 1 ? "" : "s");
+		goto out;
+	}
+	times = malloc((t->nev + 1) * sizeof(*times));
+	if (!times) {
+		fprintf(stderr, "sh5merge: %s: %s\n", in, strerror(errno));
+		goto out;
+	}
+	sh5_timesync_offset(t, times);
+	phase(timing, "offset", t0);
+
+	/* Minimum latencies: command line, directives, then the data
+	 * (estimated only when some class is not given). */
+	if ((mu_ns < 0 && (t->mu_inter < 0 ||
+			   (t->mu_intra < 0 && mu_intra_ns < 0))) &&
+	    sh5_timesync_mu_estimate(t, times, &mu_a, &sa, &mu_e, &se,
+				     &err) < 0) {
+		fprintf(stderr, "sh5merge: %s: %s\n", in, err.text);
+		goto out;
+	}
+	if (mu_ns >= 0) {
+		mu_e = mu_a = mu_ns;
+		se = sa = SH5_MU_GIVEN;
+	} else {
+		if (t->mu_inter >= 0) {
+			mu_e = t->mu_inter;
+			se = SH5_MU_DIRECTIVE;
+		}
+		if (t->mu_intra >= 0) {
+			mu_a = t->mu_intra;
+			sa = SH5_MU_DIRECTIVE;
+		}
+	}
+	if (mu_intra_ns >= 0) {
+		mu_a = mu_intra_ns;
+		sa = SH5_MU_GIVEN;
+	}
+	phase(timing, "mu", t0);
+
+	if (stats) {
+		if (sh5_timesync_stage_stats(t, t->time, t->time, mu_a, mu_e,
+					     &st[0]) < 0 ||
+		    sh5_timesync_stage_stats(t, times, t->time, mu_a, mu_e,
+					     &st[1]) < 0) {
+			fprintf(stderr, "sh5merge: %s: %s\n", in,
+				strerror(errno));
+			goto out;
+		}
+		nst = 2;
+		phase(timing, "stats", t0);
+	}
+	if (clc) {
+		sh5_clc_params_init(&prm);
+		prm.gamma = gamma;
+		prm.rate = 1.0 - gamma;
+		prm.mu_intra = mu_a;
+		prm.mu_inter = mu_e;
+		prm.allow_partial = partial;
+		/* Without --stats the input times are not needed any more:
+		 * the CLC works in them (8 bytes per event less). */
+		if (!stats)
+			prm.work = t->time;
+		if (sh5_timesync_clc(t, &prm, times, &cr, &err) < 0) {
+			print_problems(t, in, "");
+			fprintf(stderr, "sh5merge: %s: %s; nothing written\n",
+				in, err.text);
+			goto out;
+		}
+		phase(timing, "clc", t0);
+		if (stats) {
+			if (sh5_timesync_stage_stats(t, times, NULL, mu_a, mu_e,
+						     &st[2]) < 0) {
+				fprintf(stderr, "sh5merge: %s: %s\n", in,
+					strerror(errno));
+				goto out;
+			}
+			nst = 3;
+		}
+	}
+	if (sh5_trace_write(t, in, times, out, &err) < 0) {
+		fprintf(stderr, "sh5merge: %s\n", err.text);
+		goto out;
+	}
+	phase(timing, "write", t0);
+	if (t->nproblems) {
+		print_problems(t, in, "left uncorrected: ");
+		fprintf(stderr, "sh5merge: %s: %zu problem%s left "
+			"uncorrected (--allow-partial)\n", in, t->nproblems,
+			t->nproblems == 1 ? "" : "s");
+	}
+	if (stats)
+		print_stats(t, st, nst, mu_a, sa, mu_e, se, clc ? &cr : NULL);
+	rc = 0;
+out:
+	free(times);
+	sh5_trace_destroy(t);
+	return rc;
+}

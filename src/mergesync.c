@@ -1,0 +1,669 @@
+/* mergesync.c - see mergesync.h */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mergesync.h"
+#include "reader.h"
+#include "timesync.h"
+
+/* A measurement whose round trip exceeds 4 times the node's median plus
+ * this is left out (its error bound is half its round trip). */
+#define RTT_SLACK_NS INT64_C(50000)
+
+/* One ClockOffsets record as read (HDF5 converts by member name). */
+struct clock_rec {
+	int64_t local_ns;
+	int64_t offset_ns;
+	int64_t rtt_ns;
+	uint32_t stratum;
+	uint32_t phase;
+};
+
+struct sh5_mergesync {
+	enum sh5_sync_method requested, method;
+	const char *note;		/* why auto chose none, ... */
+	void (*report)(void *arg, int error, const char *file,
+		       const char *msg);
+	void *report_arg;
+	struct sh5_mergesync_stats st;
+	/* The current node. */
+	const struct sh5_input *in;
+	struct sh5_offset_point *pts;
+	size_t npts, cap;
+	int node_sync;			/* SyncTimeNs for this node */
+	int64_t node_max_corr, node_err;
+	size_t node_dropped;		/* measurements left out as noisy */
+	double node_drift;
+	/* Scratch times for one row buffer. */
+	int64_t *tin, *tout;
+	size_t tcap;
+};
+
+int sh5_sync_method_parse(const char *name, enum sh5_sync_method *out)
+{
+	static const struct {
+		const char *n;
+		enum sh5_sync_method m;
+	} t[] = { { "auto", SH5_SYNC_AUTO }, { "none", SH5_SYNC_NONE },
+		  { "offset", SH5_SYNC_OFFSET }, { "clc", SH5_SYNC_CLC } };
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (!strcmp(name, t[i].n)) {
+			*out = t[i].m;
+			return 0;
+		}
+	return -1;
+}
+
+const char *sh5_sync_method_name(enum sh5_sync_method m)
+{
+	switch (m) {
+	case SH5_SYNC_AUTO: return "auto";
+	case SH5_SYNC_NONE: return "none";
+	case SH5_SYNC_OFFSET: return "offset";
+	case SH5_SYNC_CLC: return "clc";
+	}
+	return "?";
+}
+
+static void warn(struct sh5_mergesync *ms, const char *file,
+		 const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void warn(struct sh5_mergesync *ms, const char *file,
+		 const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!ms->report)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ms->report(ms->report_arg, 0, file, msg);
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading measurements. */
+
+static hid_t clock_mem_type(void)
+{
+	hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct clock_rec));
+
+	if (t < 0)
+		return -1;
+	if (H5Tinsert(t, "LocalTimeNs", HOFFSET(struct clock_rec, local_ns),
+		      H5T_NATIVE_INT64) < 0 ||
+	    H5Tinsert(t, "OffsetNs", HOFFSET(struct clock_rec, offset_ns),
+		      H5T_NATIVE_INT64) < 0 ||
+	    H5Tinsert(t, "RoundTripNs", HOFFSET(struct clock_rec, rtt_ns),
+		      H5T_NATIVE_INT64) < 0 ||
+	    H5Tinsert(t, "Stratum", HOFFSET(struct clock_rec, stratum),
+		      H5T_NATIVE_UINT32) < 0 ||
+	    H5Tinsert(t, "Phase", HOFFSET(struct clock_rec, phase),
+		      H5T_NATIVE_UINT32) < 0) {
+		H5Tclose(t);
+		return -1;
+	}
+	return t;
+}
+
+/* Rows of node/ClockOffsets: 0 if absent, -1 if unreadable. */
+static long long clock_rows(hid_t node)
+{
+	hid_t d, sp;
+	hsize_t dims[1] = { 0 };
+	int nd;
+
+	if (H5Lexists(node, "ClockOffsets", H5P_DEFAULT) <= 0)
+		return 0;
+	if ((d = H5Dopen2(node, "ClockOffsets", H5P_DEFAULT)) < 0)
+		return -1;
+	sp = H5Dget_space(d);
+	nd = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
+	if (sp >= 0)
+		H5Sclose(sp);
+	H5Dclose(d);
+	return nd == 1 ? (long long)dims[0] : -1;
+}
+
+static int i64_cmp(const void *pa, const void *pb)
+{
+	int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Median of v[0..n-1] (n > 0; sorts v). */
+static int64_t median_of(int64_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), i64_cmp);
+	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+static int pt_cmp(const void *pa, const void *pb)
+{
+	const struct sh5_offset_point *a = pa, *b = pb;
+
+	return a->local_ns < b->local_ns ? -1 : a->local_ns > b->local_ns;
+}
+
+/*
+ * Load the usable measurements of node into ms->pts (sorted by local
+ * time).  A measurement is usable when its round trip is not negative and
+ * the server was synchronised (stratum 1-15).  Returns the number loaded,
+ * or -1 with why set (the node then keeps its times).
+ */
+static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
+			size_t whylen)
+{
+	hid_t d = -1, sp = -1, mt = -1;
+	hsize_t dims[1] = { 0 };
+	struct clock_rec *r = NULL;
+	int64_t *rtt = NULL, median;
+	size_t i, k, n, bad = 0;
+	long rc = -1;
+
+	ms->npts = 0;
+	ms->node_err = 0;
+	ms->node_dropped = 0;
+	if (H5Lexists(node, "ClockOffsets", H5P_DEFAULT) <= 0)
+		return 0;
+	if ((d = H5Dopen2(node, "ClockOffsets", H5P_DEFAULT)) < 0 ||
+	    (sp = H5Dget_space(d)) < 0 ||
+	    H5Sget_simple_extent_dims(sp, dims, NULL) != 1 ||
+	    (mt = clock_mem_type()) < 0) {
+		snprintf(why, whylen, "ClockOffsets unreadable");
+		goto out;
+	}
+	n = (size_t)dims[0];
+	if (n && (!(r = malloc(n * sizeof(*r))) ||
+		  !(rtt = malloc(n * sizeof(*rtt))))) {
+		snprintf(why, whylen, "out of memory");
+		goto out;
+	}
+	if (n && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, r) < 0) {
+		snprintf(why, whylen, "ClockOffsets unreadable (not "
+			 "LocalTimeNs, OffsetNs, RoundTripNs, Stratum, Phase?)");
+		goto out;
+	}
+	if (n > ms->cap) {
+		struct sh5_offset_point *np = realloc(ms->pts, n * sizeof(*np));
+
+		if (!np) {
+			snprintf(why, whylen, "out of memory");
+			goto out;
+		}
+		ms->pts = np;
+		ms->cap = n;
+	}
+	/* Usable: a synchronised server, a round trip >= 0.  Their median
+	 * round trip sets the bar for noisy ones (see below). */
+	for (i = 0, k = 0; i < n; i++) {
+		if (r[i].rtt_ns < 0 || r[i].stratum < 1 || r[i].stratum > 15)
+			bad++;
+		else
+			rtt[k++] = r[i].rtt_ns;
+	}
+	median = k ? median_of(rtt, k) : -1;
+	for (i = 0; i < n; i++) {
+		if (r[i].rtt_ns < 0 || r[i].stratum < 1 || r[i].stratum > 15)
+			continue;
+		/* A round trip far above the node's usual one (a busy
+		 * network or host) bounds the offset's error by half of
+		 * it: leave it out while better measurements exist. */
+		if (median >= 0 && r[i].rtt_ns > 4 * median + RTT_SLACK_NS) {
+			ms->node_dropped++;
+			continue;
+		}
+		ms->pts[ms->npts].local_ns = r[i].local_ns;
+		ms->pts[ms->npts].offset_ns = r[i].offset_ns;
+		ms->npts++;
+		if (r[i].rtt_ns / 2 > ms->node_err)
+			ms->node_err = r[i].rtt_ns / 2;
+	}
+	if (bad)
+		warn(ms, ms->in->path, "%zu of %zu clock-offset measurements "
+		     "left out (unsynchronised server or negative round trip)",
+		     bad, n);
+	/* The plugin writes them in time order; sort only if not. */
+	for (i = 1; i < ms->npts; i++)
+		if (ms->pts[i].local_ns < ms->pts[i - 1].local_ns)
+			break;
+	if (i < ms->npts)
+		qsort(ms->pts, ms->npts, sizeof(*ms->pts), pt_cmp);
+	rc = (long)ms->npts;
+out:
+	free(r);
+	free(rtt);
+	if (mt >= 0)
+		H5Tclose(mt);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (d >= 0)
+		H5Dclose(d);
+	return rc;
+}
+
+/*
+ * Does any input carry a measurement?  The files are opened in a child
+ * process (a damaged file can crash HDF5: the merge's first pass marks
+ * it; here it must only end the child, and a new one goes on with the
+ * next file).  The child writes one byte per file: '1' measurements, '0'
+ * none or unreadable; it stops at the first '1'.  A child that makes
+ * no progress for SH5MERGE_READ_TIMEOUT seconds (HDF5 loops on some
+ * damaged files) is killed and the file skipped.
+ */
+static void probe_child(const struct sh5_merge_opts *o,
+			const struct sh5_input *in, size_t n, size_t from,
+			int fd)
+{
+	size_t i;
+
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	for (i = from; i < n; i++) {
+		struct sh5_nodestep *ns = sh5_nodestep_open(in[i].path,
+							    in[i].node, o->job,
+							    in[i].step_id,
+							    NULL);
+		char c = ns && clock_rows(ns->node) > 0 ? '1' : '0';
+
+		sh5_nodestep_close(ns);
+		if (write(fd, &c, 1) != 1 || c == '1')
+			break;
+	}
+	_exit(0);
+}
+
+/* Seconds the probe may spend on one file: as the merge's readers
+ * (SH5MERGE_READ_TIMEOUT, default 120). */
+static int probe_timeout(void)
+{
+	const char *e = getenv("SH5MERGE_READ_TIMEOUT");
+	long v = e ? strtol(e, NULL, 10) : 0;
+
+	return v > 0 && v < 86400 ? (int)v : 120;
+}
+
+static int any_measurement(const struct sh5_merge_opts *o)
+{
+	struct sh5_input *in = NULL;
+	size_t n = 0, next = 0;
+	int found = 0;
+
+	if (sh5_merge_discover(o->dir, o->job, o->steps, o->nsteps, &in, &n,
+			       NULL) < 0)
+		return 0;
+	fflush(NULL);
+	while (next < n && !found) {
+		int pfd[2];
+		pid_t pid;
+		char c;
+
+		if (pipe(pfd) < 0)
+			break;
+		if ((pid = fork()) < 0) {
+			close(pfd[0]);
+			close(pfd[1]);
+			break;
+		}
+		if (pid == 0) {
+			close(pfd[0]);
+			probe_child(o, in, n, next, pfd[1]);
+		}
+		close(pfd[1]);
+		for (;;) {
+			struct pollfd pf = { .fd = pfd[0], .events = POLLIN };
+			int r = poll(&pf, 1, probe_timeout() * 1000);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r == 0)	/* HDF5 loops on some damaged files */
+				kill(pid, SIGKILL);
+			if (r <= 0 || read(pfd[0], &c, 1) != 1)
+				break;
+			next++;
+			if ((found = c == '1'))
+				break;
+		}
+		close(pfd[0]);
+		if (found)
+			kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		if (!found && next < n)
+			next++;		/* the child died or hung on this file */
+	}
+	sh5_inputs_free(in, n);
+	return found;
+}
+
+/* ------------------------------------------------------------------ */
+/* Hooks. */
+
+static int put_str(hid_t obj, const char *name, const char *v)
+{
+	hid_t st = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), a = -1;
+	int rc = -1;
+
+	if (st < 0 || sp < 0)
+		goto out;
+	H5Tset_size(st, strlen(v) + 1);
+	if (H5Aexists(obj, name) > 0)
+		H5Adelete(obj, name);
+	a = H5Acreate2(obj, name, st, sp, H5P_DEFAULT, H5P_DEFAULT);
+	if (a >= 0 && H5Awrite(a, st, v) >= 0)
+		rc = 0;
+out:
+	if (a >= 0)
+		H5Aclose(a);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (st >= 0)
+		H5Tclose(st);
+	return rc;
+}
+
+static int put_num(hid_t obj, const char *name, hid_t ft, hid_t mt,
+		   const void *v)
+{
+	hid_t sp = H5Screate(H5S_SCALAR), a = -1;
+	int rc = -1;
+
+	if (sp < 0)
+		return -1;
+	if (H5Aexists(obj, name) > 0)
+		H5Adelete(obj, name);
+	a = H5Acreate2(obj, name, ft, sp, H5P_DEFAULT, H5P_DEFAULT);
+	if (a >= 0 && H5Awrite(a, mt, v) >= 0)
+		rc = 0;
+	if (a >= 0)
+		H5Aclose(a);
+	H5Sclose(sp);
+	return rc;
+}
+
+static int put_i64(hid_t obj, const char *name, int64_t v)
+{
+	return put_num(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
+}
+
+static int put_u32(hid_t obj, const char *name, uint32_t v)
+{
+	return put_num(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &v);
+}
+
+static int put_f64(hid_t obj, const char *name, double v)
+{
+	return put_num(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+}
+
+static int hook_node_begin(void *arg, const struct sh5_input *in,
+			   hid_t in_node, hid_t out_node,
+			   struct sh5_error *errp)
+{
+	struct sh5_mergesync *ms = arg;
+	char why[128] = "";
+	long n;
+
+	(void)out_node;
+	(void)errp;
+	ms->in = in;
+	ms->npts = 0;
+	ms->node_sync = 0;
+	ms->node_max_corr = 0;
+	ms->node_err = 0;
+	ms->node_dropped = 0;
+	ms->node_drift = NAN;
+	ms->st.nodes++;
+	if (ms->method != SH5_SYNC_OFFSET)
+		return 0;
+	ms->node_sync = 1;
+	n = load_points(ms, in_node, why, sizeof(why));
+	if (n <= 0) {
+		ms->npts = 0;
+		ms->node_err = 0;
+		ms->st.unmeasured++;
+		warn(ms, in->path, "%s: its times are kept as they are "
+		     "(SyncTimeNs = EpochTimeNs)",
+		     n < 0 ? why : "no clock-offset measurement");
+		return 1;
+	}
+	ms->st.corrected++;
+	ms->st.measurements += ms->npts;
+	ms->st.dropped += ms->node_dropped;
+	if (ms->node_err > ms->st.error_bound_ns)
+		ms->st.error_bound_ns = ms->node_err;
+	if (ms->npts >= 2 &&
+	    ms->pts[ms->npts - 1].local_ns > ms->pts[0].local_ns)
+		ms->node_drift =
+			(double)(ms->pts[ms->npts - 1].offset_ns -
+				 ms->pts[0].offset_ns) /
+			(double)(ms->pts[ms->npts - 1].local_ns -
+				 ms->pts[0].local_ns) * 1e6;
+	return 1;
+}
+
+static void hook_sync_rows(void *arg, const struct sh5_series *s, void *recs,
+			   size_t n)
+{
+	struct sh5_mergesync *ms = arg;
+	size_t i, slots = sh5_record_slots(s), sync = SH5_SLOT_SYNC(s);
+	union sh5_value *v = recs;
+
+	if (n > ms->tcap) {
+		int64_t *a = realloc(ms->tin, n * sizeof(*a));
+		int64_t *b = a ? realloc(ms->tout, n * sizeof(*b)) : NULL;
+
+		if (a)
+			ms->tin = a;
+		if (b)
+			ms->tout = b;
+		if (!a || !b) {
+			/* No scratch: one at a time (same result). */
+			for (i = 0; i < n; i++) {
+				int64_t t = v[i * slots + 2].i;
+				int64_t u = sh5_timesync_offset_map(ms->pts,
+								    ms->npts, t);
+				int64_t c = u > t ? u - t : t - u;
+
+				v[i * slots + sync].i = u;
+				if (c > ms->node_max_corr)
+					ms->node_max_corr = c;
+			}
+			return;
+		}
+		ms->tcap = n;
+	}
+	for (i = 0; i < n; i++)
+		ms->tin[i] = v[i * slots + 2].i;
+	sh5_timesync_offset_map_array(ms->pts, ms->npts, ms->tin, ms->tout, n);
+	for (i = 0; i < n; i++) {
+		int64_t t = ms->tin[i], u = ms->tout[i];
+		int64_t c = u > t ? u - t : t - u;
+
+		v[i * slots + sync].i = u;
+		if (c > ms->node_max_corr)
+			ms->node_max_corr = c;
+	}
+}
+
+static int hook_node_end(void *arg, hid_t out_node, struct sh5_error *errp)
+{
+	struct sh5_mergesync *ms = arg;
+	const char *method = ms->node_sync && ms->npts ? "offset" : "none";
+
+	if (!ms->node_sync)
+		return 0;
+	if (ms->node_max_corr > ms->st.max_correction_ns)
+		ms->st.max_correction_ns = ms->node_max_corr;
+	if (put_str(out_node, "Sync Method", method) < 0 ||
+	    put_u32(out_node, "Sync Measurements", (uint32_t)ms->npts) < 0 ||
+	    put_i64(out_node, "Sync Max Correction ns",
+		    ms->node_max_corr) < 0 ||
+	    put_i64(out_node, "Sync Error Bound ns", ms->node_err) < 0 ||
+	    put_u32(out_node, "Sync Measurements Dropped",
+		    (uint32_t)ms->node_dropped) < 0 ||
+	    (!isnan(ms->node_drift) &&
+	     put_f64(out_node, "Sync Drift ppm", ms->node_drift) < 0))
+		return sh5_errprintf_h5(errp, "%s: cannot write the sync "
+					"attributes of its node group",
+					ms->in ? ms->in->path : "?");
+	return 0;
+}
+
+static int hook_finish(void *arg, hid_t fout, struct sh5_error *errp)
+{
+	struct sh5_mergesync *ms = arg;
+	hid_t g = H5Gopen2(fout, "Merge", H5P_DEFAULT);
+	int rc = -1;
+
+	if (g < 0)
+		return sh5_errprintf_h5(errp, "cannot open /Merge");
+	if (put_str(g, "Sync Requested",
+		    sh5_sync_method_name(ms->requested)) < 0 ||
+	    put_str(g, "Sync Method", sh5_sync_method_name(ms->method)) < 0 ||
+	    put_str(g, "Sync Note", ms->note ? ms->note : "") < 0)
+		goto out;
+	if (ms->method == SH5_SYNC_OFFSET &&
+	    (put_u32(g, "Sync Nodes Corrected", (uint32_t)ms->st.corrected) <
+		     0 ||
+	     put_u32(g, "Sync Nodes Unmeasured",
+		     (uint32_t)ms->st.unmeasured) < 0 ||
+	     put_i64(g, "Sync Max Correction ns",
+		     ms->st.max_correction_ns) < 0 ||
+	     put_i64(g, "Sync Error Bound ns", ms->st.error_bound_ns) < 0))
+		goto out;
+	rc = 0;
+out:
+	if (rc < 0)
+		sh5_errprintf_h5(errp, "cannot write the sync attributes of "
+				 "/Merge");
+	H5Gclose(g);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+
+struct sh5_mergesync *sh5_mergesync_create(
+	enum sh5_sync_method method, const struct sh5_merge_opts *opts,
+	void (*report)(void *arg, int error, const char *file,
+		       const char *msg),
+	void *report_arg, struct sh5_error *errp)
+{
+	struct sh5_mergesync *ms;
+	int found = 0;
+
+	if (method == SH5_SYNC_CLC) {
+		errno = ENOTSUP;
+		sh5_errprintf(errp, "--sync clc needs events (message sends "
+			      "and receives, collectives); profiles hold "
+			      "samples only: use --sync offset here, or "
+			      "'sh5merge sync --method clc' on an event trace");
+		return NULL;
+	}
+	if (method != SH5_SYNC_AUTO && method != SH5_SYNC_NONE &&
+	    method != SH5_SYNC_OFFSET) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "unknown sync method %d", (int)method);
+		return NULL;
+	}
+	/* Before any allocation: the probing children exit without
+	 * freeing what they inherit. */
+	if (method == SH5_SYNC_AUTO)
+		found = any_measurement(opts);
+	if (!(ms = calloc(1, sizeof(*ms)))) {
+		errno = ENOMEM;
+		sh5_errprintf(errp, "out of memory");
+		return NULL;
+	}
+	ms->requested = method;
+	ms->report = report;
+	ms->report_arg = report_arg;
+	if (method == SH5_SYNC_AUTO) {
+		if (found) {
+			ms->method = SH5_SYNC_OFFSET;
+			ms->note = "auto: offset (the node-step files carry "
+				   "clock-offset measurements)";
+		} else {
+			ms->method = SH5_SYNC_NONE;
+			ms->note = "auto: none (no node-step file carries "
+				   "clock-offset measurements)";
+		}
+	} else {
+		ms->method = method;
+	}
+	ms->st.requested = method;
+	ms->st.method = ms->method;
+	return ms;
+}
+
+void sh5_mergesync_hooks(struct sh5_mergesync *ms,
+			 struct sh5_merge_hooks *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->node_begin = hook_node_begin;
+	h->sync_rows = hook_sync_rows;
+	h->node_end = hook_node_end;
+	h->finish = hook_finish;
+	h->arg = ms;
+}
+
+void sh5_mergesync_stats(const struct sh5_mergesync *ms,
+			 struct sh5_mergesync_stats *st)
+{
+	*st = ms->st;
+}
+
+void sh5_mergesync_destroy(struct sh5_mergesync *ms)
+{
+	if (!ms)
+		return;
+	free(ms->pts);
+	free(ms->tin);
+	free(ms->tout);
+	free(ms);
+}
+
+int sh5_mergesync_node_read(hid_t g, struct sh5_mergesync_node *out)
+{
+	long long v;
+	hid_t a;
+
+	memset(out, 0, sizeof(*out));
+	out->drift_ppm = NAN;
+	if (sh5_attr_get_str(g, "Sync Method", out->method,
+			     sizeof(out->method)) < 0)
+		return -1;
+	if (sh5_attr_get_int(g, "Sync Measurements", &v) == 0)
+		out->measurements = (uint32_t)v;
+	if (sh5_attr_get_int(g, "Sync Measurements Dropped", &v) == 0)
+		out->dropped = (uint32_t)v;
+	if (sh5_attr_get_int(g, "Sync Max Correction ns", &v) == 0)
+		out->max_correction_ns = v;
+	if (sh5_attr_get_int(g, "Sync Error Bound ns", &v) == 0)
+		out->error_bound_ns = v;
+	if (H5Aexists(g, "Sync Drift ppm") > 0 &&
+	    (a = H5Aopen(g, "Sync Drift ppm", H5P_DEFAULT)) >= 0) {
+		double d;
+
+		if (H5Aread(a, H5T_NATIVE_DOUBLE, &d) >= 0)
+			out->drift_ppm = d;
+		H5Aclose(a);
+	}
+	return 0;
+}
