@@ -181,6 +181,55 @@ static char *header_of(const struct sel *e, int totals)
 	return buf;
 }
 
+/* Rows are formatted into a large buffer and written in blocks: stdio's
+ * per-line fwrite (a lock and a copy per call) costs as much as the
+ * formatting itself. */
+#define OUT_BUFFER (1u << 20)
+
+struct obuf {
+	char *p;
+	size_t len;
+	FILE *out;
+};
+
+static int obuf_flush(struct obuf *b)
+{
+	if (b->len && fwrite(b->p, 1, b->len, b->out) != b->len) {
+		b->len = 0;
+		return -1;
+	}
+	b->len = 0;
+	return ferror(b->out) ? -1 : 0;
+}
+
+/* The rows of n records after prefix: what ops->extract_series writes
+ * (it formats each row with sh5_fmt_row unless prefix and row could
+ * exceed its line buffer; then it does it itself). */
+static int emit_rows(const struct sel *e, const char *prefix,
+		     const void *recs, size_t n, struct obuf *b)
+{
+	const struct sh5_series *s = e->s;
+	size_t plen = strlen(prefix), max = SH5_FMT_ROW_MAX(s->nfields);
+	size_t slots = sh5_record_slots(s), r;
+	const union sh5_value *v = recs;
+
+	if (plen + max > SH5_FMT_ROW_LINE) {
+		if (obuf_flush(b) < 0)
+			return -1;
+		return s->ops->extract_series(s, b->out, 0, prefix, recs, n);
+	}
+	for (r = 0; r < n; r++, v += slots) {
+		char *p;
+
+		if (OUT_BUFFER - b->len < plen + max && obuf_flush(b) < 0)
+			return -1;
+		p = b->p + b->len;
+		memcpy(p, prefix, plen);
+		b->len += plen + sh5_fmt_row(p + plen, s, v);
+	}
+	return 0;
+}
+
 /* The time series CSV runs as two processes when it can: a child reads
  * and decodes the records (HDF5, inflate) and streams them through a pipe
  * to this process, which formats and writes them.  On two CPUs this
@@ -267,7 +316,7 @@ static void reader_child(int fd, struct sel *v, size_t n, void *buf)
 }
 
 static int timeseries_piped(const struct opts *o, struct sel *v, size_t n,
-			    FILE *out, void *buf)
+			    struct obuf *out, void *buf)
 {
 	int pfd[2], st = 0, rc = -1;
 	size_t done = 0;
@@ -315,9 +364,7 @@ static int timeseries_piped(const struct opts *o, struct sel *v, size_t n,
 		    read_all(pfd[0], buf, (size_t)h.rows * rs) < 0)
 			break;
 		prefix_of(o, &v[i], prefix, sizeof(prefix));
-		if (v[i].s->ops->extract_series(v[i].s, out, 0, prefix, buf,
-						(size_t)h.rows) < 0 ||
-		    ferror(out))
+		if (emit_rows(&v[i], prefix, buf, (size_t)h.rows, out) < 0)
 			goto out;
 	}
 	if (done < n) {
@@ -340,17 +387,20 @@ out:
 static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
 {
 	void *buf = malloc(ROW_BUFFER);
+	struct obuf ob = { malloc(OUT_BUFFER), 0, out };
 	size_t i;
 	int rc = -1;
 
-	if (!buf) {
+	if (!buf || !ob.p) {
 		cli_error(o->input, "out of memory");
+		free(buf);
+		free(ob.p);
 		return -1;
 	}
 	/* SH5MERGE_NO_FORK: one process (tests compare both). */
 	if (n > 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
 	    !getenv("SH5MERGE_NO_FORK")) {
-		rc = timeseries_piped(o, v, n, out, buf);
+		rc = timeseries_piped(o, v, n, &ob, buf);
 		if (rc <= 0)
 			goto out;
 		rc = -1; /* no child: do it here */
@@ -370,8 +420,7 @@ static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
 			goto out;
 		}
 		while ((got = sh5_cursor_read(&c, buf, rows)) > 0)
-			if (v[i].s->ops->extract_series(v[i].s, out, 0, prefix,
-							buf, got) < 0)
+			if (emit_rows(&v[i], prefix, buf, got, &ob) < 0)
 				break;
 		if (c.damaged)
 			cli_warn(o->input, "%s/%s/%s: %" PRIu64 " rows "
@@ -384,6 +433,9 @@ static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
 	}
 	rc = 0;
 out:
+	if (obuf_flush(&ob) < 0)
+		rc = -1;
+	free(ob.p);
 	free(buf);
 	return rc;
 }

@@ -6,33 +6,50 @@
 #include <string.h>
 
 #include "csvfmt.h"
+#include "series.h"
 
 static const char digits2[] =
 	"00010203040506070809101112131415161718192021222324252627282930313233"
 	"34353637383940414243444546474849505152535455565758596061626364656667"
 	"6869707172737475767778798081828384858687888990919293949596979899";
 
-size_t sh5_fmt_u64(char *buf, uint64_t v)
-{
-	char tmp[24];
-	char *p = tmp + sizeof(tmp);
-	size_t n;
+static const uint64_t pow10u[20] = { 1ULL, 10ULL, 100ULL, 1000ULL,
+	10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL,
+	1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+	10000000000000ULL, 100000000000000ULL, 1000000000000000ULL,
+	10000000000000000ULL, 100000000000000000ULL, 1000000000000000000ULL,
+	10000000000000000000ULL };
 
-	while (v >= 100) {
+/* Decimal digits of v (1 for 0). */
+static inline size_t ndigits(uint64_t v)
+{
+	size_t n = 1;
+
+	while (n < 20 && v >= pow10u[n])
+		n++;
+	return n;
+}
+
+/* Write exactly n digits of v (with leading zeros) ending before end. */
+static inline void put_digits(char *end, uint64_t v, size_t n)
+{
+	while (n >= 2) {
 		unsigned k = (unsigned)(v % 100) * 2;
 
 		v /= 100;
-		*--p = digits2[k + 1];
-		*--p = digits2[k];
+		*--end = digits2[k + 1];
+		*--end = digits2[k];
+		n -= 2;
 	}
-	if (v >= 10) {
-		*--p = digits2[v * 2 + 1];
-		*--p = digits2[v * 2];
-	} else {
-		*--p = (char)('0' + v);
-	}
-	n = (size_t)(tmp + sizeof(tmp) - p);
-	memcpy(buf, p, n);
+	if (n)
+		*--end = (char)('0' + v % 10);
+}
+
+size_t sh5_fmt_u64(char *buf, uint64_t v)
+{
+	size_t n = ndigits(v);
+
+	put_digits(buf + n, v, n);
 	buf[n] = '\0';
 	return n;
 }
@@ -51,35 +68,36 @@ static const double pow10tab[] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
 	1e20, 1e21, 1e22 };
 
 /* Digits of d with a decimal point p digits from the right, trailing
- * fraction zeros dropped. */
+ * fraction zeros dropped.  The digits are written in place (no
+ * intermediate string): this runs for every double of a CSV export. */
 static size_t put_fixed(char *buf, int neg, uint64_t d, int p)
 {
-	char dig[SH5_FMT_MAX];
 	size_t n, pos = 0, intlen;
 
 	while (p > 0 && d && d % 10 == 0) {
 		d /= 10;
 		p--;
 	}
-	n = sh5_fmt_u64(dig, d);
+	n = ndigits(d);
 	if (neg)
 		buf[pos++] = '-';
 	if (p <= 0) {
-		memcpy(buf + pos, dig, n);
+		put_digits(buf + pos + n, d, n);
 		pos += n;
 	} else if ((size_t)p >= n) {
 		buf[pos++] = '0';
 		buf[pos++] = '.';
 		memset(buf + pos, '0', (size_t)p - n);
 		pos += (size_t)p - n;
-		memcpy(buf + pos, dig, n);
+		put_digits(buf + pos + n, d, n);
 		pos += n;
 	} else {
+		/* p < n <= 20, so 10^p fits. */
 		intlen = n - (size_t)p;
-		memcpy(buf + pos, dig, intlen);
+		put_digits(buf + pos + intlen, d / pow10u[p], intlen);
 		pos += intlen;
 		buf[pos++] = '.';
-		memcpy(buf + pos, dig + intlen, (size_t)p);
+		put_digits(buf + pos + (size_t)p, d % pow10u[p], (size_t)p);
 		pos += (size_t)p;
 	}
 	buf[pos] = '\0';
@@ -164,4 +182,31 @@ size_t sh5_fmt_double(char *buf, double v)
 		}
 	}
 	return (size_t)snprintf(buf, SH5_FMT_MAX, "%.17g", v);
+}
+
+size_t sh5_fmt_row(char *buf, const struct sh5_series *s,
+		   const union sh5_value *v)
+{
+	size_t len = 0, i;
+	const union sh5_value *f = v + SH5_TIME_SLOTS;
+
+	len += sh5_fmt_u64(buf + len, v[0].u);
+	buf[len++] = ',';
+	len += sh5_fmt_u64(buf + len, v[1].u);
+	buf[len++] = ',';
+	len += sh5_fmt_i64(buf + len, s->has_time_ns ? v[2].i :
+			   (int64_t)v[1].u * 1000000000);
+	if (s->has_sync_ns) {
+		buf[len++] = ',';
+		len += sh5_fmt_i64(buf + len, v[SH5_SLOT_SYNC(s)].i);
+	}
+	for (i = 0; i < s->nfields; i++) {
+		buf[len++] = ',';
+		if (s->fields[i].type == SH5_FT_DOUBLE)
+			len += sh5_fmt_double(buf + len, f[i].d);
+		else
+			len += sh5_fmt_u64(buf + len, f[i].u);
+	}
+	buf[len++] = '\n';
+	return len;
 }
