@@ -108,11 +108,9 @@ static size_t put_fixed(char *buf, int neg, uint64_t d, int p)
  * 10^p < 2^74): round half to even. */
 static unsigned __int128 scaled_round(uint64_t m, int s, int p)
 {
-	unsigned __int128 t = 1, n, d, rem, half;
-	int i;
+	unsigned __int128 t, n, d, rem, half;
 
-	for (i = 0; i < p; i++)
-		t *= 10;
+	t = p < 20 ? pow10u[p] : (unsigned __int128)pow10u[19] * pow10u[p - 19];
 	n = (unsigned __int128)m * t;
 	if (s <= 0)
 		return n << -s;
@@ -143,6 +141,10 @@ size_t sh5_fmt_double(char *buf, double v)
 		if (fabs(x) >= 9007199254740992.0) /* 2^53 */
 			break;
 		r = (long long)(x < 0 ? x - 0.5 : x + 0.5);
+		/* If r / 10^k rounds to v, then |x - r| <= |x| 2^-52 (1 +
+		 * 2^-52): further away, skip the division, it would fail. */
+		if (fabs(x - (double)r) > fabs(x) * 0x1p-50)
+			continue;
 		if ((double)r / pow10tab[k] == v)
 			return put_fixed(buf, r < 0, r < 0 ?
 					 0 - (unsigned long long)r :
