@@ -190,10 +190,15 @@ struct obuf {
 	char *p;
 	size_t len;
 	FILE *out;
+	int fd;           /* >= 0: frames to this pipe (the child) */
 };
+
+static int frame_flush(struct obuf *b);
 
 static int obuf_flush(struct obuf *b)
 {
+	if (b->fd >= 0)
+		return frame_flush(b);
 	if (b->len && fwrite(b->p, 1, b->len, b->out) != b->len) {
 		b->len = 0;
 		return -1;
@@ -230,16 +235,22 @@ static int emit_rows(const struct sel *e, const char *prefix,
 	return 0;
 }
 
-/* The time series CSV runs as two processes when it can: a child reads
- * and decodes the records (HDF5, inflate) and streams them through a pipe
- * to this process, which formats and writes them.  On two CPUs this
- * roughly halves the time for compressed job files.  Each block is a
- * header and the records in the ops' memory layout; rows == 0 ends an
- * entry (status 0 done, < 0 could not be read). */
-struct blk_head {
-	uint64_t idx;
-	uint64_t rows;
-	int64_t status;
+/* The time series CSV runs as two processes when it can.  Every series
+ * is cut into segments of whole chunks (about SEG_ROWS rows); the
+ * segments, in output order, go alternately to this process and to a
+ * child.  Each reads, decodes (HDF5, inflate) and formats its own
+ * segments; the child sends its CSV through a pipe, and this process
+ * writes its own and the child's in order.  On two CPUs both halves of
+ * the work (decoding and formatting) run in parallel; memory stays
+ * bounded (the buffers of each process and the pipe).  The child's CSV
+ * of a segment comes in frames: data frames, then one end frame that
+ * says whether the segment met damage (the series ends there, as in one
+ * process). */
+#define SEG_ROWS 4096
+
+struct frame {
+	uint64_t len;     /* bytes of CSV that follow (data frame) */
+	int64_t end;      /* 0 data, 1 end of segment, 2 end at damage */
 	uint64_t lost;
 	char reason[200];
 };
@@ -278,52 +289,157 @@ static int read_all(int fd, void *p, size_t len)
 	return 0;
 }
 
-static void reader_child(int fd, struct sel *v, size_t n, void *buf)
+/* Can every row go through emit_rows' buffer (the child has no FILE)? */
+static int all_buffered(const struct opts *o, const struct sel *v, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		struct blk_head h;
-		struct sh5_cursor c;
-		struct sh5_error err = { "" };
-		size_t rs = v[i].s->ops->record_size(v[i].s);
-		size_t rows = ROW_BUFFER / rs, got;
+		char prefix[256];
 
-		memset(&h, 0, sizeof(h));
-		h.idx = i;
-		if (sh5_cursor_open(&c, v[i].dset, v[i].s, 0, &err) < 0) {
-			h.status = -1;
-			snprintf(h.reason, sizeof(h.reason), "%s", err.text);
-			if (write_all(fd, &h, sizeof(h)) < 0)
+		prefix_of(o, &v[i], prefix, sizeof(prefix));
+		if (strlen(prefix) + SH5_FMT_ROW_MAX(v[i].s->nfields) >
+		    SH5_FMT_ROW_LINE)
+			return 0;
+	}
+	return 1;
+}
+
+/* Rows per segment of a cursor: whole chunks, about SEG_ROWS. */
+static uint64_t seg_rows(const struct sh5_cursor *c)
+{
+	uint64_t cr = c->chunk_rows;
+
+	if (!cr)
+		return SEG_ROWS;
+	return cr >= SEG_ROWS ? cr : SEG_ROWS / cr * cr;
+}
+
+/* Read and format rows [from, to) of an open cursor into b.  1 when the
+ * series ended at damage there, 0 done, -1 write error. */
+static int do_segment(struct sh5_cursor *c, const struct sel *e,
+		      const char *prefix, void *buf, uint64_t from,
+		      uint64_t to, struct obuf *b)
+{
+	size_t rows = ROW_BUFFER / e->s->ops->record_size(e->s), got;
+
+	if (!rows)
+		rows = 1;
+	c->pos = from;
+	while (c->pos < to) {
+		size_t want = to - c->pos < rows ? (size_t)(to - c->pos) : rows;
+
+		if (!(got = sh5_cursor_read(c, buf, want)))
+			break;
+		if (emit_rows(e, prefix, buf, got, b) < 0)
+			return -1;
+	}
+	return c->damaged ? 1 : 0;
+}
+
+/* The child: its segments, framed, to fd.  Exits. */
+static void seg_child(int fd, const struct opts *o, struct sel *v,
+		      size_t n, void *buf, struct obuf *b)
+{
+	uint64_t g = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct sh5_cursor c;
+		char prefix[256];
+		uint64_t at, step;
+
+		/* The parent fails on the same entry and stops. */
+		if (sh5_cursor_open(&c, v[i].dset, v[i].s, 0, NULL) < 0)
+			_exit(0);
+		prefix_of(o, &v[i], prefix, sizeof(prefix));
+		step = seg_rows(&c);
+		for (at = 0; at < c.nrows; at += step, g++) {
+			struct frame fr;
+			int r;
+
+			if (!(g & 1))
+				continue;
+			memset(&fr, 0, sizeof(fr));
+			r = do_segment(&c, &v[i], prefix, buf, at,
+				       at + step < c.nrows ? at + step :
+				       c.nrows, b);
+			if (r < 0 || obuf_flush(b) < 0)
 				_exit(3);
-			continue;
-		}
-		while ((got = sh5_cursor_read(&c, buf, rows ? rows : 1)) > 0) {
-			h.rows = got;
-			if (write_all(fd, &h, sizeof(h)) < 0 ||
-			    write_all(fd, buf, got * rs) < 0)
+			fr.end = r ? 2 : 1;
+			if (r) {
+				fr.lost = sh5_cursor_lost(&c);
+				snprintf(fr.reason, sizeof(fr.reason), "%s",
+					 c.reason);
+			}
+			if (write_all(fd, &fr, sizeof(fr)) < 0)
 				_exit(3);
 		}
-		h.rows = 0;
-		h.lost = sh5_cursor_lost(&c);
-		if (c.damaged)
-			snprintf(h.reason, sizeof(h.reason), "%s", c.reason);
 		sh5_cursor_close(&c);
-		if (write_all(fd, &h, sizeof(h)) < 0)
-			_exit(3);
 	}
 	_exit(0);
 }
 
+/* Frames from the child's pipe (the obuf's fd mode). */
+static int frame_flush(struct obuf *b)
+{
+	struct frame fr;
+
+	if (!b->len)
+		return 0;
+	memset(&fr, 0, sizeof(fr));
+	fr.len = b->len;
+	b->len = 0;
+	if (write_all(b->fd, &fr, sizeof(fr)) < 0 ||
+	    write_all(b->fd, b->p, (size_t)fr.len) < 0)
+		return -1;
+	return 0;
+}
+
+/* Copy (or drop) one segment of the child into out.  1 when it ended at
+ * damage (fr filled), 0 ok, -1 the child failed. */
+static int take_segment(int fd, struct obuf *out, int drop,
+			struct frame *fr)
+{
+	for (;;) {
+		uint64_t left;
+
+		if (read_all(fd, fr, sizeof(*fr)) < 0)
+			return -1;
+		if (fr->end)
+			return fr->end == 2;
+		for (left = fr->len; left;) {
+			size_t k;
+
+			if (out->len == OUT_BUFFER && obuf_flush(out) < 0)
+				return -2;
+			k = OUT_BUFFER - out->len;
+			if (k > left)
+				k = (size_t)left;
+			if (read_all(fd, out->p + out->len, k) < 0)
+				return -1;
+			if (!drop)
+				out->len += k;
+			left -= k;
+		}
+	}
+}
+
+/* 0 done (a write error is left in ferror(out->out) for the caller to
+ * report), -1 failed (reported), 1 no child could be started. */
 static int timeseries_piped(const struct opts *o, struct sel *v, size_t n,
 			    struct obuf *out, void *buf)
 {
-	int pfd[2], st = 0, rc = -1;
-	size_t done = 0;
+	int pfd[2], st = 0, rc = -1, werr = 0;
+	uint64_t g = 0;
+	size_t i;
 	pid_t pid;
 
 	if (pipe(pfd) < 0)
 		return 1;
+#ifdef F_SETPIPE_SZ
+	fcntl(pfd[1], F_SETPIPE_SZ, 1 << 20);
+#endif
 	if ((pid = fork()) < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
@@ -331,45 +447,72 @@ static int timeseries_piped(const struct opts *o, struct sel *v, size_t n,
 	}
 	if (pid == 0) {
 		close(pfd[0]);
-		reader_child(pfd[1], v, n, buf);
+		out->fd = pfd[1];
+		out->len = 0;
+		seg_child(pfd[1], o, v, n, buf, out);
 	}
 	close(pfd[1]);
-#ifdef F_SETPIPE_SZ
-	fcntl(pfd[0], F_SETPIPE_SZ, 1 << 20);
-#endif
-	while (done < n) {
-		struct blk_head h;
+	for (i = 0; i < n; i++) {
+		struct sh5_cursor c;
+		struct sh5_error err = { "" };
 		char prefix[256];
-		size_t i, rs;
+		uint64_t at, step, lost = 0;
+		int dead = 0;
+		char reason[200] = "";
 
-		if (read_all(pfd[0], &h, sizeof(h)) < 0 || h.idx >= n)
-			break;
-		i = (size_t)h.idx;
-		rs = v[i].s->ops->record_size(v[i].s);
-		if (h.status < 0) {
+		if (sh5_cursor_open(&c, v[i].dset, v[i].s, 0, &err) < 0) {
 			cli_error(o->input, "%s/%s/%s: %s", v[i].e.step,
-				  v[i].e.node, v[i].e.path, h.reason);
+				  v[i].e.node, v[i].e.path, err.text);
 			goto out;
 		}
-		if (!h.rows) {
-			if (h.reason[0])
-				cli_warn(o->input, "%s/%s/%s: %" PRIu64 " rows "
-					 "unreadable (%s)", v[i].e.step,
-					 v[i].e.node, v[i].e.path, h.lost,
-					 h.reason);
-			cli_progress("extracting", ++done, n);
-			continue;
-		}
-		if (h.rows * rs > ROW_BUFFER ||
-		    read_all(pfd[0], buf, (size_t)h.rows * rs) < 0)
-			break;
 		prefix_of(o, &v[i], prefix, sizeof(prefix));
-		if (emit_rows(&v[i], prefix, buf, (size_t)h.rows, out) < 0)
-			goto out;
-	}
-	if (done < n) {
-		cli_error(o->input, "the reading process failed");
-		goto out;
+		step = seg_rows(&c);
+		for (at = 0; at < c.nrows; at += step, g++) {
+			int r;
+
+			if (g & 1) {
+				struct frame fr;
+
+				r = take_segment(pfd[0], out, dead, &fr);
+				if (r == -1)
+					cli_error(o->input, "the reading "
+						  "process failed");
+				if (r < 0) {
+					sh5_cursor_close(&c);
+					werr = r == -2;
+					goto out;
+				}
+				if (r && !dead) {
+					dead = 1;
+					lost = fr.lost;
+					snprintf(reason, sizeof(reason), "%s",
+						 fr.reason);
+				}
+				continue;
+			}
+			if (dead)
+				continue;
+			r = do_segment(&c, &v[i], prefix, buf, at,
+				       at + step < c.nrows ? at + step :
+				       c.nrows, out);
+			if (r < 0) {
+				sh5_cursor_close(&c);
+				werr = 1;
+				goto out;
+			}
+			if (r) {
+				dead = 1;
+				lost = sh5_cursor_lost(&c);
+				snprintf(reason, sizeof(reason), "%s",
+					 c.reason);
+			}
+		}
+		sh5_cursor_close(&c);
+		if (dead)
+			cli_warn(o->input, "%s/%s/%s: %" PRIu64 " rows "
+				 "unreadable (%s)", v[i].e.step, v[i].e.node,
+				 v[i].e.path, lost, reason);
+		cli_progress("extracting", i + 1, n);
 	}
 	rc = 0;
 out:
@@ -377,6 +520,8 @@ out:
 	if (rc < 0)
 		kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
+	if (werr)
+		return 0;
 	if (!rc && (!WIFEXITED(st) || WEXITSTATUS(st))) {
 		cli_error(o->input, "the reading process failed");
 		rc = -1;
@@ -387,7 +532,7 @@ out:
 static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
 {
 	void *buf = malloc(ROW_BUFFER);
-	struct obuf ob = { malloc(OUT_BUFFER), 0, out };
+	struct obuf ob = { malloc(OUT_BUFFER), 0, out, -1 };
 	size_t i;
 	int rc = -1;
 
@@ -398,8 +543,8 @@ static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
 		return -1;
 	}
 	/* SH5MERGE_NO_FORK: one process (tests compare both). */
-	if (n > 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
-	    !getenv("SH5MERGE_NO_FORK")) {
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1 && !getenv("SH5MERGE_NO_FORK") &&
+	    all_buffered(o, v, n)) {
 		rc = timeseries_piped(o, v, n, &ob, buf);
 		if (rc <= 0)
 			goto out;
@@ -433,8 +578,7 @@ static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
 	}
 	rc = 0;
 out:
-	if (obuf_flush(&ob) < 0)
-		rc = -1;
+	obuf_flush(&ob); /* an error stays in ferror(out) */
 	free(ob.p);
 	free(buf);
 	return rc;
