@@ -305,14 +305,18 @@ static int all_buffered(const struct opts *o, const struct sel *v, size_t n)
 	return 1;
 }
 
-/* Rows per segment of a cursor: whole chunks, about SEG_ROWS. */
+/* Rows per segment of a cursor: whole chunks, about SEG_ROWS
+ * (SH5MERGE_EXTRACT_SEGMENT overrides it, for tests). */
 static uint64_t seg_rows(const struct sh5_cursor *c)
 {
-	uint64_t cr = c->chunk_rows;
+	uint64_t cr = c->chunk_rows, want = SEG_ROWS;
+	const char *e = getenv("SH5MERGE_EXTRACT_SEGMENT");
 
+	if (e && strtoull(e, NULL, 10) > 0)
+		want = strtoull(e, NULL, 10);
 	if (!cr)
-		return SEG_ROWS;
-	return cr >= SEG_ROWS ? cr : SEG_ROWS / cr * cr;
+		return want;
+	return cr >= want ? cr : want / cr * cr;
 }
 
 /* Read and format rows [from, to) of an open cursor into b.  1 when the

@@ -1,0 +1,95 @@
+#!/bin/bash
+# extract_parallel.sh: sh5merge extract in two processes (segments of
+# whole chunks alternate between them) writes exactly what one process
+# writes: same CSV bytes, same warnings, same exit status, on intact job
+# files (ours: compressed chunks; stock: one chunk per series) and on
+# damaged ones (the first damaged chunk ends the series, whichever
+# process read it).
+. "$top_srcdir/tests/tools/merge_lib.sh"
+
+# same NAME FILE ARGS...: extract with one-chunk segments in two
+# processes and in one; stdout, stderr and exit status must agree.
+same() {
+	local name=$1 f=$2 rc1 rc2
+	shift 2
+	SH5MERGE_EXTRACT_SEGMENT=1 $SH5MERGE extract -i "$f" "$@" >p.csv 2>p.err
+	rc1=$?
+	SH5MERGE_NO_FORK=1 $SH5MERGE extract -i "$f" "$@" >s.csv 2>s.err
+	rc2=$?
+	[ $rc1 -eq $rc2 ] || fail "$name: exit $rc1 in two processes, $rc2 in one"
+	cmp -s p.csv s.csv || { diff p.csv s.csv | head; fail "$name: CSV differs"; }
+	cmp -s p.err s.err || { diff p.err s.err; fail "$name: stderr differs"; }
+	[ -s p.csv ] || fail "$name: no output"
+	echo "ok: $name"
+}
+
+mkdir -p prof/u
+$GEN -d prof/u -j 601 -n 3 -t 2 -s 1900 -f sh5 -E -r 5 || fail "gen_job sh5"
+$GEN -d prof/u -j 602 -n 2 -t 2 -s 250 -f stock -E -r 6 || fail "gen_job stock"
+$SH5MERGE merge -q -j 601 -p prof -u u -o ours.h5 || fail "merge ours"
+$SH5MERGE merge -q -j 602 -p prof -u u -o stock.h5 || fail "merge stock"
+
+# Ours: several chunks per series, so one series spans both processes.
+cr=$($PY -c 'import h5py,sys; print(h5py.File(sys.argv[1],"r")["Steps/0/Nodes/node1/Tasks/0"].chunks[0])' ours.h5) ||
+	fail "reading the chunk layout"
+[ $((1900 / cr)) -ge 3 ] || fail "want several chunks per series, got rows of $cr"
+rows=$(SH5MERGE_EXTRACT_SEGMENT=1 $SH5MERGE extract -i ours.h5 | wc -l)
+[ "$rows" -eq $((3 * 2 * 1900 + 1)) ] || fail "ours: $rows lines"
+$CHECK csv ours.h5 <(SH5MERGE_EXTRACT_SEGMENT=1 $SH5MERGE extract -i ours.h5) Tasks ||
+	fail "ours: values"
+same "ours, all tasks" ours.h5
+same "ours, default segments" ours.h5 -o /dev/stdout
+same "ours, one node" ours.h5 -n node2
+same "ours, one task" ours.h5 -t 3
+same "ours, energy" ours.h5 -S Energy
+same "ours, totals" ours.h5 -l totals
+same "ours, field" ours.h5 -F RSS
+same "stock, all tasks" stock.h5
+same "stock, one node" stock.h5 -n node1 -t 1
+
+# Damage: a chunk of one series overwritten (ours: compressed, so the
+# chunk fails to decode; stock: zeroed, read as never written).  Chunks
+# 1, 2 and both: with one-chunk segments, one of them falls to each
+# process.
+damage() { # damage IN OUT SERIES FILL CHUNK...
+	cp "$1" "$2"
+	$PY - "$2" "$3" "$4" "${@:5}" <<'PY' || fail "damaging $2"
+import sys, h5py
+path, series, fill, idx = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+f = h5py.File(path, "r")
+d = f[series]
+infos = [d.id.get_chunk_info(int(i)) for i in idx]
+f.close()
+with open(path, "r+b") as fh:
+    for info in infos:
+        fh.seek(info.byte_offset)
+        n = min(64, info.size) if fill == "ff" else info.size
+        fh.write((b"\xff" if fill == "ff" else b"\0") * n)
+PY
+}
+for c in 1 2 "1 2"; do
+	damage ours.h5 bad.h5 Steps/0/Nodes/node2/Tasks/3 ff $c
+	same "ours, chunk(s) $c corrupt" bad.h5
+	grep -q 'node2/Tasks/3: [0-9]* rows unreadable' p.err ||
+		fail "ours, chunk(s) $c corrupt: no warning"
+	lost=$(sed -n 's/.*node2\/Tasks\/3: \([0-9]*\) rows unreadable.*/\1/p' p.err)
+	first=${c%% *}
+	[ "$lost" -eq $((1900 - first * cr)) ] ||
+		fail "ours, chunk(s) $c corrupt: $lost rows lost"
+done
+# Stock job files hold a series in one chunk: zero the middle of it.
+cp stock.h5 bad.h5
+$PY - bad.h5 <<'PY' || fail "zeroing"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+d = f["Steps/0/Nodes/node1/Tasks/1"]
+info = d.id.get_chunk_info(0)
+rs = d.dtype.itemsize
+f.close()
+with open(sys.argv[1], "r+b") as fh:
+    fh.seek(info.byte_offset + 100 * rs)
+    fh.write(b"\0" * (20 * rs))
+PY
+same "stock, zero-filled rows" bad.h5
+grep -q 'node1/Tasks/1: 150 rows unreadable' p.err || { cat p.err; fail "stock: warning"; }
+echo "PASS: extract_parallel"
