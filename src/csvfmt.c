@@ -20,14 +20,16 @@ static const uint64_t pow10u[20] = { 1ULL, 10ULL, 100ULL, 1000ULL,
 	10000000000000000ULL, 100000000000000000ULL, 1000000000000000000ULL,
 	10000000000000000000ULL };
 
-/* Decimal digits of v (1 for 0). */
+/* Decimal digits of v (1 for 0): log10 from the bit length (1233/4096
+ * is just above log10(2)), corrected by one comparison. */
 static inline size_t ndigits(uint64_t v)
 {
-	size_t n = 1;
+	unsigned t;
 
-	while (n < 20 && v >= pow10u[n])
-		n++;
-	return n;
+	if (!v)
+		return 1;
+	t = ((64u - (unsigned)__builtin_clzll(v)) * 1233u) >> 12;
+	return t - (v < pow10u[t]) + 1;
 }
 
 /* Write exactly n digits of v (with leading zeros) ending before end. */
