@@ -32,19 +32,40 @@ static inline size_t ndigits(uint64_t v)
 	return t - (v < pow10u[t]) + 1;
 }
 
-/* Write exactly n digits of v (with leading zeros) ending before end. */
+/* Write exactly n digits of v < 10^n (with leading zeros) ending before
+ * end.  Eight digits at a time with one 64-bit division, the rest in
+ * 32-bit arithmetic (cheaper divisions by constants). */
 static inline void put_digits(char *end, uint64_t v, size_t n)
 {
-	while (n >= 2) {
-		unsigned k = (unsigned)(v % 100) * 2;
+	uint32_t w;
 
-		v /= 100;
+	while (n > 8) {
+		uint64_t q = v / 100000000;
+		uint32_t r = (uint32_t)(v - q * 100000000);
+		uint32_t hi = r / 10000, lo = r - hi * 10000;
+		unsigned a = lo / 100, b = lo - a * 100;
+		unsigned c = hi / 100, d = hi - c * 100;
+
+		end -= 8;
+		memcpy(end + 6, digits2 + b * 2, 2);
+		memcpy(end + 4, digits2 + a * 2, 2);
+		memcpy(end + 2, digits2 + d * 2, 2);
+		memcpy(end, digits2 + c * 2, 2);
+		v = q;
+		n -= 8;
+	}
+	w = (uint32_t)v;
+	while (n >= 2) {
+		uint32_t q = w / 100;
+		unsigned k = (unsigned)(w - q * 100) * 2;
+
+		w = q;
 		*--end = digits2[k + 1];
 		*--end = digits2[k];
 		n -= 2;
 	}
 	if (n)
-		*--end = (char)('0' + v % 10);
+		*--end = (char)('0' + w);
 }
 
 size_t sh5_fmt_u64(char *buf, uint64_t v)
