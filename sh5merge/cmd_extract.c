@@ -191,6 +191,8 @@ struct obuf {
 	size_t len;
 	FILE *out;
 	int fd;           /* >= 0: frames to this pipe (the child) */
+	int splice;       /* the parent may splice the child's CSV to out */
+	int err;          /* errno of a failed splice (no ferror(out) then) */
 };
 
 static int frame_flush(struct obuf *b);
@@ -250,7 +252,8 @@ static int emit_rows(const struct sel *e, const char *prefix,
 
 struct frame {
 	uint64_t len;     /* bytes of CSV that follow (data frame) */
-	int64_t end;      /* 0 data, 1 end of segment, 2 end at damage */
+	int64_t end;      /* 0 data, 1 end of segment, 2 end at damage,
+			   * 3 the series could not be opened (reason) */
 	uint64_t lost;
 	char reason[200];
 };
@@ -307,9 +310,9 @@ static int all_buffered(const struct opts *o, const struct sel *v, size_t n)
 
 /* Rows per segment of a cursor: whole chunks, about SEG_ROWS
  * (SH5MERGE_EXTRACT_SEGMENT overrides it, for tests). */
-static uint64_t seg_rows(const struct sh5_cursor *c)
+static uint64_t seg_rows(uint64_t cr)
 {
-	uint64_t cr = c->chunk_rows, want = SEG_ROWS;
+	uint64_t want = SEG_ROWS;
 	const char *e = getenv("SH5MERGE_EXTRACT_SEGMENT");
 
 	if (e && strtoull(e, NULL, 10) > 0)
@@ -341,33 +344,84 @@ static int do_segment(struct sh5_cursor *c, const struct sel *e,
 	return c->damaged ? 1 : 0;
 }
 
-/* The child: its segments, framed, to fd.  Exits. */
-static void seg_child(int fd, const struct opts *o, struct sel *v,
-		      size_t n, void *buf, struct obuf *b)
+/* How a series is cut, worked out before the fork so that both
+ * processes agree without opening every series: rows and chunk rows as
+ * the cursor finds them, and the global index of its first segment. */
+struct segs {
+	uint64_t nrows, step, first, count;
+};
+
+static void plan_segments(const struct sel *v, size_t n, struct segs *sg)
 {
 	uint64_t g = 0;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		struct sh5_cursor c;
-		char prefix[256];
-		uint64_t at, step;
+		hid_t sp = H5Dget_space(v[i].dset);
+		hid_t dcpl = H5Dget_create_plist(v[i].dset);
+		hsize_t dims[1] = { 0 }, cdims[1] = { 0 };
+		uint64_t cr = 0;
 
-		/* The parent fails on the same entry and stops. */
-		if (sh5_cursor_open(&c, v[i].dset, v[i].s, 0, NULL) < 0)
+		sg[i].nrows = 0;
+		if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 &&
+		    H5Sget_simple_extent_dims(sp, dims, NULL) == 1)
+			sg[i].nrows = dims[0];
+		if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
+		    H5Pget_chunk(dcpl, 1, cdims) == 1 && cdims[0] > 0)
+			cr = cdims[0];
+		if (sp >= 0)
+			H5Sclose(sp);
+		if (dcpl >= 0)
+			H5Pclose(dcpl);
+		sg[i].step = seg_rows(cr);
+		sg[i].first = g;
+		sg[i].count = (sg[i].nrows + sg[i].step - 1) / sg[i].step;
+		g += sg[i].count;
+	}
+}
+
+/* Does the process of parity `mine` own a segment of this series? */
+static int owns(const struct segs *sg, unsigned mine)
+{
+	return sg->count > 1 || (sg->count == 1 && (sg->first & 1) == mine);
+}
+
+/* The child: its (odd) segments, framed, to fd.  Exits. */
+static void seg_child(int fd, const struct opts *o, struct sel *v,
+		      size_t n, const struct segs *sg, void *buf,
+		      struct obuf *b)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct sh5_cursor c;
+		struct sh5_error err = { "" };
+		char prefix[256];
+		uint64_t k, at;
+
+		if (!owns(&sg[i], 1))
+			continue;
+		if (sh5_cursor_open(&c, v[i].dset, v[i].s, 0, &err) < 0) {
+			struct frame fr;
+
+			memset(&fr, 0, sizeof(fr));
+			fr.end = 3;
+			snprintf(fr.reason, sizeof(fr.reason), "%s", err.text);
+			write_all(fd, &fr, sizeof(fr));
 			_exit(0);
+		}
 		prefix_of(o, &v[i], prefix, sizeof(prefix));
-		step = seg_rows(&c);
-		for (at = 0; at < c.nrows; at += step, g++) {
+		for (k = 0; k < sg[i].count; k++) {
 			struct frame fr;
 			int r;
 
-			if (!(g & 1))
+			if (!((sg[i].first + k) & 1))
 				continue;
+			at = k * sg[i].step;
 			memset(&fr, 0, sizeof(fr));
 			r = do_segment(&c, &v[i], prefix, buf, at,
-				       at + step < c.nrows ? at + step :
-				       c.nrows, b);
+				       at + sg[i].step < sg[i].nrows ?
+				       at + sg[i].step : sg[i].nrows, b);
 			if (r < 0 || obuf_flush(b) < 0)
 				_exit(3);
 			fr.end = r ? 2 : 1;
@@ -410,9 +464,38 @@ static int take_segment(int fd, struct obuf *out, int drop,
 
 		if (read_all(fd, fr, sizeof(*fr)) < 0)
 			return -1;
+		if (fr->end == 3)
+			return -3;
 		if (fr->end)
 			return fr->end == 2;
-		for (left = fr->len; left;) {
+		left = fr->len;
+#ifdef SPLICE_F_MOVE
+		/* Straight from the pipe into the output, in order: the
+		 * bytes cross no buffer of this process. */
+		if (!drop && out->splice && obuf_flush(out) == 0 &&
+		    fflush(out->out) == 0) {
+			while (left) {
+				ssize_t k = splice(fd, NULL, fileno(out->out),
+						   NULL, (size_t)left,
+						   SPLICE_F_MOVE);
+
+				if (k < 0 && errno == EINTR)
+					continue;
+				if (k == 0)
+					return -1; /* the child is gone */
+				if (k < 0)
+					break;
+				left -= (uint64_t)k;
+			}
+			if (left && errno != EINVAL) {
+				out->err = errno;
+				return -2;
+			}
+			if (left)
+				out->splice = 0; /* not supported: copy */
+		}
+#endif
+		while (left) {
 			size_t k;
 
 			if (out->len == OUT_BUFFER && obuf_flush(out) < 0)
@@ -435,56 +518,60 @@ static int timeseries_piped(const struct opts *o, struct sel *v, size_t n,
 			    struct obuf *out, void *buf)
 {
 	int pfd[2], st = 0, rc = -1, werr = 0;
-	uint64_t g = 0;
+	struct segs *sg = calloc(n ? n : 1, sizeof(*sg));
 	size_t i;
 	pid_t pid;
 
-	if (pipe(pfd) < 0)
+	if (!sg)
 		return 1;
+	plan_segments(v, n, sg);
+	if (pipe(pfd) < 0) {
+		free(sg);
+		return 1;
+	}
 #ifdef F_SETPIPE_SZ
 	fcntl(pfd[1], F_SETPIPE_SZ, 1 << 20);
 #endif
 	if ((pid = fork()) < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
+		free(sg);
 		return 1;
 	}
 	if (pid == 0) {
 		close(pfd[0]);
 		out->fd = pfd[1];
 		out->len = 0;
-		seg_child(pfd[1], o, v, n, buf, out);
+		seg_child(pfd[1], o, v, n, sg, buf, out);
 	}
 	close(pfd[1]);
 	for (i = 0; i < n; i++) {
 		struct sh5_cursor c;
 		struct sh5_error err = { "" };
 		char prefix[256];
-		uint64_t at, step, lost = 0;
-		int dead = 0;
+		uint64_t k, at, lost = 0;
+		int dead = 0, open = 0;
 		char reason[200] = "";
 
-		if (sh5_cursor_open(&c, v[i].dset, v[i].s, 0, &err) < 0) {
-			cli_error(o->input, "%s/%s/%s: %s", v[i].e.step,
-				  v[i].e.node, v[i].e.path, err.text);
-			goto out;
-		}
 		prefix_of(o, &v[i], prefix, sizeof(prefix));
-		step = seg_rows(&c);
-		for (at = 0; at < c.nrows; at += step, g++) {
+		for (k = 0; k < sg[i].count; k++) {
 			int r;
 
-			if (g & 1) {
+			at = k * sg[i].step;
+			if ((sg[i].first + k) & 1) {
 				struct frame fr;
 
 				r = take_segment(pfd[0], out, dead, &fr);
-				if (r == -1)
+				if (r == -3)
+					cli_error(o->input, "%s/%s/%s: %s",
+						  v[i].e.step, v[i].e.node,
+						  v[i].e.path, fr.reason);
+				else if (r == -1)
 					cli_error(o->input, "the reading "
 						  "process failed");
 				if (r < 0) {
-					sh5_cursor_close(&c);
 					werr = r == -2;
-					goto out;
+					goto fail;
 				}
 				if (r && !dead) {
 					dead = 1;
@@ -496,13 +583,19 @@ static int timeseries_piped(const struct opts *o, struct sel *v, size_t n,
 			}
 			if (dead)
 				continue;
-			r = do_segment(&c, &v[i], prefix, buf, at,
-				       at + step < c.nrows ? at + step :
-				       c.nrows, out);
-			if (r < 0) {
-				sh5_cursor_close(&c);
-				werr = 1;
+			if (!open && sh5_cursor_open(&c, v[i].dset, v[i].s, 0,
+						     &err) < 0) {
+				cli_error(o->input, "%s/%s/%s: %s", v[i].e.step,
+					  v[i].e.node, v[i].e.path, err.text);
 				goto out;
+			}
+			open = 1;
+			r = do_segment(&c, &v[i], prefix, buf, at,
+				       at + sg[i].step < sg[i].nrows ?
+				       at + sg[i].step : sg[i].nrows, out);
+			if (r < 0) {
+				werr = 1;
+				goto fail;
 			}
 			if (r) {
 				dead = 1;
@@ -511,12 +604,19 @@ static int timeseries_piped(const struct opts *o, struct sel *v, size_t n,
 					 c.reason);
 			}
 		}
-		sh5_cursor_close(&c);
+		if (open)
+			sh5_cursor_close(&c);
+		open = 0;
 		if (dead)
 			cli_warn(o->input, "%s/%s/%s: %" PRIu64 " rows "
 				 "unreadable (%s)", v[i].e.step, v[i].e.node,
 				 v[i].e.path, lost, reason);
 		cli_progress("extracting", i + 1, n);
+		continue;
+fail:
+		if (open)
+			sh5_cursor_close(&c);
+		goto out;
 	}
 	rc = 0;
 out:
@@ -524,6 +624,12 @@ out:
 	if (rc < 0)
 		kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
+	free(sg);
+	if (werr && out->err && !ferror(out->out)) {
+		cli_error(o->output ? o->output : "stdout", "write error: %s",
+			  strerror(out->err));
+		return -1;
+	}
 	if (werr)
 		return 0;
 	if (!rc && (!WIFEXITED(st) || WEXITSTATUS(st))) {
@@ -536,7 +642,7 @@ out:
 static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
 {
 	void *buf = malloc(ROW_BUFFER);
-	struct obuf ob = { malloc(OUT_BUFFER), 0, out, -1 };
+	struct obuf ob = { malloc(OUT_BUFFER), 0, out, -1, 1, 0 };
 	size_t i;
 	int rc = -1;
 

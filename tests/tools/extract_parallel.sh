@@ -45,6 +45,18 @@ same "ours, energy" ours.h5 -S Energy
 same "ours, totals" ours.h5 -l totals
 same "ours, field" ours.h5 -F RSS
 same "stock, all tasks" stock.h5
+# Into a pipe (the child's CSV is spliced or copied), and a full disk.
+$SH5MERGE extract -i ours.h5 | cat >piped.csv
+SH5MERGE_NO_FORK=1 $SH5MERGE extract -i ours.h5 >s.csv
+cmp -s piped.csv s.csv || fail "extract into a pipe differs"
+for mode in SH5MERGE_EXTRACT_SEGMENT=1 SH5MERGE_NO_FORK=1; do
+	env $mode $SH5MERGE extract -i ours.h5 -o /dev/full 2>full.err
+	rc=$?
+	[ $rc -eq 1 ] || fail "full disk ($mode): exit $rc"
+	grep -q '^sh5merge: /dev/full: write error' full.err ||
+		{ cat full.err; fail "full disk ($mode): message"; }
+done
+echo "ok: pipe, full disk"
 same "stock, one node" stock.h5 -n node1 -t 1
 
 # Chunks of 13 rows (not a multiple of the 8-row blocks the shuffle
