@@ -15,6 +15,14 @@
  * lives; it is created under a temporary name and renamed into place
  * after locking, so a scanner never mistakes a starting owner for a dead
  * one.  Temporary files start with '.'.
+ *
+ * Batches: "cur" (formed from the queue) and "spill" (formed while a POST
+ * hangs) are each either empty, in flight, or held (not delivered, not
+ * spooled: the spool refused them); held ones are spooled or delivered
+ * later, the oldest first among them and the own spool files, by
+ * formation time.  New batches are formed only when none is held.
+ * Delivered spool files that could not be removed are listed in undel[]
+ * (skipped by scans, removed later).
  */
 #include "config.h"
 
@@ -1671,11 +1679,13 @@ static void send_spooled(struct sh5_stream *s)
 		if (errno == ENOENT) {
 			/* evicted by another stream (which counted it) */
 		} else if (errno == EFBIG) {
-			if (sp_unlink(path) == 0) {
-				pthread_mutex_lock(&s->lock);
-				s->st.dropped_spool += sn.n;
-				pthread_mutex_unlock(&s->lock);
+			if (sp_unlink(path) < 0) {
+				spool_failed(s, errno);
+				return;
 			}
+			pthread_mutex_lock(&s->lock);
+			s->st.dropped_spool += sn.n;
+			pthread_mutex_unlock(&s->lock);
 		} else {
 			/* refused for now (privileges switched...) */
 			spool_failed(s, errno);
@@ -1742,7 +1752,7 @@ static void send_new(struct sh5_stream *s, int backoff)
 	enum post_result r;
 
 	s->cur.held = 1;
-	if (backoff || s->own_files > 0 || s->nundel > 0) {
+	if (backoff || s->own_files > 0) {
 		if (s->spool_dir && mono_ns() >= s->spool_retry_at)
 			spool_write(s, &s->cur);
 		return;

@@ -979,8 +979,9 @@ static void *restore_root_later(void *arg)
 	return NULL;
 }
 
-/* slurmstepd drops privileges for moments (to fork tasks as the user);
- * a spool write refused then is tried again: nothing is lost. */
+/* slurmstepd drops privileges for moments (to fork tasks as the user),
+ * for every thread: the sender's spool writes still succeed (it sets its
+ * own filesystem uid back), nothing is lost. */
 START_TEST(test_stream_spool_retried_after_privilege_drop)
 {
 	struct sh5_stream_conf conf;
