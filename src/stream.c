@@ -1877,8 +1877,15 @@ static void *sender_main(void *arg)
 		/* sleep until something is due (push() wakes us when the
 		 * queue stops being empty or fills a batch) */
 		wake = now + 3600 * 1000000000LL;
-		if (s->spool_dir && s->next_scan < wake)
-			wake = s->next_scan;
+		if (s->spool_dir && !s->closing) {
+			int64_t scan_at = s->next_scan;
+
+			/* no scan before the spool may be used again */
+			if (!spool_now && scan_at < s->spool_retry_at)
+				scan_at = s->spool_retry_at;
+			if (scan_at < wake)
+				wake = scan_at;
+		}
 		if (s->spool_dir && !spool_now && s->spool_retry_at < wake)
 			wake = s->spool_retry_at;
 		if (s->count > 0 && !h &&
