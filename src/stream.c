@@ -1194,7 +1194,8 @@ static void spool_scan(struct sh5_stream *s, uint64_t evict)
 				/* gone (another stream adopted it) or
 				 * refused for now: look again soon */
 				if (errno != ENOENT)
-					s->next_scan = mono_ns() + SPOOL_RETRY_NS;
+					s->next_scan =
+						mono_ns() + SPOOL_RETRY_NS;
 				continue;
 			}
 		} else {
@@ -2240,7 +2241,8 @@ int sh5_stream_close(struct sh5_stream *s, long deadline_ms,
 	s->abort_at = end - reserve;
 	/* the sender's last spooling ends a little before close() gives up
 	 * waiting, so that the counters it returns are final */
-	s->hard_end = end - (reserve / 5 < 50000000LL ? reserve / 5 : 50000000LL);
+	s->hard_end = end - (reserve / 5 < 50000000LL ? reserve / 5 :
+							50000000LL);
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	curl_multi_wakeup(s->multi);

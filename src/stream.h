@@ -124,8 +124,8 @@ struct sh5_stream_tags {
 /* Counters of a stream's life (samples unless said otherwise). */
 struct sh5_stream_stats {
 	uint64_t pushed;	/* accepted by sh5_stream_push() */
-	uint64_t sent;		/* of this stream, delivered (2xx) straight
-				   from memory */
+	uint64_t sent;		/* of this stream, delivered (2xx)
+				   straight from memory */
 	uint64_t recovered;	/* delivered from spool files (this stream's
 				   or earlier streams') */
 	uint64_t spooled;	/* of this stream, written to the spool

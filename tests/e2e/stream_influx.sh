@@ -76,12 +76,14 @@ stream_step_done "$job3"
 f3=$PROFDIR/$JOBUSER/${job3}_0_$NODE.h5
 assert_file "$f3"
 count_step "$f3"
-assert_ge 1 "$(h5_attr "$f3" "Stream Recovered")" "step 3 delivered step 2's spool"
+assert_ge 1 "$(h5_attr "$f3" "Stream Recovered")" \
+	"step 3 delivered step 2's spool"
 if ls "$SPOOL"/*.lp >/dev/null 2>&1; then
 	fail "spool not empty: $(ls "$SPOOL")"
 fi
 # each spooled sample delivered exactly once (none twice, none lost)
-assert_eq "$spooled_sum" "$recovered_sum" "samples recovered from the spool (all steps)"
+assert_eq "$spooled_sum" "$recovered_sum" \
+	"samples recovered from the spool (all steps)"
 # nothing missing in InfluxDB, nothing extra (same count per series)
 out=$(stream_compare "$f1" "$f2" "$f3") || fail "after restart: $out"
 note "$out"

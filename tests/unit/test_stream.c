@@ -1146,7 +1146,8 @@ static void *fault_off_later(void *arg)
 START_TEST(test_stream_spool_transient_faults_exact)
 {
 	struct sh5_stream_conf conf;
-	struct sh5_stream_tags t1 = { "706", "0", "n1" }, t2 = { "706", "1", "n1" };
+	struct sh5_stream_tags t1 = { "706", "0", "n1" };
+	struct sh5_stream_tags t2 = { "706", "1", "n1" };
 	struct sh5_stream_stats st1, st2;
 	struct sh5_error err = { "" };
 	struct sh5_stream *s;
@@ -1192,7 +1193,8 @@ START_TEST(test_stream_spool_transient_faults_exact)
 	ck_assert_int_eq(st1.closed_in_time, 1);
 	ck_assert_uint_eq(st1.pushed, 240);
 	ck_assert_uint_eq(st1.sent, 0);
-	ck_assert_uint_eq(st1.unsent + st1.dropped_queue + st1.dropped_spool, 0);
+	ck_assert_uint_eq(st1.unsent + st1.dropped_queue + st1.dropped_spool,
+			  0);
 	ck_assert_uint_eq(st1.spooled, 240);
 	ck_assert_uint_eq(spooled_samples(spool, &files), 240);
 
