@@ -567,56 +567,81 @@ int sh5_fkind_from_name(const char *name, enum sh5_fkind *out)
 	return 0;
 }
 
-/* Read a 1-D string array attribute into a calloc'd vector of n strings
- * (variable-length); returns number read or -1. */
+/* Read a 1-D string array attribute into a calloc'd vector of n
+ * malloc'd strings; returns n or -1.  Reads both fixed-length arrays (what
+ * sh5_series_write_attrs writes) and variable-length ones (files of
+ * earlier builds). */
 static int read_str_array(hid_t obj, const char *attr, char ***out)
 {
-	hid_t a = -1, sp = -1, st = -1;
-	hssize_t n;
-	char **v = NULL;
+	hid_t a = -1, sp = -1, ft = -1, mt = -1;
+	hssize_t n = 0;
+	char **v = NULL, **vl = NULL, *buf = NULL;
+	size_t len, i;
+	int rc = -1;
 
 	*out = NULL;
 	if (H5Aexists(obj, attr) <= 0)
 		return -1;
 	if ((a = H5Aopen(obj, attr, H5P_DEFAULT)) < 0 ||
 	    (sp = H5Aget_space(a)) < 0 ||
-	    (n = H5Sget_simple_extent_npoints(sp)) <= 0)
-		goto error;
-	st = H5Tcopy(H5T_C_S1);
-	H5Tset_size(st, H5T_VARIABLE);
-	if (!(v = calloc((size_t)n, sizeof(*v))) ||
-	    H5Aread(a, st, v) < 0)
-		goto error;
-	H5Tclose(st);
-	H5Sclose(sp);
-	H5Aclose(a);
+	    (n = H5Sget_simple_extent_npoints(sp)) <= 0 ||
+	    (ft = H5Aget_type(a)) < 0 || H5Tget_class(ft) != H5T_STRING ||
+	    (mt = H5Tcopy(H5T_C_S1)) < 0 ||
+	    !(v = calloc((size_t)n, sizeof(*v))))
+		goto out;
+	if (H5Tis_variable_str(ft) > 0) {
+		H5Tset_size(mt, H5T_VARIABLE);
+		if (!(vl = calloc((size_t)n, sizeof(*vl))))
+			goto out;
+		if (H5Aread(a, mt, vl) < 0) {
+			free(vl);
+			vl = NULL;
+			goto out;
+		}
+		for (i = 0; i < (size_t)n; i++)
+			v[i] = strdup(vl[i] ? vl[i] : "");
+		H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, vl);
+		free(vl);
+	} else {
+		len = H5Tget_size(ft);
+		H5Tset_size(mt, len + 1); /* NUL-terminated in memory */
+		if (!(buf = calloc((size_t)n, len + 1)) ||
+		    H5Aread(a, mt, buf) < 0)
+			goto out;
+		for (i = 0; i < (size_t)n; i++)
+			v[i] = strndup(buf + i * (len + 1), len);
+	}
+	for (i = 0; i < (size_t)n; i++)
+		if (!v[i])
+			goto out;
 	*out = v;
-	return (int)n;
-error:
+	v = NULL;
+	rc = (int)n;
+out:
+	if (v)
+		for (i = 0; i < (size_t)n; i++)
+			free(v[i]);
 	free(v);
-	if (st >= 0)
-		H5Tclose(st);
+	free(buf);
+	if (mt >= 0)
+		H5Tclose(mt);
+	if (ft >= 0)
+		H5Tclose(ft);
 	if (sp >= 0)
 		H5Sclose(sp);
 	if (a >= 0)
 		H5Aclose(a);
-	return -1;
+	return rc;
 }
 
 static void free_str_array(char **v, int n)
 {
-	hid_t st;
-	hsize_t dim = (hsize_t)n;
-	hid_t sp;
+	int i;
 
 	if (!v)
 		return;
-	st = H5Tcopy(H5T_C_S1);
-	H5Tset_size(st, H5T_VARIABLE);
-	sp = H5Screate_simple(1, &dim, NULL);
-	H5Dvlen_reclaim(st, sp, H5P_DEFAULT, v);
-	H5Sclose(sp);
-	H5Tclose(st);
+	for (i = 0; i < n; i++)
+		free(v[i]);
 	free(v);
 }
 
@@ -716,23 +741,42 @@ error:
 	return NULL;
 }
 
+/*
+ * A 1-D array of fixed-length strings (padded with NULs to the longest).
+ * Not variable-length: those go to a global heap, whose first collection
+ * alone takes 4 KiB of every file (see doc/format.md, "Storage").
+ */
 static int write_str_array(hid_t obj, const char *attr,
 			   const char *const *v, size_t n,
 			   struct sh5_error *errp)
 {
 	hsize_t dim = n;
 	hid_t st = H5Tcopy(H5T_C_S1), sp = -1, a = -1;
+	size_t len = 1, i;
+	char *buf = NULL;
 	int rc = -1;
 
-	H5Tset_size(st, H5T_VARIABLE);
+	for (i = 0; i < n; i++)
+		if (strlen(v[i]) > len)
+			len = strlen(v[i]);
+	if (!(buf = calloc(n ? n : 1, len))) {
+		sh5_errprintf(errp, "cannot write attribute %s: out of memory",
+			      attr);
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		memcpy(buf + i * len, v[i], strlen(v[i]));
+	H5Tset_size(st, len);
+	H5Tset_strpad(st, H5T_STR_NULLPAD);
 	if ((sp = H5Screate_simple(1, &dim, NULL)) < 0 ||
 	    (a = H5Acreate2(obj, attr, st, sp, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
-	    H5Awrite(a, st, v) < 0) {
+	    H5Awrite(a, st, buf) < 0) {
 		sh5_errprintf_h5(errp, "cannot write attribute %s", attr);
 		goto out;
 	}
 	rc = 0;
 out:
+	free(buf);
 	if (a >= 0)
 		H5Aclose(a);
 	if (sp >= 0)

@@ -48,16 +48,31 @@ void sh5_writer_opts_init(struct sh5_writer_opts *o)
 	o->compression = 4;
 	o->shuffle = 1;
 	o->max_pending = 1u << 20;
+	o->chunk_rows = 0;
 }
 
+/*
+ * Chunk length: ten minutes of samples, at least 512 and at most 4096
+ * records.  Measured on real task and network samples
+ * (bench/sh5_replay -r, doc/format.md "Storage"): shuffle + deflate
+ * needs a few hundred records per chunk to reach its ratio (bytes per
+ * sample: 17.2 at 32 records, 14.2 at 128, 13.2 at 256, 12.7 at 300,
+ * 11.8 at 600, 11.9 at 1200) -- hence the floor, which at Slurm's usual
+ * 30 s sampling gives chunks of about 4 hours.  The ceiling bounds the
+ * flush cost: the last, partial chunk of a series is compressed and
+ * written again at every flush (and its old copy freed), so a flush
+ * costs up to one chunk per series (4096 task records: 360 KiB).
+ * Slurm's gather plugins sample at most once a second, i.e. 600
+ * records: 53 KiB per task and flush.
+ */
 size_t sh5_writer_chunk_rows(double hz)
 {
-	double rows = (hz > 0 ? hz : 1.0) * 300.0;
+	double rows = (hz > 0 ? hz : 1.0) * 600.0;
 
-	if (rows < 32)
-		return 32;
-	if (rows > 8192)
-		return 8192;
+	if (rows < 512)
+		return 512;
+	if (rows > 4096)
+		return 4096;
 	return (size_t)rows;
 }
 
@@ -80,6 +95,30 @@ static int put_attr(hid_t obj, const char *name, hid_t mtype, hid_t ftype,
 	return rc;
 }
 
+/*
+ * File creation properties.  Smaller B-tree nodes than HDF5's defaults:
+ * the first index node of every chunked dataset is allocated whole, and
+ * with the default istore_k (32: 64 chunks per node, 2096 bytes) it was
+ * the largest fixed cost of a node-step file (10 KiB for 4 tasks and the
+ * network); 4 gives 8 chunks (40 minutes at 1 Hz) in 304 bytes, and the
+ * tree grows as a job runs on (one more entry per chunk either way).
+ * Likewise the group B-tree (sym_k 16 -> 4; 4 is also the leaf default).
+ * Both are superblock fields every HDF5 release since 1.6 reads; the file
+ * format is still the earliest (H5Pset_libver_bounds with 1.8 bounds made
+ * long files larger here: more space lost to rewritten metadata).
+ */
+static hid_t file_create_plist(void)
+{
+	hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+
+	if (fcpl >= 0 && (H5Pset_istore_k(fcpl, 4) < 0 ||
+			  H5Pset_sym_k(fcpl, 4, 4) < 0)) {
+		H5Pclose(fcpl);
+		return -1;
+	}
+	return fcpl;
+}
+
 struct sh5_writer *sh5_writer_create(const char *path, int fd,
 				     const char *node,
 				     const struct sh5_writer_opts *opts,
@@ -88,7 +127,7 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 	struct sh5_writer *w;
 	char fdpath[64];
 	const char *open_path = path;
-	hid_t fapl = -1;
+	hid_t fapl = -1, fcpl = -1;
 	int32_t ver = FORMAT_VERSION;
 
 	if (!node || !node[0] || strlen(node) >= SH5_NAME_MAX ||
@@ -125,7 +164,10 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 	H5Pset_file_locking(fapl, 0, 1);
 #endif
 	H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
-	w->file = H5Fcreate(open_path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+	if ((fcpl = file_create_plist()) >= 0)
+		w->file = H5Fcreate(open_path, H5F_ACC_TRUNC, fcpl, fapl);
+	if (fcpl >= 0)
+		H5Pclose(fcpl);
 	H5Pclose(fapl);
 	if (w->file < 0)
 		goto h5error;
@@ -268,6 +310,7 @@ int sh5_writer_add_series(struct sh5_writer *w, const char *parent,
 	} else {
 		id = add_table(w, parent && parent[0] ? parent : NULL, s->name,
 			       s, s->ops->record_size(s),
+			       w->opts.chunk_rows ? w->opts.chunk_rows :
 			       sh5_writer_chunk_rows(sample_hz), errp);
 	}
 	pthread_mutex_unlock(&w->lock);

@@ -30,9 +30,12 @@ struct sh5_writer_opts {
 	int compression;     /* deflate level 0-9 (0: no deflate) */
 	int shuffle;         /* byte shuffle before deflate */
 	size_t max_pending;  /* records buffered per series before drops */
+	size_t chunk_rows;   /* records per chunk; 0: sh5_writer_chunk_rows()
+			      * of each series' sampling rate */
 };
 
-/* Defaults: deflate 4, shuffle on, 1 Mi records pending per series. */
+/* Defaults: deflate 4, shuffle on, 1 Mi records pending per series,
+ * chunks sized by the sampling rate. */
 void sh5_writer_opts_init(struct sh5_writer_opts *o);
 
 /*
@@ -114,8 +117,8 @@ void sh5_writer_stats(struct sh5_writer *w, struct sh5_writer_stats *st);
 int sh5_writer_close(struct sh5_writer *w, struct sh5_error *errp);
 
 /*
- * Chunk length (records) for a series sampled at hz: about five minutes
- * of samples, at least 32 and at most 8192.
+ * Chunk length (records) for a series sampled at hz (<= 0: 1 Hz): ten
+ * minutes of samples, at least 512 and at most 4096 (see writer.c).
  */
 size_t sh5_writer_chunk_rows(double hz);
 

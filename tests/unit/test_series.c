@@ -216,9 +216,11 @@ START_TEST(test_series_chunk_and_compression)
 	size_t ncd = 4;
 	int nf, i, have_shuffle = 0, level = -1;
 
-	ck_assert_uint_eq(sh5_writer_chunk_rows(1.0), 300);
-	ck_assert_uint_eq(sh5_writer_chunk_rows(0.01), 32);
-	ck_assert_uint_eq(sh5_writer_chunk_rows(1000.0), 8192);
+	ck_assert_uint_eq(sh5_writer_chunk_rows(1.0), 600);
+	ck_assert_uint_eq(sh5_writer_chunk_rows(2.0), 1200);
+	ck_assert_uint_eq(sh5_writer_chunk_rows(1.0 / 30), 512);
+	ck_assert_uint_eq(sh5_writer_chunk_rows(0.0), 600);
+	ck_assert_uint_eq(sh5_writer_chunk_rows(1000.0), 4096);
 	snprintf(path, sizeof(path), "%s/chunk.h5", tmpdir);
 	write_file(path, &kinds[1], 2000, 0);
 	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -226,7 +228,7 @@ START_TEST(test_series_chunk_and_compression)
 	dcpl = H5Dget_create_plist(d);
 	ck_assert_int_eq(H5Pget_layout(dcpl), H5D_CHUNKED);
 	H5Pget_chunk(dcpl, 1, &chunk);
-	ck_assert_uint_eq(chunk, 300);
+	ck_assert_uint_eq(chunk, 600);
 	nf = H5Pget_nfilters(dcpl);
 	for (i = 0; i < nf; i++) {
 		H5Z_filter_t fl;
@@ -246,6 +248,109 @@ START_TEST(test_series_chunk_and_compression)
 	H5Pclose(dcpl);
 	H5Dclose(d);
 	H5Fclose(f);
+}
+END_TEST
+
+/* Small B-tree nodes (file creation properties) and fixed-length string
+ * arrays for Field Kinds/Units: no global heap in the file. */
+START_TEST(test_series_file_settings)
+{
+	char path[300];
+	hid_t f, fcpl, d, a, t;
+	unsigned ik = 0, sym_ik = 0, sym_lk = 0;
+	H5F_info2_t fi;
+
+	snprintf(path, sizeof(path), "%s/settings.h5", tmpdir);
+	write_file(path, &kinds[0], 700, 100);
+	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	ck_assert_int_ge(f, 0);
+	fcpl = H5Fget_create_plist(f);
+	ck_assert_int_ge(H5Pget_istore_k(fcpl, &ik), 0);
+	ck_assert_int_ge(H5Pget_sym_k(fcpl, &sym_ik, &sym_lk), 0);
+	ck_assert_uint_eq(ik, 4);
+	ck_assert_uint_eq(sym_ik, 4);
+	ck_assert_uint_eq(sym_lk, 4);
+	H5Pclose(fcpl);
+	/* superblock 0 or 1: any HDF5 since 1.6 opens it */
+	ck_assert_int_ge(H5Fget_info2(f, &fi), 0);
+	ck_assert_uint_le(fi.super.version, 1);
+	d = open_dset(f, &kinds[0]);
+	a = H5Aopen(d, "Field Units", H5P_DEFAULT);
+	t = H5Aget_type(a);
+	ck_assert_int_eq(H5Tget_class(t), H5T_STRING);
+	ck_assert_int_eq(H5Tis_variable_str(t), 0);
+	H5Tclose(t);
+	H5Aclose(a);
+	H5Dclose(d);
+	H5Fclose(f);
+}
+END_TEST
+
+/* Put a string array attribute, variable-length or fixed-length. */
+static void put_strings(hid_t obj, const char *name, const char *const *v,
+			size_t n, int vlen)
+{
+	hsize_t dim = n;
+	hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate_simple(1, &dim, NULL), a;
+	char buf[8][8];
+	size_t i;
+
+	memset(buf, 0, sizeof(buf));
+	for (i = 0; i < n; i++)
+		snprintf(buf[i], sizeof(buf[i]), "%s", v[i]);
+	H5Tset_size(t, vlen ? H5T_VARIABLE : sizeof(buf[0]));
+	a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+	ck_assert_int_ge(a, 0);
+	ck_assert_int_ge(H5Awrite(a, t, vlen ? (const void *)v : buf), 0);
+	H5Aclose(a);
+	H5Sclose(sp);
+	H5Tclose(t);
+}
+
+/* Field Kinds/Units are read in both string forms (variable-length ones
+ * come from files of earlier builds) and override built-in knowledge. */
+START_TEST(test_series_attr_string_forms)
+{
+	const char *kinds_v[] = { "time", "time", "delta" };
+	const char *units_v[] = { "s", "s", "W" };
+	char path[300];
+	struct sh5_error err;
+	struct sh5_series *s;
+	hid_t f, t, sp, d;
+	hsize_t dim = 0, maxdim = H5S_UNLIMITED;
+	int vlen;
+
+	snprintf(path, sizeof(path), "%s/forms.h5", tmpdir);
+	for (vlen = 0; vlen <= 1; vlen++) {
+		f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+		t = H5Tcreate(H5T_COMPOUND, 24);
+		H5Tinsert(t, "ElapsedTime", 0, H5T_STD_U64LE);
+		H5Tinsert(t, "EpochTime", 8, H5T_STD_U64LE);
+		H5Tinsert(t, "Fan", 16, H5T_STD_U64LE);
+		sp = H5Screate_simple(1, &dim, &maxdim);
+		{
+			hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+			hsize_t ch = 16;
+
+			H5Pset_chunk(dcpl, 1, &ch);
+			d = H5Dcreate2(f, "Sensors", t, sp, H5P_DEFAULT, dcpl,
+				       H5P_DEFAULT);
+			H5Pclose(dcpl);
+		}
+		ck_assert_int_ge(d, 0);
+		put_strings(d, "Field Kinds", kinds_v, 3, vlen);
+		put_strings(d, "Field Units", units_v, 3, vlen);
+		s = sh5_series_from_dataset(NULL, "Sensors", d, &err);
+		ck_assert_msg(s != NULL, "%s", err.text);
+		ck_assert_uint_eq(s->nfields, 1);
+		ck_assert_int_eq(s->fields[0].kind, SH5_FK_DELTA);
+		ck_assert_str_eq(s->fields[0].unit, "W");
+		sh5_series_destroy(s);
+		H5Dclose(d);
+		H5Sclose(sp);
+		H5Tclose(t);
+		H5Fclose(f);
+	}
 }
 END_TEST
 
@@ -405,6 +510,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, test_series_roundtrip, 0, NKINDS * 6);
 	tcase_add_test(tc, test_series_attributes);
 	tcase_add_test(tc, test_series_chunk_and_compression);
+	tcase_add_test(tc, test_series_file_settings);
+	tcase_add_test(tc, test_series_attr_string_forms);
 	tcase_add_test(tc, test_series_odd_fields);
 	tcase_add_test(tc, test_series_totals);
 	tcase_add_test(tc, test_layout_safe_create);
