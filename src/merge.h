@@ -79,6 +79,10 @@ struct sh5_merge_hooks {
 	 * verified and renamed; -1 stops the merge. */
 	int (*finish)(void *arg, hid_t fout, struct sh5_error *errp);
 	void *arg;
+	/* Set when node_begin never returns 1 (no series is synchronized):
+	 * the reader child may then total the series whose compressed
+	 * chunks are copied raw and send only their totals. */
+	int never_sync;
 };
 
 struct sh5_merge_opts {

@@ -621,6 +621,7 @@ void sh5_mergesync_hooks(struct sh5_mergesync *ms,
 	h->node_end = hook_node_end;
 	h->finish = hook_finish;
 	h->arg = ms;
+	h->never_sync = ms->method != SH5_SYNC_OFFSET;
 }
 
 void sh5_mergesync_stats(const struct sh5_mergesync *ms,
