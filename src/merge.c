@@ -497,6 +497,7 @@ struct finfo {
 	uint64_t written;   /* rows merged */
 	uint64_t lost;      /* rows lost */
 	unsigned lost_objects;
+	int probe_hit;      /* hooks->probe returned 1 */
 	const char *status; /* merged, salvaged, skipped */
 	char reason[256];
 };
@@ -839,6 +840,9 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 	f->usable = 1;
 	f->status = "merged";
 	f->kind = ns->kind;
+	if (m->o->hooks && m->o->hooks->probe)
+		f->probe_hit = m->o->hooks->probe(m->o->hooks->arg,
+						  ns->node) > 0;
 	f->node_index = ns->node_index;
 	f->ntasks = ns->ntasks;
 	f->nnodes = ns->nnodes;
@@ -2282,7 +2286,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	char *tmp = NULL, *outdir = NULL;
 	hid_t fout = -1, fapl = -1;
 	size_t i, lo, done = 0;
-	int rc = -1, partial;
+	int rc = -1, partial, sync_maybe;
 
 	memset(&m, 0, sizeof(m));
 	m.feed_fd = -1;
@@ -2347,6 +2351,17 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	for (i = 0; i < m.nin; i++)
 		if (!m.fi[i].usable)
 			stats->skipped++;
+	sync_maybe = o->hooks && o->hooks->sync_rows && !o->hooks->never_sync;
+	if (o->hooks && o->hooks->checked) {
+		int any = 0;
+
+		for (i = 0; i < m.nin; i++)
+			any |= m.fi[i].usable && m.fi[i].probe_hit;
+		if ((sync_maybe = o->hooks->checked(o->hooks->arg, any,
+						    errp)) < 0)
+			goto out;
+		sync_maybe = sync_maybe && o->hooks->sync_rows;
+	}
 	if (stats->skipped == m.nin) {
 		errno = EINVAL;
 		sh5_errprintf(errp, "%s: none of the %zu node-step files of "
@@ -2368,8 +2383,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	/* The reader process starts before the output exists (it must not
 	 * share it).  It totals the series copied raw itself unless their
 	 * records may be synchronized (then they are read here). */
-	m.feed_totals = !o->hooks || !o->hooks->sync_rows ||
-			o->hooks->never_sync;
+	m.feed_totals = !sync_maybe;
 	feeder_start(&m, 0);
 	fout = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
 	if (fout < 0) {
