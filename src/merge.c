@@ -530,6 +530,7 @@ struct mstate {
 	char user[64], cluster[64];
 	size_t nsteps_written;
 	int write_failed;       /* an HDF5 write failed: stop */
+	int out_fd;             /* the temporary output, for early writeback */
 	hid_t dxpl;             /* small conversion buffers */
 	/* Second pass: a child process reads and decodes the records of
 	 * the inputs in order and streams them here (see feed_read()). */
@@ -2053,6 +2054,11 @@ static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 		}
 		if (m->o->progress)
 			m->o->progress(m->o->arg, 2, ++*done, m->nin);
+		/* Start writing back what HDF5 wrote so far: the fsync
+		 * before the rename then has little left to wait for. */
+		if (m->out_fd >= 0)
+			sync_file_range(m->out_fd, 0, 0,
+					SYNC_FILE_RANGE_WRITE);
 	}
 	for (i = 0; i < nsacc; i++) {
 		char tpath[2 * SH5_NAME_MAX + 16];
@@ -2290,6 +2296,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 
 	memset(&m, 0, sizeof(m));
 	m.feed_fd = -1;
+	m.out_fd = -1;
 	if (!stats)
 		stats = &dummy;
 	memset(stats, 0, sizeof(*stats));
@@ -2392,6 +2399,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	}
 	if (o->temp_path)
 		o->temp_path(o->arg, tmp);
+	m.out_fd = open(tmp, O_RDONLY | O_CLOEXEC);
 	{
 		hid_t sg = make_group(fout, "Steps");
 
@@ -2502,6 +2510,8 @@ fail_quiet:
 	}
 out:
 	feeder_stop(&m);
+	if (m.out_fd >= 0)
+		close(m.out_fd);
 	if (fout >= 0)
 		H5Fclose(fout);
 	if (fapl >= 0)
