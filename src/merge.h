@@ -79,6 +79,19 @@ struct sh5_merge_hooks {
 	 * verified and renamed; -1 stops the merge. */
 	int (*finish)(void *arg, hid_t fout, struct sh5_error *errp);
 	void *arg;
+	/* In the first pass (a checking child process), for each input
+	 * that opens: in_node is its node group.  Returns 1 when the file
+	 * holds what the hooks look for (clock-offset measurements), else
+	 * 0.  Lets the hooks decide without opening every file again. */
+	int (*probe)(void *arg, hid_t in_node);
+	/* After the first pass: any != 0 when probe returned 1 for some
+	 * input.  Returns 1 when node_begin may return 1, 0 when it never
+	 * will, -1 to stop the merge (errp set). */
+	int (*checked)(void *arg, int any, struct sh5_error *errp);
+	/* Without checked: set when node_begin never returns 1.  When no
+	 * series is synchronized the reader child totals the series and
+	 * sends records packed (only the totals of those copied raw). */
+	int never_sync;
 };
 
 struct sh5_merge_opts {

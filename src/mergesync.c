@@ -257,101 +257,6 @@ out:
 	return rc;
 }
 
-/*
- * Does any input carry a measurement?  The files are opened in a child
- * process (a damaged file can crash HDF5: the merge's first pass marks
- * it; here it must only end the child, and a new one goes on with the
- * next file).  The child writes one byte per file: '1' measurements, '0'
- * none or unreadable; it stops at the first '1'.  A child that makes
- * no progress for SH5MERGE_READ_TIMEOUT seconds (HDF5 loops on some
- * damaged files) is killed and the file skipped.
- */
-static void probe_child(const struct sh5_merge_opts *o,
-			const struct sh5_input *in, size_t n, size_t from,
-			int fd)
-{
-	size_t i;
-
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	signal(SIGPIPE, SIG_DFL);
-	for (i = from; i < n; i++) {
-		struct sh5_nodestep *ns = sh5_nodestep_open(in[i].path,
-							    in[i].node, o->job,
-							    in[i].step_id,
-							    NULL);
-		char c = ns && clock_rows(ns->node) > 0 ? '1' : '0';
-
-		sh5_nodestep_close(ns);
-		if (write(fd, &c, 1) != 1 || c == '1')
-			break;
-	}
-	_exit(0);
-}
-
-/* Seconds the probe may spend on one file: as the merge's readers
- * (SH5MERGE_READ_TIMEOUT, default 120). */
-static int probe_timeout(void)
-{
-	const char *e = getenv("SH5MERGE_READ_TIMEOUT");
-	long v = e ? strtol(e, NULL, 10) : 0;
-
-	return v > 0 && v < 86400 ? (int)v : 120;
-}
-
-static int any_measurement(const struct sh5_merge_opts *o)
-{
-	struct sh5_input *in = NULL;
-	size_t n = 0, next = 0;
-	int found = 0;
-
-	if (sh5_merge_discover(o->dir, o->job, o->steps, o->nsteps, &in, &n,
-			       NULL) < 0)
-		return 0;
-	fflush(NULL);
-	while (next < n && !found) {
-		int pfd[2];
-		pid_t pid;
-		char c;
-
-		if (pipe(pfd) < 0)
-			break;
-		if ((pid = fork()) < 0) {
-			close(pfd[0]);
-			close(pfd[1]);
-			break;
-		}
-		if (pid == 0) {
-			close(pfd[0]);
-			probe_child(o, in, n, next, pfd[1]);
-		}
-		close(pfd[1]);
-		for (;;) {
-			struct pollfd pf = { .fd = pfd[0], .events = POLLIN };
-			int r = poll(&pf, 1, probe_timeout() * 1000);
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r == 0)	/* HDF5 loops on some damaged files */
-				kill(pid, SIGKILL);
-			if (r <= 0 || read(pfd[0], &c, 1) != 1)
-				break;
-			next++;
-			if ((found = c == '1'))
-				break;
-		}
-		close(pfd[0]);
-		if (found)
-			kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		if (!found && next < n)
-			next++;		/* the child died or hung on this file */
-	}
-	sh5_inputs_free(in, n);
-	return found;
-}
-
 /* ------------------------------------------------------------------ */
 /* Hooks. */
 
@@ -410,6 +315,33 @@ static int put_u32(hid_t obj, const char *name, uint32_t v)
 static int put_f64(hid_t obj, const char *name, double v)
 {
 	return put_num(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+}
+
+/* The merge's first pass: does this input carry measurements? */
+static int hook_probe(void *arg, hid_t in_node)
+{
+	(void)arg;
+	return clock_rows(in_node) > 0;
+}
+
+static int hook_checked(void *arg, int any, struct sh5_error *errp)
+{
+	struct sh5_mergesync *ms = arg;
+
+	(void)errp;
+	if (ms->method == SH5_SYNC_AUTO) {
+		if (any) {
+			ms->method = SH5_SYNC_OFFSET;
+			ms->note = "auto: offset (the node-step files carry "
+				   "clock-offset measurements)";
+		} else {
+			ms->method = SH5_SYNC_NONE;
+			ms->note = "auto: none (no node-step file carries "
+				   "clock-offset measurements)";
+		}
+		ms->st.method = ms->method;
+	}
+	return ms->method == SH5_SYNC_OFFSET;
 }
 
 static int hook_node_begin(void *arg, const struct sh5_input *in,
@@ -566,7 +498,6 @@ struct sh5_mergesync *sh5_mergesync_create(
 	void *report_arg, struct sh5_error *errp)
 {
 	struct sh5_mergesync *ms;
-	int found = 0;
 
 	if (method == SH5_SYNC_CLC) {
 		errno = ENOTSUP;
@@ -582,10 +513,7 @@ struct sh5_mergesync *sh5_mergesync_create(
 		sh5_errprintf(errp, "unknown sync method %d", (int)method);
 		return NULL;
 	}
-	/* Before any allocation: the probing children exit without
-	 * freeing what they inherit. */
-	if (method == SH5_SYNC_AUTO)
-		found = any_measurement(opts);
+	(void)opts;
 	if (!(ms = calloc(1, sizeof(*ms)))) {
 		errno = ENOMEM;
 		sh5_errprintf(errp, "out of memory");
@@ -594,19 +522,9 @@ struct sh5_mergesync *sh5_mergesync_create(
 	ms->requested = method;
 	ms->report = report;
 	ms->report_arg = report_arg;
-	if (method == SH5_SYNC_AUTO) {
-		if (found) {
-			ms->method = SH5_SYNC_OFFSET;
-			ms->note = "auto: offset (the node-step files carry "
-				   "clock-offset measurements)";
-		} else {
-			ms->method = SH5_SYNC_NONE;
-			ms->note = "auto: none (no node-step file carries "
-				   "clock-offset measurements)";
-		}
-	} else {
-		ms->method = method;
-	}
+	/* auto is decided by hook_checked() from the merge's first pass,
+	 * which opens every input anyway. */
+	ms->method = method;
 	ms->st.requested = method;
 	ms->st.method = ms->method;
 	return ms;
@@ -620,7 +538,10 @@ void sh5_mergesync_hooks(struct sh5_mergesync *ms,
 	h->sync_rows = hook_sync_rows;
 	h->node_end = hook_node_end;
 	h->finish = hook_finish;
+	h->probe = hook_probe;
+	h->checked = hook_checked;
 	h->arg = ms;
+	h->never_sync = ms->method == SH5_SYNC_NONE;
 }
 
 void sh5_mergesync_stats(const struct sh5_mergesync *ms,
