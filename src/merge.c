@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "h5attr.h"
 #include "merge.h"
 #include "reader.h"
 
@@ -248,57 +249,6 @@ static int h5err(struct sh5_error *errp, const char *fmt, ...)
 }
 
 
-
-static int put_attr_num(hid_t obj, const char *name, hid_t ftype,
-			hid_t mtype, const void *v)
-{
-	hid_t sp = H5Screate(H5S_SCALAR), a;
-	int rc = -1;
-
-	if (H5Aexists(obj, name) > 0)
-		H5Adelete(obj, name);
-	a = H5Acreate2(obj, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
-	if (a >= 0 && H5Awrite(a, mtype, v) >= 0)
-		rc = 0;
-	if (a >= 0)
-		H5Aclose(a);
-	H5Sclose(sp);
-	return rc;
-}
-
-static int put_attr_int(hid_t obj, const char *name, int v)
-{
-	return put_attr_num(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT, &v);
-}
-
-static int put_attr_u32(hid_t obj, const char *name, uint32_t v)
-{
-	return put_attr_num(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &v);
-}
-
-static int put_attr_i64(hid_t obj, const char *name, int64_t v)
-{
-	return put_attr_num(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
-}
-
-static int put_attr_str(hid_t obj, const char *name, const char *v)
-{
-	hid_t st = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), a;
-	int rc = -1;
-
-	H5Tset_size(st, strlen(v) + 1);
-	H5Tset_strpad(st, H5T_STR_NULLTERM);
-	if (H5Aexists(obj, name) > 0)
-		H5Adelete(obj, name);
-	a = H5Acreate2(obj, name, st, sp, H5P_DEFAULT, H5P_DEFAULT);
-	if (a >= 0 && H5Awrite(a, st, v) >= 0)
-		rc = 0;
-	if (a >= 0)
-		H5Aclose(a);
-	H5Sclose(sp);
-	H5Tclose(st);
-	return rc;
-}
 
 static herr_t copy_attr_cb(hid_t src, const char *name,
 			   const H5A_info_t *info, void *data)
@@ -708,8 +658,8 @@ static int write_total(struct mstate *m, hid_t loc, const char *path,
 	d = H5Dcreate2(loc, path, ft, sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
 	if (d < 0 || H5Dwrite(d, mt, H5S_ALL, H5S_ALL, m->dxpl, total) < 0)
 		goto out;
-	if (put_attr_str(d, "Series", s->ops->name) < 0 ||
-	    put_attr_int(d, "Series Count", (int)count) < 0)
+	if (sh5_h5attr_put_str(d, "Series", s->ops->name) < 0 ||
+	    sh5_h5attr_put_int(d, "Series Count", (int)count) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -2068,11 +2018,11 @@ static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 				sacc[i].count) < 0)
 			goto out;
 	}
-	if (put_attr_int(sg, "Number of Nodes", (int)nnodes) < 0 ||
-	    put_attr_str(sg, "Step ID", step) < 0 ||
-	    put_attr_u32(sg, "Number of Tasks", ntasks) < 0 ||
+	if (sh5_h5attr_put_int(sg, "Number of Nodes", (int)nnodes) < 0 ||
+	    sh5_h5attr_put_str(sg, "Step ID", step) < 0 ||
+	    sh5_h5attr_put_u32(sg, "Number of Tasks", ntasks) < 0 ||
 	    (start_ns != INT64_MAX &&
-	     put_attr_i64(sg, "Start Time ns", start_ns) < 0)) {
+	     sh5_h5attr_put_i64(sg, "Start Time ns", start_ns) < 0)) {
 		h5err(m->errp, "%s: cannot write attributes of %s",
 				 m->o->output, path);
 		goto out;
@@ -2111,13 +2061,13 @@ static int write_merge_record(struct mstate *m, hid_t fout, int partial)
 	gmtime_r(&t, &tm);
 	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if ((g = make_group(fout, "Merge")) < 0 ||
-	    put_attr_str(g, "sh5merge Version", PACKAGE_VERSION) < 0 ||
-	    put_attr_str(g, "Merge Time", now) < 0 ||
-	    put_attr_str(g, "Profile Directory", m->o->dir) < 0 ||
-	    put_attr_str(g, "Options", m->o->options ? m->o->options : "") < 0 ||
-	    put_attr_int(g, "Partial", partial) < 0 ||
-	    put_attr_int(g, "Number of Problems", (int)m->st->problems) < 0 ||
-	    put_attr_str(g, "Checksum", "CRC-32 (zlib) of the whole file") < 0)
+	    sh5_h5attr_put_str(g, "sh5merge Version", PACKAGE_VERSION) < 0 ||
+	    sh5_h5attr_put_str(g, "Merge Time", now) < 0 ||
+	    sh5_h5attr_put_str(g, "Profile Directory", m->o->dir) < 0 ||
+	    sh5_h5attr_put_str(g, "Options", m->o->options ? m->o->options : "") < 0 ||
+	    sh5_h5attr_put_int(g, "Partial", partial) < 0 ||
+	    sh5_h5attr_put_int(g, "Number of Problems", (int)m->st->problems) < 0 ||
+	    sh5_h5attr_put_str(g, "Checksum", "CRC-32 (zlib) of the whole file") < 0)
 		goto out;
 	st = H5Tcopy(H5T_C_S1);
 	H5Tset_size(st, H5T_VARIABLE);
@@ -2421,11 +2371,11 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 			stats->merged++;
 	stats->skipped = m.nin - stats->merged;
 	partial = stats->problems > 0;
-	if (put_attr_int(fout, "sh5 Format Version", 1) < 0 ||
-	    put_attr_u32(fout, "Job ID", o->job) < 0 ||
-	    put_attr_int(fout, "Number of Steps", (int)m.nsteps_written) < 0 ||
-	    (m.user[0] && put_attr_str(fout, "User", m.user) < 0) ||
-	    (m.cluster[0] && put_attr_str(fout, "Cluster", m.cluster) < 0)) {
+	if (sh5_h5attr_put_int(fout, "sh5 Format Version", 1) < 0 ||
+	    sh5_h5attr_put_u32(fout, "Job ID", o->job) < 0 ||
+	    sh5_h5attr_put_int(fout, "Number of Steps", (int)m.nsteps_written) < 0 ||
+	    (m.user[0] && sh5_h5attr_put_str(fout, "User", m.user) < 0) ||
+	    (m.cluster[0] && sh5_h5attr_put_str(fout, "Cluster", m.cluster) < 0)) {
 		h5err(errp, "%s: cannot write the root attributes",
 				 tmp);
 		goto fail;

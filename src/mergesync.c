@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "h5attr.h"
 #include "mergesync.h"
 #include "reader.h"
 #include "timesync.h"
@@ -260,63 +261,6 @@ out:
 /* ------------------------------------------------------------------ */
 /* Hooks. */
 
-static int put_str(hid_t obj, const char *name, const char *v)
-{
-	hid_t st = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), a = -1;
-	int rc = -1;
-
-	if (st < 0 || sp < 0)
-		goto out;
-	H5Tset_size(st, strlen(v) + 1);
-	if (H5Aexists(obj, name) > 0)
-		H5Adelete(obj, name);
-	a = H5Acreate2(obj, name, st, sp, H5P_DEFAULT, H5P_DEFAULT);
-	if (a >= 0 && H5Awrite(a, st, v) >= 0)
-		rc = 0;
-out:
-	if (a >= 0)
-		H5Aclose(a);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (st >= 0)
-		H5Tclose(st);
-	return rc;
-}
-
-static int put_num(hid_t obj, const char *name, hid_t ft, hid_t mt,
-		   const void *v)
-{
-	hid_t sp = H5Screate(H5S_SCALAR), a = -1;
-	int rc = -1;
-
-	if (sp < 0)
-		return -1;
-	if (H5Aexists(obj, name) > 0)
-		H5Adelete(obj, name);
-	a = H5Acreate2(obj, name, ft, sp, H5P_DEFAULT, H5P_DEFAULT);
-	if (a >= 0 && H5Awrite(a, mt, v) >= 0)
-		rc = 0;
-	if (a >= 0)
-		H5Aclose(a);
-	H5Sclose(sp);
-	return rc;
-}
-
-static int put_i64(hid_t obj, const char *name, int64_t v)
-{
-	return put_num(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
-}
-
-static int put_u32(hid_t obj, const char *name, uint32_t v)
-{
-	return put_num(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &v);
-}
-
-static int put_f64(hid_t obj, const char *name, double v)
-{
-	return put_num(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
-}
-
 /* The merge's first pass: does this input carry measurements? */
 static int hook_probe(void *arg, hid_t in_node)
 {
@@ -443,15 +387,15 @@ static int hook_node_end(void *arg, hid_t out_node, struct sh5_error *errp)
 		return 0;
 	if (ms->node_max_corr > ms->st.max_correction_ns)
 		ms->st.max_correction_ns = ms->node_max_corr;
-	if (put_str(out_node, "Sync Method", method) < 0 ||
-	    put_u32(out_node, "Sync Measurements", (uint32_t)ms->npts) < 0 ||
-	    put_i64(out_node, "Sync Max Correction ns",
+	if (sh5_h5attr_put_str(out_node, "Sync Method", method) < 0 ||
+	    sh5_h5attr_put_u32(out_node, "Sync Measurements", (uint32_t)ms->npts) < 0 ||
+	    sh5_h5attr_put_i64(out_node, "Sync Max Correction ns",
 		    ms->node_max_corr) < 0 ||
-	    put_i64(out_node, "Sync Error Bound ns", ms->node_err) < 0 ||
-	    put_u32(out_node, "Sync Measurements Dropped",
+	    sh5_h5attr_put_i64(out_node, "Sync Error Bound ns", ms->node_err) < 0 ||
+	    sh5_h5attr_put_u32(out_node, "Sync Measurements Dropped",
 		    (uint32_t)ms->node_dropped) < 0 ||
 	    (!isnan(ms->node_drift) &&
-	     put_f64(out_node, "Sync Drift ppm", ms->node_drift) < 0))
+	     sh5_h5attr_put_f64(out_node, "Sync Drift ppm", ms->node_drift) < 0))
 		return sh5_errprintf_h5(errp, "%s: cannot write the sync "
 					"attributes of its node group",
 					ms->in ? ms->in->path : "?");
@@ -466,19 +410,19 @@ static int hook_finish(void *arg, hid_t fout, struct sh5_error *errp)
 
 	if (g < 0)
 		return sh5_errprintf_h5(errp, "cannot open /Merge");
-	if (put_str(g, "Sync Requested",
+	if (sh5_h5attr_put_str(g, "Sync Requested",
 		    sh5_sync_method_name(ms->requested)) < 0 ||
-	    put_str(g, "Sync Method", sh5_sync_method_name(ms->method)) < 0 ||
-	    put_str(g, "Sync Note", ms->note ? ms->note : "") < 0)
+	    sh5_h5attr_put_str(g, "Sync Method", sh5_sync_method_name(ms->method)) < 0 ||
+	    sh5_h5attr_put_str(g, "Sync Note", ms->note ? ms->note : "") < 0)
 		goto out;
 	if (ms->method == SH5_SYNC_OFFSET &&
-	    (put_u32(g, "Sync Nodes Corrected", (uint32_t)ms->st.corrected) <
+	    (sh5_h5attr_put_u32(g, "Sync Nodes Corrected", (uint32_t)ms->st.corrected) <
 		     0 ||
-	     put_u32(g, "Sync Nodes Unmeasured",
+	     sh5_h5attr_put_u32(g, "Sync Nodes Unmeasured",
 		     (uint32_t)ms->st.unmeasured) < 0 ||
-	     put_i64(g, "Sync Max Correction ns",
+	     sh5_h5attr_put_i64(g, "Sync Max Correction ns",
 		     ms->st.max_correction_ns) < 0 ||
-	     put_i64(g, "Sync Error Bound ns", ms->st.error_bound_ns) < 0))
+	     sh5_h5attr_put_i64(g, "Sync Error Bound ns", ms->st.error_bound_ns) < 0))
 		goto out;
 	rc = 0;
 out:
