@@ -90,7 +90,7 @@ int sh5_step_cmp(const char *a, const char *b)
 }
 
 /* Node names: natural order (n2 before n10). */
-static int natural_cmp(const char *a, const char *b)
+int sh5_natural_cmp(const char *a, const char *b)
 {
 	while (*a && *b) {
 		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
@@ -114,7 +114,7 @@ static int input_cmp(const void *pa, const void *pb)
 	const struct sh5_input *a = pa, *b = pb;
 	int c = sh5_step_cmp(a->step, b->step);
 
-	return c ? c : natural_cmp(a->node, b->node);
+	return c ? c : sh5_natural_cmp(a->node, b->node);
 }
 
 void sh5_inputs_free(struct sh5_input *v, size_t n)

@@ -57,6 +57,10 @@ void sh5_inputs_free(struct sh5_input *v, size_t n);
  * pending, numbers ascending, others by name.  strcmp-like. */
 int sh5_step_cmp(const char *a, const char *b);
 
+/* Natural order of names: digit runs compare as numbers (n2 < n10).
+ * Returns <0, 0, >0 like strcmp. */
+int sh5_natural_cmp(const char *a, const char *b);
+
 /*
  * Hooks into the second pass (timestamp synchronization, see
  * mergesync.h).  Any member may be NULL; arg is passed to each.
