@@ -103,25 +103,6 @@ static herr_t steps_cb(hid_t g, const char *name, const H5L_info_t *li,
 	return w->oom ? -1 : 0;
 }
 
-static int natural_cmp(const char *a, const char *b)
-{
-	while (*a && *b) {
-		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
-			unsigned long long x = strtoull(a, (char **)&a, 10);
-			unsigned long long y = strtoull(b, (char **)&b, 10);
-
-			if (x != y)
-				return x < y ? -1 : 1;
-			continue;
-		}
-		if (*a != *b)
-			return (unsigned char)*a - (unsigned char)*b;
-		a++;
-		b++;
-	}
-	return (unsigned char)*a - (unsigned char)*b;
-}
-
 static int entry_cmp(const void *pa, const void *pb)
 {
 	const struct sh5_jf_entry *a = pa, *b = pb;
@@ -129,14 +110,14 @@ static int entry_cmp(const void *pa, const void *pb)
 
 	if ((c = sh5_step_cmp(a->step, b->step)))
 		return c;
-	if ((c = natural_cmp(a->node, b->node)))
+	if ((c = sh5_natural_cmp(a->node, b->node)))
 		return c;
 	/* Node series (no parent) after the tasks. */
 	if (!a->parent[0] != !b->parent[0])
 		return a->parent[0] ? -1 : 1;
 	if ((c = strcmp(a->parent, b->parent)))
 		return c;
-	return natural_cmp(a->name, b->name);
+	return sh5_natural_cmp(a->name, b->name);
 }
 
 int sh5_jobfile_list(hid_t file, const char *fname,

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "h5attr.h"
 #include "merge.h"
 #include "reader.h"
 
@@ -89,7 +90,7 @@ int sh5_step_cmp(const char *a, const char *b)
 }
 
 /* Node names: natural order (n2 before n10). */
-static int natural_cmp(const char *a, const char *b)
+int sh5_natural_cmp(const char *a, const char *b)
 {
 	while (*a && *b) {
 		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
@@ -113,7 +114,7 @@ static int input_cmp(const void *pa, const void *pb)
 	const struct sh5_input *a = pa, *b = pb;
 	int c = sh5_step_cmp(a->step, b->step);
 
-	return c ? c : natural_cmp(a->node, b->node);
+	return c ? c : sh5_natural_cmp(a->node, b->node);
 }
 
 void sh5_inputs_free(struct sh5_input *v, size_t n)
@@ -248,57 +249,6 @@ static int h5err(struct sh5_error *errp, const char *fmt, ...)
 }
 
 
-
-static int put_attr_num(hid_t obj, const char *name, hid_t ftype,
-			hid_t mtype, const void *v)
-{
-	hid_t sp = H5Screate(H5S_SCALAR), a;
-	int rc = -1;
-
-	if (H5Aexists(obj, name) > 0)
-		H5Adelete(obj, name);
-	a = H5Acreate2(obj, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
-	if (a >= 0 && H5Awrite(a, mtype, v) >= 0)
-		rc = 0;
-	if (a >= 0)
-		H5Aclose(a);
-	H5Sclose(sp);
-	return rc;
-}
-
-static int put_attr_int(hid_t obj, const char *name, int v)
-{
-	return put_attr_num(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT, &v);
-}
-
-static int put_attr_u32(hid_t obj, const char *name, uint32_t v)
-{
-	return put_attr_num(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &v);
-}
-
-static int put_attr_i64(hid_t obj, const char *name, int64_t v)
-{
-	return put_attr_num(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
-}
-
-static int put_attr_str(hid_t obj, const char *name, const char *v)
-{
-	hid_t st = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), a;
-	int rc = -1;
-
-	H5Tset_size(st, strlen(v) + 1);
-	H5Tset_strpad(st, H5T_STR_NULLTERM);
-	if (H5Aexists(obj, name) > 0)
-		H5Adelete(obj, name);
-	a = H5Acreate2(obj, name, st, sp, H5P_DEFAULT, H5P_DEFAULT);
-	if (a >= 0 && H5Awrite(a, st, v) >= 0)
-		rc = 0;
-	if (a >= 0)
-		H5Aclose(a);
-	H5Sclose(sp);
-	H5Tclose(st);
-	return rc;
-}
 
 static herr_t copy_attr_cb(hid_t src, const char *name,
 			   const H5A_info_t *info, void *data)
@@ -497,6 +447,7 @@ struct finfo {
 	uint64_t written;   /* rows merged */
 	uint64_t lost;      /* rows lost */
 	unsigned lost_objects;
+	int probe_hit;      /* hooks->probe returned 1 */
 	const char *status; /* merged, salvaged, skipped */
 	char reason[256];
 };
@@ -529,15 +480,29 @@ struct mstate {
 	char user[64], cluster[64];
 	size_t nsteps_written;
 	int write_failed;       /* an HDF5 write failed: stop */
+	int out_fd;             /* the temporary output, for early writeback */
 	hid_t dxpl;             /* small conversion buffers */
 	/* Second pass: a child process reads and decodes the records of
 	 * the inputs in order and streams them here (see feed_read()). */
 	pid_t feed_pid;
 	int feed_fd;            /* -1: read in this process */
 	int feed_have;          /* feed_head holds an unconsumed header */
+	/* The child totals the series whose chunks the parent copies raw
+	 * and sends only their totals (no synchronization asked). */
+	int feed_totals;
+	/* The child sent only the totals of series (feed_local_file,
+	 * feed_local_series) but its records are needed here: they are
+	 * read in this process. */
+	int feed_local;
+	size_t feed_local_file, feed_local_series;
 	struct feed_head {
 		uint64_t file, series, rows;
-		int64_t status;      /* 0 data, 1 end of series, -1 failed */
+		/* 0 data (ops' layout), 1 end of series, -1 failed; when
+		 * the child totals (feed_totals): 3 data in the job file's
+		 * layout, 4 rows totalled but not sent (copied raw), 2 end
+		 * of series; 0, 3 and 4 are followed by the rows and the
+		 * running total, 2 by the total */
+		int64_t status;
 		uint64_t good_rows;
 		int64_t damaged;
 		char reason[200];
@@ -693,8 +658,8 @@ static int write_total(struct mstate *m, hid_t loc, const char *path,
 	d = H5Dcreate2(loc, path, ft, sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
 	if (d < 0 || H5Dwrite(d, mt, H5S_ALL, H5S_ALL, m->dxpl, total) < 0)
 		goto out;
-	if (put_attr_str(d, "Series", s->ops->name) < 0 ||
-	    put_attr_int(d, "Series Count", (int)count) < 0)
+	if (sh5_h5attr_put_str(d, "Series", s->ops->name) < 0 ||
+	    sh5_h5attr_put_int(d, "Series Count", (int)count) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -826,6 +791,9 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 	f->usable = 1;
 	f->status = "merged";
 	f->kind = ns->kind;
+	if (m->o->hooks && m->o->hooks->probe)
+		f->probe_hit = m->o->hooks->probe(m->o->hooks->arg,
+						  ns->node) > 0;
 	f->node_index = ns->node_index;
 	f->ntasks = ns->ntasks;
 	f->nnodes = ns->nnodes;
@@ -1246,9 +1214,54 @@ static int get_all(int fd, void *p, size_t len)
 	return 0;
 }
 
+/* Can the chunks of din be copied raw into a dataset of file type ft?
+ * Filtered (else the plain path is as fast), same type. */
+static int raw_copyable(hid_t din, hid_t ft)
+{
+	hid_t dcpl = H5Dget_create_plist(din), t = H5Dget_type(din);
+	int ok = dcpl >= 0 && t >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
+		 H5Pget_nfilters(dcpl) > 0 && H5Tequal(t, ft) > 0;
+
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (t >= 0)
+		H5Tclose(t);
+	return ok;
+}
+
+/* Will write_series() copy the chunks of series s (dataset d) of ns raw?
+ * (Its condition, without synchronization.) */
+static int raw_series(struct sh5_nodestep *ns, const struct sh5_series *s,
+		      hid_t d, const struct sh5_cursor *c)
+{
+	hid_t ft;
+	int ok;
+
+	if (ns->salvaged || !c->chunk_rows)
+		return 0;
+	if ((ft = s->ops->file_type(s)) < 0)
+		return 0;
+	ok = raw_copyable(d, ft);
+	H5Tclose(ft);
+	return ok;
+}
+
+/* Send one block of n records of series (fi, si) with the given status. */
+static void feed_put(int fd, struct feed_head *h, int64_t status,
+		     const void *p, size_t n, size_t size)
+{
+	h->status = status;
+	h->rows = n;
+	if (put_all(fd, h, sizeof(*h)) < 0 || (n && put_all(fd, p, n * size)
+					       < 0))
+		_exit(3);
+}
+
 static void feeder_child(struct mstate *m, int fd, size_t from)
 {
 	size_t fi, si;
+	void *total = NULL, *pbuf = NULL;
+	size_t total_len = 0, pbuf_len = 0;
 
 	child_signals();
 	for (fi = from; fi < m->nin; fi++) {
@@ -1261,40 +1274,87 @@ static void feeder_child(struct mstate *m, int fd, size_t from)
 				       f->in->step_id, NULL);
 		for (si = 0; ns && si < ns->nseries; si++) {
 			struct sh5_ns_series *e = &ns->series[si];
+			const struct sh5_series *s = e->series;
+			const struct sh5_series_ops *ops = s->ops;
 			struct feed_head h;
 			struct sh5_cursor c;
-			size_t rows = rows_per_buffer(m, e->series), n;
-			size_t rs = e->series->ops->record_size(e->series);
-			hid_t d = H5Dopen2(ns->node, e->path, H5P_DEFAULT);
+			struct sh5_recmap *map = NULL;
+			size_t rows = rows_per_buffer(m, s), n, fsize = 0;
+			size_t rs = ops->record_size(s), ts = 0;
+			hid_t d = H5Dopen2(ns->node, e->path, H5P_DEFAULT), ft;
+			int raw = 0;
 
 			memset(&h, 0, sizeof(h));
 			h.file = fi;
 			h.series = si;
-			if (d < 0 || sh5_cursor_open(&c, d, e->series,
+			if (d < 0 || sh5_cursor_open(&c, d, s,
 						     ns->salvaged ?
 						     ns->real_eof : 0,
 						     NULL) < 0) {
-				h.status = -1;
 				if (d >= 0)
 					H5Dclose(d);
-				if (put_all(fd, &h, sizeof(h)) < 0)
-					_exit(3);
+				feed_put(fd, &h, -1, NULL, 0, 0);
 				continue;
 			}
+			if (m->feed_totals) {
+				/* Totals here; records the parent copies
+				 * raw are not sent, the others packed in
+				 * the job file's layout as write_series()
+				 * would pack them. */
+				ts = ops->total_size(s);
+				if (ts > total_len) {
+					free(total);
+					if (!(total = malloc(ts)))
+						_exit(3);
+					total_len = ts;
+				}
+				ops->total_init(s, total);
+				raw = raw_series(ns, s, d, &c);
+				if (!raw && (ft = ops->file_type(s)) >= 0) {
+					fsize = H5Tget_size(ft);
+					if (fsize <= rs)
+						map = sh5_recmap_build(c.mtype,
+								       ft);
+					H5Tclose(ft);
+				}
+				if (map && rows * fsize > pbuf_len) {
+					free(pbuf);
+					if (!(pbuf = malloc(rows * fsize)))
+						_exit(3);
+					pbuf_len = rows * fsize;
+				}
+			}
 			while ((n = sh5_cursor_read(&c, m->buf, rows)) > 0) {
-				h.rows = n;
-				if (put_all(fd, &h, sizeof(h)) < 0 ||
-				    put_all(fd, m->buf, n * rs) < 0)
+				if (!m->feed_totals) {
+					feed_put(fd, &h, 0, m->buf, n, rs);
+					continue;
+				}
+				ops->total_add(s, total, m->buf, n);
+				if (raw) {
+					feed_put(fd, &h, 4, NULL, n, 0);
+				} else if (map) {
+					sh5_recmap_apply(map, m->buf, pbuf, n);
+					feed_put(fd, &h, 3, pbuf, n, fsize);
+				} else {
+					feed_put(fd, &h, 0, m->buf, n, rs);
+				}
+				/* The running total follows every block: a
+				 * crash later keeps the total of what was
+				 * sent. */
+				if (put_all(fd, total, ts) < 0)
 					_exit(3);
 			}
-			h.rows = 0;
-			h.status = 1;
+			sh5_recmap_free(map);
 			h.good_rows = c.good_rows;
 			h.damaged = c.damaged;
 			snprintf(h.reason, sizeof(h.reason), "%s", c.reason);
 			sh5_cursor_close(&c);
 			H5Dclose(d);
-			if (put_all(fd, &h, sizeof(h)) < 0)
+			if (m->feed_totals)
+				feed_put(fd, &h, 2, NULL, 0, 0);
+			else
+				feed_put(fd, &h, 1, NULL, 0, 0);
+			if (m->feed_totals && put_all(fd, total, ts) < 0)
 				_exit(3);
 		}
 		sh5_nodestep_close(ns);
@@ -1363,15 +1423,80 @@ static void feeder_died(struct mstate *m, size_t fi, struct sh5_cursor *c)
 	feeder_start(m, fi + 1);
 }
 
-/* Next block of series si of file fi into buf (at most max records, the
- * ops' layout), like sh5_cursor_read() on the local cursor c, whose
- * position and damage fields it keeps up to date. */
+/* Flags of feed_read(). */
+#define FEED_PACKED  1  /* the rows are in the job file's layout */
+#define FEED_TOTALED 2  /* the child totals them: do not total_add them */
+#define FEED_NODATA  4  /* the rows were only totalled (nothing in buf):
+			 * the parent copies the chunks raw */
+
+/* Consume what the child sends for series (fi, si), whose records are
+ * read in this process instead.  0, or -1 when the child died. */
+static int feed_skip(struct mstate *m, size_t fi, size_t si,
+		     struct sh5_cursor *c)
+{
+	struct feed_head *h = &m->feed_head;
+
+	while (m->feed_fd >= 0) {
+		size_t len;
+
+		if (!m->feed_have) {
+			if (get_all(m->feed_fd, h, sizeof(*h)) < 0)
+				goto died;
+			m->feed_have = 1;
+		}
+		if (h->file != fi || h->series != si)
+			return 0;
+		m->feed_have = 0;
+		if (h->status == 0 || h->status == 3)
+			len = (size_t)h->rows * (h->status == 0 ?
+				c->s->ops->record_size(c->s) : 1);
+		else if (h->status == 2 || h->status == 4)
+			len = 0;
+		else
+			return 0;
+		if (h->status == 3) {
+			/* Packed: the size of a record is not known here;
+			 * the child sent rows * fsize bytes. */
+			hid_t ft = c->s->ops->file_type(c->s);
+
+			if (ft < 0)
+				goto died;
+			len *= H5Tget_size(ft);
+			H5Tclose(ft);
+		}
+		len += c->s->ops->total_size(c->s);
+		while (len) {
+			size_t k = len < m->buf_bytes ? len : m->buf_bytes;
+
+			if (get_all(m->feed_fd, m->buf, k) < 0)
+				goto died;
+			len -= k;
+		}
+		if (h->status == 2)
+			return 0;
+	}
+	return 0;
+died:
+	/* The rest is read in this process. */
+	feeder_stop(m);
+	return -1;
+}
+
+/* Next block of series si of file fi into buf (at most max records),
+ * like sh5_cursor_read() on the local cursor c, whose position and
+ * damage fields it keeps up to date.  *how gets FEED_ flags: without
+ * FEED_PACKED the records are in the ops' layout.  When the child totals
+ * (m->feed_totals), its running total of the series (the rows sent so
+ * far) is stored in total with every block (FEED_TOTALED).  local: the
+ * records must be read in this process (they are synchronized). */
 static size_t feed_read(struct mstate *m, size_t fi, size_t si,
-			struct sh5_cursor *c, void *buf, size_t max)
+			struct sh5_cursor *c, void *buf, size_t max,
+			void *total, int local, int *how)
 {
 	struct feed_head *h = &m->feed_head;
 	size_t rs = c->s->ops->record_size(c->s);
 
+	*how = 0;
 	if (m->feed_died && m->feed_dead_file == fi) {
 		/* The rest of a file that crashed HDF5 is not read. */
 		if (!c->damaged) {
@@ -1382,8 +1507,18 @@ static size_t feed_read(struct mstate *m, size_t fi, size_t si,
 		}
 		return 0;
 	}
+	if (m->feed_local && m->feed_local_file == fi &&
+	    m->feed_local_series == si)
+		return sh5_cursor_read(c, buf, max);
 	if (m->feed_fd < 0)
 		return sh5_cursor_read(c, buf, max);
+	if (local && m->feed_totals) {
+		m->feed_local = 1;
+		m->feed_local_file = fi;
+		m->feed_local_series = si;
+		feed_skip(m, fi, si, c);
+		return sh5_cursor_read(c, buf, max);
+	}
 	for (;;) {
 		if (!m->feed_have) {
 			struct pollfd pf = { m->feed_fd, POLLIN, 0 };
@@ -1416,7 +1551,13 @@ static size_t feed_read(struct mstate *m, size_t fi, size_t si,
 			c->good_rows = c->pos;
 			return 0;
 		}
-		if (h->status == 1) {
+		if (h->status == 1 || h->status == 2) {
+			if (h->status == 2 &&
+			    get_all(m->feed_fd, total,
+				    c->s->ops->total_size(c->s)) < 0) {
+				feeder_died(m, fi, c);
+				return 0;
+			}
 			if (h->damaged) {
 				c->damaged = 1;
 				snprintf(c->reason, sizeof(c->reason), "%s",
@@ -1425,29 +1566,40 @@ static size_t feed_read(struct mstate *m, size_t fi, size_t si,
 			c->good_rows = c->pos;
 			return 0;
 		}
-		if (h->rows > max || get_all(m->feed_fd, buf,
-					     (size_t)h->rows * rs) < 0) {
-			feeder_died(m, fi, c);
-			return 0;
+		if (h->status == 4) {
+			/* Rows totalled, not sent (copied raw). */
+			if (get_all(m->feed_fd, total,
+				    c->s->ops->total_size(c->s)) < 0)
+				goto bad;
+			*how = FEED_NODATA | FEED_TOTALED;
+			c->pos += h->rows;
+			return (size_t)h->rows;
 		}
+		if (h->status == 3) {
+			hid_t ft = c->s->ops->file_type(c->s);
+			size_t fsize = ft < 0 ? 0 : H5Tget_size(ft);
+
+			if (ft >= 0)
+				H5Tclose(ft);
+			if (!fsize || fsize > rs)
+				goto bad;
+			rs = fsize;
+			*how = FEED_PACKED;
+		}
+		if (m->feed_totals)
+			*how |= FEED_TOTALED;
+		if (h->rows > max || get_all(m->feed_fd, buf,
+					     (size_t)h->rows * rs) < 0 ||
+		    (m->feed_totals &&
+		     get_all(m->feed_fd, total,
+			     c->s->ops->total_size(c->s)) < 0))
+			goto bad;
 		c->pos += h->rows;
 		return (size_t)h->rows;
 	}
-}
-
-/* Can the chunks of din be copied raw into a dataset of file type ft?
- * Filtered (else the plain path is as fast), same type. */
-static int raw_copyable(hid_t din, hid_t ft)
-{
-	hid_t dcpl = H5Dget_create_plist(din), t = H5Dget_type(din);
-	int ok = dcpl >= 0 && t >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
-		 H5Pget_nfilters(dcpl) > 0 && H5Tequal(t, ft) > 0;
-
-	if (dcpl >= 0)
-		H5Pclose(dcpl);
-	if (t >= 0)
-		H5Tclose(t);
-	return ok;
+bad:
+	feeder_died(m, fi, c);
+	return 0;
 }
 
 /* Copy the stored chunks holding rows [0, rows) from din to dout. */
@@ -1555,31 +1707,48 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 		map = NULL;
 	}
 	for (;;) {
+		int how;
 		size_t n = feed_read(m, (size_t)(f - m->fi),
 				     (size_t)(e - ns->series), &c, m->buf,
-				     rows_per_buf);
+				     rows_per_buf, total, sync, &how);
 		hsize_t start[1] = { done }, cnt[1] = { n };
 
 		if (!n)
 			break;
-		if (sync)
-			m->o->hooks->sync_rows(m->o->hooks->arg, s, m->buf, n);
-		if (raw) {
-			ops->total_add(s, total, m->buf, n);
+		if (how & FEED_NODATA) {
+			/* Totalled by the child, the chunks copied raw. */
+			if (!raw) {
+				sh5_errprintf(m->errp, "%s: %s: the reading "
+					      "process is out of step",
+					      f->in->path, e->path);
+				m->write_failed = 1;
+				goto out;
+			}
 			done += n;
 			continue;
 		}
-		if (map)
+		if (sync)
+			m->o->hooks->sync_rows(m->o->hooks->arg, s, m->buf, n);
+		if (raw) {
+			if (!(how & FEED_TOTALED))
+				ops->total_add(s, total, m->buf, n);
+			done += n;
+			continue;
+		}
+		if (map && !(how & FEED_PACKED))
 			sh5_recmap_apply(map, m->buf, wbuf, n);
 		if ((ms = H5Screate_simple(1, cnt, NULL)) < 0 ||
 		    H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, cnt,
 					NULL) < 0 ||
-		    H5Dwrite(dout, map ? ft : c.mtype, ms, fsp, H5P_DEFAULT,
+		    H5Dwrite(dout, (how & FEED_PACKED) || map ? ft : c.mtype,
+			     ms, fsp, H5P_DEFAULT,
+			     (how & FEED_PACKED) ? m->buf :
 			     map ? wbuf : m->buf) < 0)
 			goto h5fail;
 		H5Sclose(ms);
 		ms = -1;
-		ops->total_add(s, total, m->buf, n);
+		if (!(how & FEED_TOTALED))
+			ops->total_add(s, total, m->buf, n);
 		done += n;
 	}
 	if (raw && copy_chunks(din, dout, c.chunk_rows, done, &wbuf,
@@ -1835,6 +2004,11 @@ static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 		}
 		if (m->o->progress)
 			m->o->progress(m->o->arg, 2, ++*done, m->nin);
+		/* Start writing back what HDF5 wrote so far: the fsync
+		 * before the rename then has little left to wait for. */
+		if (m->out_fd >= 0)
+			sync_file_range(m->out_fd, 0, 0,
+					SYNC_FILE_RANGE_WRITE);
 	}
 	for (i = 0; i < nsacc; i++) {
 		char tpath[2 * SH5_NAME_MAX + 16];
@@ -1844,11 +2018,11 @@ static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 				sacc[i].count) < 0)
 			goto out;
 	}
-	if (put_attr_int(sg, "Number of Nodes", (int)nnodes) < 0 ||
-	    put_attr_str(sg, "Step ID", step) < 0 ||
-	    put_attr_u32(sg, "Number of Tasks", ntasks) < 0 ||
+	if (sh5_h5attr_put_int(sg, "Number of Nodes", (int)nnodes) < 0 ||
+	    sh5_h5attr_put_str(sg, "Step ID", step) < 0 ||
+	    sh5_h5attr_put_u32(sg, "Number of Tasks", ntasks) < 0 ||
 	    (start_ns != INT64_MAX &&
-	     put_attr_i64(sg, "Start Time ns", start_ns) < 0)) {
+	     sh5_h5attr_put_i64(sg, "Start Time ns", start_ns) < 0)) {
 		h5err(m->errp, "%s: cannot write attributes of %s",
 				 m->o->output, path);
 		goto out;
@@ -1887,13 +2061,13 @@ static int write_merge_record(struct mstate *m, hid_t fout, int partial)
 	gmtime_r(&t, &tm);
 	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if ((g = make_group(fout, "Merge")) < 0 ||
-	    put_attr_str(g, "sh5merge Version", PACKAGE_VERSION) < 0 ||
-	    put_attr_str(g, "Merge Time", now) < 0 ||
-	    put_attr_str(g, "Profile Directory", m->o->dir) < 0 ||
-	    put_attr_str(g, "Options", m->o->options ? m->o->options : "") < 0 ||
-	    put_attr_int(g, "Partial", partial) < 0 ||
-	    put_attr_int(g, "Number of Problems", (int)m->st->problems) < 0 ||
-	    put_attr_str(g, "Checksum", "CRC-32 (zlib) of the whole file") < 0)
+	    sh5_h5attr_put_str(g, "sh5merge Version", PACKAGE_VERSION) < 0 ||
+	    sh5_h5attr_put_str(g, "Merge Time", now) < 0 ||
+	    sh5_h5attr_put_str(g, "Profile Directory", m->o->dir) < 0 ||
+	    sh5_h5attr_put_str(g, "Options", m->o->options ? m->o->options : "") < 0 ||
+	    sh5_h5attr_put_int(g, "Partial", partial) < 0 ||
+	    sh5_h5attr_put_int(g, "Number of Problems", (int)m->st->problems) < 0 ||
+	    sh5_h5attr_put_str(g, "Checksum", "CRC-32 (zlib) of the whole file") < 0)
 		goto out;
 	st = H5Tcopy(H5T_C_S1);
 	H5Tset_size(st, H5T_VARIABLE);
@@ -2068,10 +2242,11 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	char *tmp = NULL, *outdir = NULL;
 	hid_t fout = -1, fapl = -1;
 	size_t i, lo, done = 0;
-	int rc = -1, partial;
+	int rc = -1, partial, sync_maybe;
 
 	memset(&m, 0, sizeof(m));
 	m.feed_fd = -1;
+	m.out_fd = -1;
 	if (!stats)
 		stats = &dummy;
 	memset(stats, 0, sizeof(*stats));
@@ -2133,6 +2308,17 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	for (i = 0; i < m.nin; i++)
 		if (!m.fi[i].usable)
 			stats->skipped++;
+	sync_maybe = o->hooks && o->hooks->sync_rows && !o->hooks->never_sync;
+	if (o->hooks && o->hooks->checked) {
+		int any = 0;
+
+		for (i = 0; i < m.nin; i++)
+			any |= m.fi[i].usable && m.fi[i].probe_hit;
+		if ((sync_maybe = o->hooks->checked(o->hooks->arg, any,
+						    errp)) < 0)
+			goto out;
+		sync_maybe = sync_maybe && o->hooks->sync_rows;
+	}
 	if (stats->skipped == m.nin) {
 		errno = EINVAL;
 		sh5_errprintf(errp, "%s: none of the %zu node-step files of "
@@ -2152,7 +2338,9 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	H5Pset_file_locking(fapl, 0, 1);
 #endif
 	/* The reader process starts before the output exists (it must not
-	 * share it). */
+	 * share it).  It totals the series copied raw itself unless their
+	 * records may be synchronized (then they are read here). */
+	m.feed_totals = !sync_maybe;
 	feeder_start(&m, 0);
 	fout = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
 	if (fout < 0) {
@@ -2161,6 +2349,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	}
 	if (o->temp_path)
 		o->temp_path(o->arg, tmp);
+	m.out_fd = open(tmp, O_RDONLY | O_CLOEXEC);
 	{
 		hid_t sg = make_group(fout, "Steps");
 
@@ -2182,11 +2371,11 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 			stats->merged++;
 	stats->skipped = m.nin - stats->merged;
 	partial = stats->problems > 0;
-	if (put_attr_int(fout, "sh5 Format Version", 1) < 0 ||
-	    put_attr_u32(fout, "Job ID", o->job) < 0 ||
-	    put_attr_int(fout, "Number of Steps", (int)m.nsteps_written) < 0 ||
-	    (m.user[0] && put_attr_str(fout, "User", m.user) < 0) ||
-	    (m.cluster[0] && put_attr_str(fout, "Cluster", m.cluster) < 0)) {
+	if (sh5_h5attr_put_int(fout, "sh5 Format Version", 1) < 0 ||
+	    sh5_h5attr_put_u32(fout, "Job ID", o->job) < 0 ||
+	    sh5_h5attr_put_int(fout, "Number of Steps", (int)m.nsteps_written) < 0 ||
+	    (m.user[0] && sh5_h5attr_put_str(fout, "User", m.user) < 0) ||
+	    (m.cluster[0] && sh5_h5attr_put_str(fout, "Cluster", m.cluster) < 0)) {
 		h5err(errp, "%s: cannot write the root attributes",
 				 tmp);
 		goto fail;
@@ -2271,6 +2460,8 @@ fail_quiet:
 	}
 out:
 	feeder_stop(&m);
+	if (m.out_fd >= 0)
+		close(m.out_fd);
 	if (fout >= 0)
 		H5Fclose(fout);
 	if (fapl >= 0)

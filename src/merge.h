@@ -57,6 +57,10 @@ void sh5_inputs_free(struct sh5_input *v, size_t n);
  * pending, numbers ascending, others by name.  strcmp-like. */
 int sh5_step_cmp(const char *a, const char *b);
 
+/* Natural order of names: digit runs compare as numbers (n2 < n10).
+ * Returns <0, 0, >0 like strcmp. */
+int sh5_natural_cmp(const char *a, const char *b);
+
 /*
  * Hooks into the second pass (timestamp synchronization, see
  * mergesync.h).  Any member may be NULL; arg is passed to each.
@@ -79,6 +83,19 @@ struct sh5_merge_hooks {
 	 * verified and renamed; -1 stops the merge. */
 	int (*finish)(void *arg, hid_t fout, struct sh5_error *errp);
 	void *arg;
+	/* In the first pass (a checking child process), for each input
+	 * that opens: in_node is its node group.  Returns 1 when the file
+	 * holds what the hooks look for (clock-offset measurements), else
+	 * 0.  Lets the hooks decide without opening every file again. */
+	int (*probe)(void *arg, hid_t in_node);
+	/* After the first pass: any != 0 when probe returned 1 for some
+	 * input.  Returns 1 when node_begin may return 1, 0 when it never
+	 * will, -1 to stop the merge (errp set). */
+	int (*checked)(void *arg, int any, struct sh5_error *errp);
+	/* Without checked: set when node_begin never returns 1.  When no
+	 * series is synchronized the reader child totals the series and
+	 * sends records packed (only the totals of those copied raw). */
+	int never_sync;
 };
 
 struct sh5_merge_opts {

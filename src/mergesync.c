@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "h5attr.h"
 #include "mergesync.h"
 #include "reader.h"
 #include "timesync.h"
@@ -257,159 +258,34 @@ out:
 	return rc;
 }
 
-/*
- * Does any input carry a measurement?  The files are opened in a child
- * process (a damaged file can crash HDF5: the merge's first pass marks
- * it; here it must only end the child, and a new one goes on with the
- * next file).  The child writes one byte per file: '1' measurements, '0'
- * none or unreadable; it stops at the first '1'.  A child that makes
- * no progress for SH5MERGE_READ_TIMEOUT seconds (HDF5 loops on some
- * damaged files) is killed and the file skipped.
- */
-static void probe_child(const struct sh5_merge_opts *o,
-			const struct sh5_input *in, size_t n, size_t from,
-			int fd)
-{
-	size_t i;
-
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	signal(SIGPIPE, SIG_DFL);
-	for (i = from; i < n; i++) {
-		struct sh5_nodestep *ns = sh5_nodestep_open(in[i].path,
-							    in[i].node, o->job,
-							    in[i].step_id,
-							    NULL);
-		char c = ns && clock_rows(ns->node) > 0 ? '1' : '0';
-
-		sh5_nodestep_close(ns);
-		if (write(fd, &c, 1) != 1 || c == '1')
-			break;
-	}
-	_exit(0);
-}
-
-/* Seconds the probe may spend on one file: as the merge's readers
- * (SH5MERGE_READ_TIMEOUT, default 120). */
-static int probe_timeout(void)
-{
-	const char *e = getenv("SH5MERGE_READ_TIMEOUT");
-	long v = e ? strtol(e, NULL, 10) : 0;
-
-	return v > 0 && v < 86400 ? (int)v : 120;
-}
-
-static int any_measurement(const struct sh5_merge_opts *o)
-{
-	struct sh5_input *in = NULL;
-	size_t n = 0, next = 0;
-	int found = 0;
-
-	if (sh5_merge_discover(o->dir, o->job, o->steps, o->nsteps, &in, &n,
-			       NULL) < 0)
-		return 0;
-	fflush(NULL);
-	while (next < n && !found) {
-		int pfd[2];
-		pid_t pid;
-		char c;
-
-		if (pipe(pfd) < 0)
-			break;
-		if ((pid = fork()) < 0) {
-			close(pfd[0]);
-			close(pfd[1]);
-			break;
-		}
-		if (pid == 0) {
-			close(pfd[0]);
-			probe_child(o, in, n, next, pfd[1]);
-		}
-		close(pfd[1]);
-		for (;;) {
-			struct pollfd pf = { .fd = pfd[0], .events = POLLIN };
-			int r = poll(&pf, 1, probe_timeout() * 1000);
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r == 0)	/* HDF5 loops on some damaged files */
-				kill(pid, SIGKILL);
-			if (r <= 0 || read(pfd[0], &c, 1) != 1)
-				break;
-			next++;
-			if ((found = c == '1'))
-				break;
-		}
-		close(pfd[0]);
-		if (found)
-			kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		if (!found && next < n)
-			next++;		/* the child died or hung on this file */
-	}
-	sh5_inputs_free(in, n);
-	return found;
-}
-
 /* ------------------------------------------------------------------ */
 /* Hooks. */
 
-static int put_str(hid_t obj, const char *name, const char *v)
+/* The merge's first pass: does this input carry measurements? */
+static int hook_probe(void *arg, hid_t in_node)
 {
-	hid_t st = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), a = -1;
-	int rc = -1;
-
-	if (st < 0 || sp < 0)
-		goto out;
-	H5Tset_size(st, strlen(v) + 1);
-	if (H5Aexists(obj, name) > 0)
-		H5Adelete(obj, name);
-	a = H5Acreate2(obj, name, st, sp, H5P_DEFAULT, H5P_DEFAULT);
-	if (a >= 0 && H5Awrite(a, st, v) >= 0)
-		rc = 0;
-out:
-	if (a >= 0)
-		H5Aclose(a);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (st >= 0)
-		H5Tclose(st);
-	return rc;
+	(void)arg;
+	return clock_rows(in_node) > 0;
 }
 
-static int put_num(hid_t obj, const char *name, hid_t ft, hid_t mt,
-		   const void *v)
+static int hook_checked(void *arg, int any, struct sh5_error *errp)
 {
-	hid_t sp = H5Screate(H5S_SCALAR), a = -1;
-	int rc = -1;
+	struct sh5_mergesync *ms = arg;
 
-	if (sp < 0)
-		return -1;
-	if (H5Aexists(obj, name) > 0)
-		H5Adelete(obj, name);
-	a = H5Acreate2(obj, name, ft, sp, H5P_DEFAULT, H5P_DEFAULT);
-	if (a >= 0 && H5Awrite(a, mt, v) >= 0)
-		rc = 0;
-	if (a >= 0)
-		H5Aclose(a);
-	H5Sclose(sp);
-	return rc;
-}
-
-static int put_i64(hid_t obj, const char *name, int64_t v)
-{
-	return put_num(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
-}
-
-static int put_u32(hid_t obj, const char *name, uint32_t v)
-{
-	return put_num(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &v);
-}
-
-static int put_f64(hid_t obj, const char *name, double v)
-{
-	return put_num(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+	(void)errp;
+	if (ms->method == SH5_SYNC_AUTO) {
+		if (any) {
+			ms->method = SH5_SYNC_OFFSET;
+			ms->note = "auto: offset (the node-step files carry "
+				   "clock-offset measurements)";
+		} else {
+			ms->method = SH5_SYNC_NONE;
+			ms->note = "auto: none (no node-step file carries "
+				   "clock-offset measurements)";
+		}
+		ms->st.method = ms->method;
+	}
+	return ms->method == SH5_SYNC_OFFSET;
 }
 
 static int hook_node_begin(void *arg, const struct sh5_input *in,
@@ -511,15 +387,15 @@ static int hook_node_end(void *arg, hid_t out_node, struct sh5_error *errp)
 		return 0;
 	if (ms->node_max_corr > ms->st.max_correction_ns)
 		ms->st.max_correction_ns = ms->node_max_corr;
-	if (put_str(out_node, "Sync Method", method) < 0 ||
-	    put_u32(out_node, "Sync Measurements", (uint32_t)ms->npts) < 0 ||
-	    put_i64(out_node, "Sync Max Correction ns",
+	if (sh5_h5attr_put_str(out_node, "Sync Method", method) < 0 ||
+	    sh5_h5attr_put_u32(out_node, "Sync Measurements", (uint32_t)ms->npts) < 0 ||
+	    sh5_h5attr_put_i64(out_node, "Sync Max Correction ns",
 		    ms->node_max_corr) < 0 ||
-	    put_i64(out_node, "Sync Error Bound ns", ms->node_err) < 0 ||
-	    put_u32(out_node, "Sync Measurements Dropped",
+	    sh5_h5attr_put_i64(out_node, "Sync Error Bound ns", ms->node_err) < 0 ||
+	    sh5_h5attr_put_u32(out_node, "Sync Measurements Dropped",
 		    (uint32_t)ms->node_dropped) < 0 ||
 	    (!isnan(ms->node_drift) &&
-	     put_f64(out_node, "Sync Drift ppm", ms->node_drift) < 0))
+	     sh5_h5attr_put_f64(out_node, "Sync Drift ppm", ms->node_drift) < 0))
 		return sh5_errprintf_h5(errp, "%s: cannot write the sync "
 					"attributes of its node group",
 					ms->in ? ms->in->path : "?");
@@ -534,19 +410,19 @@ static int hook_finish(void *arg, hid_t fout, struct sh5_error *errp)
 
 	if (g < 0)
 		return sh5_errprintf_h5(errp, "cannot open /Merge");
-	if (put_str(g, "Sync Requested",
+	if (sh5_h5attr_put_str(g, "Sync Requested",
 		    sh5_sync_method_name(ms->requested)) < 0 ||
-	    put_str(g, "Sync Method", sh5_sync_method_name(ms->method)) < 0 ||
-	    put_str(g, "Sync Note", ms->note ? ms->note : "") < 0)
+	    sh5_h5attr_put_str(g, "Sync Method", sh5_sync_method_name(ms->method)) < 0 ||
+	    sh5_h5attr_put_str(g, "Sync Note", ms->note ? ms->note : "") < 0)
 		goto out;
 	if (ms->method == SH5_SYNC_OFFSET &&
-	    (put_u32(g, "Sync Nodes Corrected", (uint32_t)ms->st.corrected) <
+	    (sh5_h5attr_put_u32(g, "Sync Nodes Corrected", (uint32_t)ms->st.corrected) <
 		     0 ||
-	     put_u32(g, "Sync Nodes Unmeasured",
+	     sh5_h5attr_put_u32(g, "Sync Nodes Unmeasured",
 		     (uint32_t)ms->st.unmeasured) < 0 ||
-	     put_i64(g, "Sync Max Correction ns",
+	     sh5_h5attr_put_i64(g, "Sync Max Correction ns",
 		     ms->st.max_correction_ns) < 0 ||
-	     put_i64(g, "Sync Error Bound ns", ms->st.error_bound_ns) < 0))
+	     sh5_h5attr_put_i64(g, "Sync Error Bound ns", ms->st.error_bound_ns) < 0))
 		goto out;
 	rc = 0;
 out:
@@ -566,7 +442,6 @@ struct sh5_mergesync *sh5_mergesync_create(
 	void *report_arg, struct sh5_error *errp)
 {
 	struct sh5_mergesync *ms;
-	int found = 0;
 
 	if (method == SH5_SYNC_CLC) {
 		errno = ENOTSUP;
@@ -582,10 +457,7 @@ struct sh5_mergesync *sh5_mergesync_create(
 		sh5_errprintf(errp, "unknown sync method %d", (int)method);
 		return NULL;
 	}
-	/* Before any allocation: the probing children exit without
-	 * freeing what they inherit. */
-	if (method == SH5_SYNC_AUTO)
-		found = any_measurement(opts);
+	(void)opts;
 	if (!(ms = calloc(1, sizeof(*ms)))) {
 		errno = ENOMEM;
 		sh5_errprintf(errp, "out of memory");
@@ -594,19 +466,9 @@ struct sh5_mergesync *sh5_mergesync_create(
 	ms->requested = method;
 	ms->report = report;
 	ms->report_arg = report_arg;
-	if (method == SH5_SYNC_AUTO) {
-		if (found) {
-			ms->method = SH5_SYNC_OFFSET;
-			ms->note = "auto: offset (the node-step files carry "
-				   "clock-offset measurements)";
-		} else {
-			ms->method = SH5_SYNC_NONE;
-			ms->note = "auto: none (no node-step file carries "
-				   "clock-offset measurements)";
-		}
-	} else {
-		ms->method = method;
-	}
+	/* auto is decided by hook_checked() from the merge's first pass,
+	 * which opens every input anyway. */
+	ms->method = method;
 	ms->st.requested = method;
 	ms->st.method = ms->method;
 	return ms;
@@ -620,7 +482,10 @@ void sh5_mergesync_hooks(struct sh5_mergesync *ms,
 	h->sync_rows = hook_sync_rows;
 	h->node_end = hook_node_end;
 	h->finish = hook_finish;
+	h->probe = hook_probe;
+	h->checked = hook_checked;
 	h->arg = ms;
+	h->never_sync = ms->method == SH5_SYNC_NONE;
 }
 
 void sh5_mergesync_stats(const struct sh5_mergesync *ms,

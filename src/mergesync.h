@@ -66,8 +66,10 @@ struct sh5_mergesync_stats {
 struct sh5_mergesync;
 
 /*
- * Prepare synchronization for the merge opts describes (dir, job, steps:
- * used to look for measurements when method is SH5_SYNC_AUTO).  report
+ * Prepare synchronization for the merge opts describes.  With
+ * SH5_SYNC_AUTO the method is chosen during the merge, from its first
+ * pass (the hooks' probe and checked: offset when any input carries
+ * measurements, else none).  report
  * (may be NULL) receives warnings (error 0), as merge's report does.
  * Returns a state (free with sh5_mergesync_destroy()) or NULL with errno
  * set and errp filled: ENOTSUP for SH5_SYNC_CLC, EINVAL for an unknown

@@ -15,6 +15,14 @@
  * lives; it is created under a temporary name and renamed into place
  * after locking, so a scanner never mistakes a starting owner for a dead
  * one.  Temporary files start with '.'.
+ *
+ * Batches: "cur" (formed from the queue) and "spill" (formed while a POST
+ * hangs) are each either empty, in flight, or held (not delivered, not
+ * spooled: the spool refused them); held ones are spooled or delivered
+ * later, the oldest first among them and the own spool files, by
+ * formation time.  New batches are formed only when none is held.
+ * Delivered spool files that could not be removed are listed in undel[]
+ * (skipped by scans, removed later).
  */
 #include "config.h"
 
@@ -33,6 +41,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,11 +62,15 @@
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 30000
 #define SCAN_PERIOD_NS (10LL * 1000000000LL)
-/* slurmstepd drops privileges for short moments (setuid affects every
- * thread): a spool operation refused then is tried again soon. */
-#define SCAN_RETRY_NS (200LL * 1000000LL)
-#define PERM_RETRIES 10
-#define PERM_RETRY_NS (20LL * 1000000LL)
+/* slurmstepd switches the effective uid of every thread to the job user
+ * for moments (task launch): a spool operation refused or failing then is
+ * tried again this much later, the batch being kept in memory meanwhile. */
+#define SPOOL_RETRY_NS (200LL * 1000000LL)
+/* at close, spooling what is left is retried this often until the hard
+ * deadline */
+#define FINAL_RETRY_NS (20LL * 1000000LL)
+/* delivered spool files whose removal failed (removed later) */
+#define UNDEL_MAX 16
 #define POLL_MS 100
 #define CHUNK 64
 #define MAX_SPOOL_FILE (64 << 20)
@@ -92,6 +105,14 @@ const size_t SH5_STREAM_SLOT_BYTES = sizeof(struct slot);
 struct buf {
 	char *p;
 	size_t len, cap;
+};
+
+/* A formed batch (request body) of the sender. */
+struct batch {
+	struct buf b;
+	uint64_t n; /* samples in it */
+	int64_t ts; /* formation time: orders it among spool files */
+	int held;   /* undelivered and not in the spool: kept in memory */
 };
 
 enum post_result { POST_OK, POST_RETRY, POST_REJECT, POST_ABORT };
@@ -130,24 +151,27 @@ struct sh5_stream {
 	CURL *easy;
 	struct curl_slist *hdrs;
 	struct slot *batch;
-	struct buf body, spill;
-	uint64_t body_n;
-	int body_pending; /* body holds an undelivered batch (no spool) */
+	struct batch cur, spill; /* new batches; spilled while posting */
+	struct buf rd;		 /* a spool file being delivered */
+	const struct buf *posting; /* body of the POST in flight */
 	char resp[256];
 	size_t resp_len;
 	char curl_err[CURL_ERROR_SIZE];
 	char owner[48];
 	int lock_fd;
-	int spool_ok;
 	uint64_t seq;
 	int64_t last_ts;
 	size_t own_files;
 	char oldest[256];
 	uint64_t spool_bytes;
+	int64_t spool_retry_at; /* spool refused: not before this */
+	char undel[UNDEL_MAX][256];
+	size_t nundel;
 	int64_t backoff_until;
 	long backoff_ms;
 	int final_scan;
 	int64_t last_form, next_scan;
+	int64_t hard_end; /* close(): all work ends by then (under lock) */
 };
 
 static void stream_free(struct sh5_stream *s);
@@ -439,7 +463,7 @@ size_t sh5_stream_memory_bound(const struct sh5_stream_conf *conf)
 	       (size_t)SH5_STREAM_MAX_SERIES * SH5_STREAM_MAX_FIELDS *
 		       STATS_MAX_BYTES;
 	return sizeof(struct sh5_stream) + q * sizeof(struct slot) +
-	       b * sizeof(struct slot) + 2 * body +
+	       b * sizeof(struct slot) + 3 * body +
 	       SH5_STREAM_MAX_SERIES *
 		       (sizeof(struct schema) +
 			(SH5_STREAM_MAX_FIELDS + 1) * (SH5_STREAM_MAX_NAME + 1));
@@ -837,6 +861,69 @@ static size_t form_batch(struct sh5_stream *s, struct buf *b, uint64_t *nsent,
 
 /* ------------------------------------------------------------- spool */
 
+/*
+ * Spool I/O and slurmstepd's privilege switches.  slurmstepd (real uid 0)
+ * sets the effective uid of every thread to the job user for moments
+ * (glibc broadcasts seteuid), and the kernel moves the filesystem uid
+ * with it: a spool operation of the sender would then be refused
+ * (EACCES) in the root-owned 0700 spool directory.  Before each spool
+ * operation the sender sets its own filesystem ids back to the real ones
+ * (setfsuid acts on the calling thread only); a switch that lands between
+ * that and the operation still fails it, so every caller treats a failure
+ * as transient: the batch stays in memory and the operation is tried
+ * again SPOOL_RETRY_NS later.
+ */
+
+static int (*fault_hook)(const char *op, const char *path);
+
+void sh5_stream_test_fault(int (*hook)(const char *op, const char *path))
+{
+	__atomic_store_n(&fault_hook, hook, __ATOMIC_SEQ_CST);
+}
+
+/* Prepare a spool operation; 1 (errno set) when a test fault refuses it. */
+static int sp_enter(const char *op, const char *path)
+{
+	int (*hook)(const char *, const char *) =
+		__atomic_load_n(&fault_hook, __ATOMIC_SEQ_CST);
+	int e;
+
+	if (getuid() == 0 && geteuid() != 0) {
+		setfsgid(getgid());
+		setfsuid(0);
+	}
+	if (hook && (e = hook(op, path)) != 0) {
+		errno = e;
+		return 1;
+	}
+	return 0;
+}
+
+static int sp_open(const char *path, int flags, mode_t mode)
+{
+	return sp_enter("open", path) ? -1 : open(path, flags, mode);
+}
+
+static int sp_rename(const char *from, const char *to)
+{
+	return sp_enter("rename", to) ? -1 : rename(from, to);
+}
+
+static int sp_unlink(const char *path)
+{
+	return sp_enter("unlink", path) ? -1 : unlink(path);
+}
+
+static int sp_mkdir(const char *path, mode_t mode)
+{
+	return sp_enter("mkdir", path) ? -1 : mkdir(path, mode);
+}
+
+static DIR *sp_opendir(const char *path)
+{
+	return sp_enter("opendir", path) ? NULL : opendir(path);
+}
+
 struct spool_name {
 	int64_t ts;
 	char owner[48];
@@ -891,8 +978,85 @@ static int path_in(const struct sh5_stream *s, char *out, size_t size,
 	return (n < 0 || (size_t)n >= size) ? -1 : 0;
 }
 
+/* A failing spool operation: note the error, try again later. */
+static void spool_failed(struct sh5_stream *s, int e)
+{
+	s->spool_retry_at = mono_ns() + SPOOL_RETRY_NS;
+	set_error(s, EK_SPOOL + e, "spool %s: %s", s->spool_dir, strerror(e));
+	errno = e;
+}
+
+/* Create the spool directory (last component) when missing and take the
+ * owner lock "<owner>.lock" (made under a temporary name, renamed into
+ * place once locked).  Replaces a lock whose file vanished.  0 or -1. */
+static int lock_create(struct sh5_stream *s)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	struct stat sb;
+	int fd, e;
+
+	if (sp_mkdir(s->spool_dir, 0700) < 0 && errno != EEXIST)
+		return -1;
+	if (sp_enter("stat", s->spool_dir) || stat(s->spool_dir, &sb) < 0)
+		return -1;
+	if (!S_ISDIR(sb.st_mode)) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	if (snprintf(tmp, sizeof(tmp), "%s/.%s.lock", s->spool_dir, s->owner) >=
+		    (int)sizeof(tmp) ||
+	    snprintf(path, sizeof(path), "%s/%s.lock", s->spool_dir,
+		     s->owner) >= (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	sp_unlink(tmp); /* a leftover of an earlier failed attempt */
+	fd = sp_open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	if (flock(fd, LOCK_EX) < 0 || sp_rename(tmp, path) < 0) {
+		e = errno;
+		close(fd);
+		sp_unlink(tmp);
+		errno = e;
+		return -1;
+	}
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
+	s->lock_fd = fd;
+	/* what was known of the directory may be stale: look again */
+	s->next_scan = 0;
+	return 0;
+}
+
+/*
+ * Is the spool usable now?  It is when the directory holds our lock file;
+ * otherwise (never created, or the directory vanished) it is created
+ * again, at most every SPOOL_RETRY_NS.  1 yes, 0 no (errno set).
+ */
+static int spool_ready(struct sh5_stream *s)
+{
+	struct stat sb;
+
+	if (!s->spool_dir) {
+		errno = ENOENT;
+		return 0;
+	}
+	if (s->lock_fd >= 0 && fstat(s->lock_fd, &sb) == 0 && sb.st_nlink > 0)
+		return 1;
+	if (mono_ns() < s->spool_retry_at) {
+		errno = EAGAIN;
+		return 0;
+	}
+	if (lock_create(s) == 0)
+		return 1;
+	spool_failed(s, errno);
+	return 0;
+}
+
 /* Is the owner of a lock file gone?  When it is and fdp is not NULL,
- * *fdp keeps the lock (close it after adopting).  1 dead, 0 alive. */
+ * *fdp keeps the lock (close it after adopting).  1 dead, 0 alive (or
+ * unknown now). */
 static int owner_dead(struct sh5_stream *s, const char *owner, int *fdp)
 {
 	char path[PATH_MAX], name[80];
@@ -901,7 +1065,7 @@ static int owner_dead(struct sh5_stream *s, const char *owner, int *fdp)
 	snprintf(name, sizeof(name), "%s.lock", owner);
 	if (path_in(s, path, sizeof(path), name) < 0)
 		return 0;
-	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	fd = sp_open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return errno == ENOENT;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -915,6 +1079,35 @@ static int owner_dead(struct sh5_stream *s, const char *owner, int *fdp)
 	return 1;
 }
 
+/* Was this (delivered) spool file's removal postponed? */
+static int undeleted(const struct sh5_stream *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->nundel; i++)
+		if (!strcmp(s->undel[i], name))
+			return 1;
+	return 0;
+}
+
+/* Remove delivered spool files whose removal failed before. */
+static void undel_retry(struct sh5_stream *s)
+{
+	char path[PATH_MAX];
+	size_t i = 0;
+
+	while (i < s->nundel) {
+		if (path_in(s, path, sizeof(path), s->undel[i]) < 0 ||
+		    sp_unlink(path) == 0 || errno == ENOENT) {
+			memmove(s->undel[i], s->undel[i + 1],
+				(s->nundel - i - 1) * sizeof(s->undel[0]));
+			s->nundel--;
+		} else {
+			i++;
+		}
+	}
+}
+
 struct dead_owner {
 	char owner[48];
 	int dead;
@@ -923,41 +1116,53 @@ struct dead_owner {
 
 /*
  * Scan the spool directory: adopt files of dead owners (same format),
- * remove their lock files, count this stream's files and bytes of all
- * spool files, remember the oldest own file.  With evict > 0, afterwards
- * delete oldest spool files until evict more bytes fit under the bound.
+ * remove their lock files and the temporary files of dead owners and of
+ * this stream, count this stream's files and bytes of all spool files,
+ * remember the oldest own file.  With evict > 0, afterwards delete
+ * oldest spool files until evict more bytes fit under the bound.  When
+ * the directory cannot be read, what was known stays (tried again soon).
  */
 static void spool_scan(struct sh5_stream *s, uint64_t evict)
 {
 	struct dead_owner owners[16];
 	size_t nowners = 0, i;
-	char path[PATH_MAX], path2[PATH_MAX], name[256];
+	char path[PATH_MAX], path2[PATH_MAX], name[256], oldest[256] = "";
 	struct spool_name sn;
 	struct dirent *de;
 	struct stat sb;
 	DIR *d;
 	uint64_t total = 0;
 	size_t own = 0;
-	int again, len;
+	int again, len, tmpfile;
 
-	s->oldest[0] = '\0';
+	if (!spool_ready(s)) {
+		s->next_scan = mono_ns() + SPOOL_RETRY_NS;
+		return;
+	}
 	s->next_scan = mono_ns() + SCAN_PERIOD_NS;
-	d = opendir(s->spool_dir);
+	undel_retry(s);
+	d = sp_opendir(s->spool_dir);
 	if (!d) {
-		/* nothing of it can be sent now; retry at the next scan */
-		s->own_files = 0;
-		if (errno == EACCES || errno == EPERM)
-			s->next_scan = mono_ns() + SCAN_RETRY_NS;
-		set_error(s, EK_SPOOL + errno, "spool %s: %s", s->spool_dir,
-			  strerror(errno));
+		s->next_scan = mono_ns() + SPOOL_RETRY_NS;
+		spool_failed(s, errno);
 		return;
 	}
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || parse_name(de->d_name, &sn) < 0)
+		tmpfile = de->d_name[0] == '.';
+		if (parse_name(de->d_name + tmpfile, &sn) < 0)
 			continue;
 		if (path_in(s, path, sizeof(path), de->d_name) < 0 ||
 		    lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
 			continue;
+		if (tmpfile) {
+			/* a write that failed half-way (its batch was kept
+			 * in memory): remove it when its writer is gone or
+			 * is this stream (not writing now) */
+			if (!strcmp(sn.owner, s->owner) ||
+			    owner_dead(s, sn.owner, NULL))
+				sp_unlink(path);
+			continue;
+		}
 		total += (uint64_t)sb.st_size;
 		if (strcmp(sn.ext, s->ext))
 			continue;
@@ -985,19 +1190,24 @@ static void spool_scan(struct sh5_stream *s, uint64_t evict)
 			if (len < 0 || (size_t)len >= sizeof(name) ||
 			    path_in(s, path2, sizeof(path2), name) < 0)
 				continue;
-			if (rename(path, path2) < 0) {
-				if (errno == EACCES || errno == EPERM)
-					s->next_scan = mono_ns() + SCAN_RETRY_NS;
+			if (sp_rename(path, path2) < 0) {
+				/* gone (another stream adopted it) or
+				 * refused for now: look again soon */
+				if (errno != ENOENT)
+					s->next_scan =
+						mono_ns() + SPOOL_RETRY_NS;
 				continue;
 			}
 		} else {
 			len = snprintf(name, sizeof(name), "%s", de->d_name);
 			if (len < 0 || (size_t)len >= sizeof(name))
 				continue;
+			if (undeleted(s, name))
+				continue; /* delivered already */
 		}
 		own++;
-		if (!s->oldest[0] || strcmp(name, s->oldest) < 0)
-			snprintf(s->oldest, sizeof(s->oldest), "%s", name);
+		if (!oldest[0] || strcmp(name, oldest) < 0)
+			snprintf(oldest, sizeof(oldest), "%s", name);
 	}
 	closedir(d);
 	for (i = 0; i < nowners; i++) {
@@ -1006,23 +1216,25 @@ static void spool_scan(struct sh5_stream *s, uint64_t evict)
 		len = snprintf(name, sizeof(name), "%s.lock", owners[i].owner);
 		if (len > 0 && (size_t)len < sizeof(name) &&
 		    path_in(s, path, sizeof(path), name) == 0)
-			unlink(path);
+			sp_unlink(path);
 		close(owners[i].fd);
 	}
 	s->own_files = own;
 	s->spool_bytes = total;
+	memcpy(s->oldest, oldest, sizeof(oldest));
 
 	/* enforce the bound: delete the oldest spool files (any owner) */
 	while (evict && s->spool_bytes + evict > s->spool_max) {
 		char victim[256] = "";
 
 		again = 0;
-		d = opendir(s->spool_dir);
+		d = sp_opendir(s->spool_dir);
 		if (!d)
 			return;
 		while ((de = readdir(d))) {
 			if (de->d_name[0] == '.' ||
-			    parse_name(de->d_name, &sn) < 0)
+			    parse_name(de->d_name, &sn) < 0 ||
+			    undeleted(s, de->d_name))
 				continue;
 			if (!victim[0] || strcmp(de->d_name, victim) < 0)
 				snprintf(victim, sizeof(victim), "%s",
@@ -1032,21 +1244,18 @@ static void spool_scan(struct sh5_stream *s, uint64_t evict)
 		if (!victim[0] || parse_name(victim, &sn) < 0 ||
 		    path_in(s, path, sizeof(path), victim) < 0)
 			return;
-		if (lstat(path, &sb) < 0 || unlink(path) < 0)
+		if (lstat(path, &sb) < 0 || sp_unlink(path) < 0)
 			return;
-		{
-			s->spool_bytes -= (uint64_t)sb.st_size <
-							s->spool_bytes ?
-						(uint64_t)sb.st_size :
-						s->spool_bytes;
-			pthread_mutex_lock(&s->lock);
-			s->st.dropped_spool += sn.n;
-			pthread_mutex_unlock(&s->lock);
-			if (!strcmp(sn.owner, s->owner) && s->own_files)
-				s->own_files--;
-			if (!strcmp(victim, s->oldest))
-				again = 1;
-		}
+		s->spool_bytes -= (uint64_t)sb.st_size < s->spool_bytes ?
+					  (uint64_t)sb.st_size :
+					  s->spool_bytes;
+		pthread_mutex_lock(&s->lock);
+		s->st.dropped_spool += sn.n;
+		pthread_mutex_unlock(&s->lock);
+		if (!strcmp(sn.owner, s->owner) && s->own_files)
+			s->own_files--;
+		if (!strcmp(victim, s->oldest))
+			again = 1;
 		if (again) {
 			/* find the new oldest own file */
 			spool_scan(s, 0);
@@ -1054,130 +1263,98 @@ static void spool_scan(struct sh5_stream *s, uint64_t evict)
 	}
 }
 
-/* Write body (n samples, formed at ts) as a spool file.  0 ok, -1. */
-static int spool_write(struct sh5_stream *s, const struct buf *b, uint64_t n,
-		       int64_t ts)
+/* Write batch b as a spool file.  0 ok (b->held cleared), -1 (errno set,
+ * error noted, retried not before spool_retry_at): b is untouched, the
+ * caller keeps it. */
+static int spool_write(struct sh5_stream *s, struct batch *b)
 {
 	char name[256], path[PATH_MAX], tmp[PATH_MAX];
 	size_t off = 0;
 	ssize_t w;
 	int fd, e;
 
-	if (!s->spool_ok) {
-		errno = ENOENT;
+	if (!spool_ready(s))
 		return -1;
-	}
-	if (b->len > s->spool_max) {
+	if (b->b.len > s->spool_max) {
 		set_error(s, EK_SPOOL + EFBIG,
 			  "spool %s: batch of %zu bytes exceeds the bound",
-			  s->spool_dir, b->len);
+			  s->spool_dir, b->b.len);
+		s->spool_retry_at = mono_ns() + SPOOL_RETRY_NS;
 		errno = EFBIG;
 		return -1;
 	}
-	if (s->spool_bytes + b->len > s->spool_max)
-		spool_scan(s, b->len);
+	if (s->spool_bytes + b->b.len > s->spool_max)
+		spool_scan(s, b->b.len);
 	snprintf(name, sizeof(name), "%020" PRId64 "-%s-%010" PRIu64 "-%" PRIu64
-		 ".%s", ts, s->owner, ++s->seq, n, s->ext);
-	if (path_in(s, path, sizeof(path), name) < 0)
-		return -1;
+		 ".%s", b->ts, s->owner, ++s->seq, b->n, s->ext);
+	if (path_in(s, path, sizeof(path), name) < 0) {
+		errno = ENAMETOOLONG;
+		goto error;
+	}
 	snprintf(tmp, sizeof(tmp), "%s/.%s", s->spool_dir, name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fd = sp_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		goto error;
-	while (off < b->len) {
-		w = write(fd, b->p + off, b->len - off);
+	while (off < b->b.len) {
+		w = write(fd, b->b.p + off, b->b.len - off);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
 			goto error_fd;
+		}
 		off += (size_t)w;
 	}
 	if (close(fd) < 0) {
 		fd = -1;
 		goto error_fd;
 	}
-	if (rename(tmp, path) < 0)
+	fd = -1;
+	if (sp_rename(tmp, path) < 0)
 		goto error_fd;
-	s->spool_bytes += b->len;
+	s->spool_bytes += b->b.len;
 	s->own_files++;
 	if (!s->oldest[0] || strcmp(name, s->oldest) < 0)
 		snprintf(s->oldest, sizeof(s->oldest), "%s", name);
 	pthread_mutex_lock(&s->lock);
-	s->st.spooled += n;
+	s->st.spooled += b->n;
 	pthread_mutex_unlock(&s->lock);
+	b->held = 0;
+	b->b.len = 0;
 	return 0;
 error_fd:
 	e = errno;
 	if (fd >= 0)
 		close(fd);
-	unlink(tmp);
+	/* may fail too; then the next scan removes it */
+	sp_unlink(tmp);
 	errno = e;
 error:
-	e = errno;
-	set_error(s, EK_SPOOL + e, "spool %s: %s", s->spool_dir, strerror(e));
-	errno = e;
+	spool_failed(s, errno);
 	return -1;
 }
 
-/* spool_write(), tried again for a moment when refused for permissions
- * (see SCAN_RETRY_NS). */
-static int spool_write_retry(struct sh5_stream *s, const struct buf *b,
-			     uint64_t n, int64_t ts)
+/* At close: spool_write() tried again until the hard deadline. */
+static int spool_write_final(struct sh5_stream *s, struct batch *b)
 {
-	struct timespec pause = { 0, PERM_RETRY_NS };
-	int i;
+	struct timespec pause = { 0, FINAL_RETRY_NS };
+	int64_t end;
 
-	for (i = 0; i < PERM_RETRIES; i++) {
-		if (spool_write(s, b, n, ts) == 0)
+	pthread_mutex_lock(&s->lock);
+	end = s->hard_end;
+	pthread_mutex_unlock(&s->lock);
+	if (!s->spool_dir)
+		return -1;
+	while (mono_ns() < end) {
+		s->spool_retry_at = 0;
+		if (spool_write(s, b) == 0)
 			return 0;
-		if (errno != EACCES && errno != EPERM)
-			return -1;
+		if (mono_ns() + FINAL_RETRY_NS >= end)
+			break;
 		nanosleep(&pause, NULL);
 	}
 	return -1;
-}
-
-static int spool_open(struct sh5_stream *s, struct sh5_error *errp)
-{
-	static unsigned counter;
-	char path[PATH_MAX], tmp[PATH_MAX];
-	unsigned c = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-	struct stat sb;
-
-	s->lock_fd = -1;
-	if (!s->spool_dir)
-		return 0;
-	if (mkdir(s->spool_dir, 0700) < 0 && errno != EEXIST)
-		return sh5_errprintf(errp, "%s: cannot create spool directory: %s",
-				     s->spool_dir, strerror(errno));
-	if (stat(s->spool_dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-		if (errno == 0)
-			errno = ENOTDIR;
-		return sh5_errprintf(errp, "%s: not a directory", s->spool_dir);
-	}
-	snprintf(s->owner, sizeof(s->owner), "o%ldx%lldx%u", (long)getpid(),
-		 (long long)(real_ns() / 1000000000LL), c);
-	if (snprintf(tmp, sizeof(tmp), "%s/.%s.lock", s->spool_dir, s->owner) >=
-		    (int)sizeof(tmp) ||
-	    snprintf(path, sizeof(path), "%s/%s.lock", s->spool_dir,
-		     s->owner) >= (int)sizeof(path)) {
-		errno = ENAMETOOLONG;
-		return sh5_errprintf(errp, "%s: path too long", s->spool_dir);
-	}
-	s->lock_fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (s->lock_fd < 0)
-		return sh5_errprintf(errp, "%s: %s", tmp, strerror(errno));
-	if (flock(s->lock_fd, LOCK_EX) < 0 || rename(tmp, path) < 0) {
-		int e = errno;
-
-		close(s->lock_fd);
-		s->lock_fd = -1;
-		unlink(tmp);
-		errno = e;
-		return sh5_errprintf(errp, "%s: %s", path, strerror(errno));
-	}
-	s->spool_ok = 1;
-	return 0;
 }
 
 static void spool_close(struct sh5_stream *s)
@@ -1188,49 +1365,59 @@ static void spool_close(struct sh5_stream *s)
 		return;
 	snprintf(name, sizeof(name), "%s.lock", s->owner);
 	if (path_in(s, path, sizeof(path), name) == 0)
-		unlink(path);
+		sp_unlink(path);
 	close(s->lock_fd);
 	s->lock_fd = -1;
 }
 
-/* Read the oldest own spool file into s->body.  Returns 0, or -1 when it
- * vanished or could not be read (it is then removed from consideration).
- */
+/* Read spool file name into s->rd.  0, or -1 with errno: ENOENT it is
+ * gone, EFBIG too large, EACCES/EPERM/... refused for now. */
 static int spool_read(struct sh5_stream *s, const char *name)
 {
 	char path[PATH_MAX];
 	struct stat sb;
 	ssize_t r;
-	int fd;
+	int fd, e;
 
-	s->body.len = 0;
-	if (path_in(s, path, sizeof(path), name) < 0)
-		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &sb) < 0 || sb.st_size > MAX_SPOOL_FILE ||
-	    buf_reserve(&s->body, (size_t)sb.st_size) < 0) {
-		close(fd);
+	s->rd.len = 0;
+	if (path_in(s, path, sizeof(path), name) < 0) {
+		errno = ENAMETOOLONG;
 		return -1;
 	}
-	while ((r = read(fd, s->body.p + s->body.len,
-			 s->body.cap - s->body.len - 1)) != 0) {
+	fd = sp_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb) < 0)
+		goto error;
+	if (sb.st_size > MAX_SPOOL_FILE) {
+		errno = EFBIG;
+		goto error;
+	}
+	if (buf_reserve(&s->rd, (size_t)sb.st_size) < 0) {
+		errno = ENOMEM;
+		goto error;
+	}
+	while ((r = read(fd, s->rd.p + s->rd.len,
+			 s->rd.cap - s->rd.len - 1)) != 0) {
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0) {
-			close(fd);
-			return -1;
-		}
-		s->body.len += (size_t)r;
-		if (s->body.len + 1 >= s->body.cap &&
-		    buf_reserve(&s->body, 4096) < 0) {
-			close(fd);
-			return -1;
+		if (r < 0)
+			goto error;
+		s->rd.len += (size_t)r;
+		if (s->rd.len + 1 >= s->rd.cap &&
+		    buf_reserve(&s->rd, 4096) < 0) {
+			errno = ENOMEM;
+			goto error;
 		}
 	}
 	close(fd);
 	return 0;
+error:
+	e = errno;
+	close(fd);
+	s->rd.len = 0;
+	errno = e;
+	return -1;
 }
 
 /* -------------------------------------------------------------- HTTP */
@@ -1323,14 +1510,14 @@ static int batch_due(const struct sh5_stream *s, int64_t now)
 }
 
 /* While a POST is in flight: spill the queue to the spool when it is
- * half full, so a slow server does not make push() drop samples. */
+ * half full, so a slow server does not make push() drop samples.  A
+ * spill the spool refuses is held in memory (one at most) and spooled
+ * or delivered later. */
 static void spill_if_filling(struct sh5_stream *s)
 {
-	uint64_t n;
-	int64_t ts;
 	size_t full;
 
-	if (!s->spool_ok)
+	if (!s->spool_dir)
 		return;
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
@@ -1338,14 +1525,20 @@ static void spill_if_filling(struct sh5_stream *s)
 		pthread_mutex_unlock(&s->lock);
 		if (!full)
 			return;
-		if (form_batch(s, &s->spill, &n, &ts) == 0)
-			return;
-		if (n && spool_write(s, &s->spill, n, ts) < 0) {
-			pthread_mutex_lock(&s->lock);
-			s->st.unsent += n;
-			pthread_mutex_unlock(&s->lock);
-			return;
+		if (s->spill.held) {
+			if (s->posting == &s->spill.b ||
+			    mono_ns() < s->spool_retry_at ||
+			    spool_write(s, &s->spill) < 0)
+				return;
+			continue;
 		}
+		if (form_batch(s, &s->spill.b, &s->spill.n, &s->spill.ts) == 0)
+			return;
+		if (s->spill.n == 0)
+			continue;
+		s->spill.held = 1;
+		if (spool_write(s, &s->spill) < 0)
+			return;
 	}
 }
 
@@ -1364,8 +1557,8 @@ static void squash(char *t)
 	*end = '\0';
 }
 
-/* POST s->body.  Never longer than the close deadline. */
-static enum post_result post_body(struct sh5_stream *s)
+/* POST body b.  Never longer than the close deadline. */
+static enum post_result post_body(struct sh5_stream *s, const struct buf *b)
 {
 	CURLMsg *msg;
 	CURLcode cc = CURLE_OK;
@@ -1375,9 +1568,9 @@ static enum post_result post_body(struct sh5_stream *s)
 	s->resp_len = 0;
 	s->resp[0] = '\0';
 	s->curl_err[0] = '\0';
-	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->body.p);
+	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, b->p);
 	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE,
-			 (curl_off_t)s->body.len);
+			 (curl_off_t)b->len);
 	if (curl_multi_add_handle(s->multi, s->easy) != CURLM_OK) {
 		set_error(s, EK_MULTI, "POST %s: curl_multi_add_handle failed",
 			  s->safe_url);
@@ -1386,6 +1579,7 @@ static enum post_result post_body(struct sh5_stream *s)
 	pthread_mutex_lock(&s->lock);
 	s->in_post = 1;
 	pthread_mutex_unlock(&s->lock);
+	s->posting = b;
 	while (running) {
 		if (curl_multi_perform(s->multi, &running) != CURLM_OK)
 			break;
@@ -1399,6 +1593,7 @@ static enum post_result post_body(struct sh5_stream *s)
 		spill_if_filling(s);
 		curl_multi_poll(s->multi, NULL, 0, POLL_MS, NULL);
 	}
+	s->posting = NULL;
 	pthread_mutex_lock(&s->lock);
 	s->in_post = 0;
 	pthread_mutex_unlock(&s->lock);
@@ -1439,11 +1634,11 @@ static enum post_result post_body(struct sh5_stream *s)
 }
 
 static void count_post(struct sh5_stream *s, enum post_result r, uint64_t n,
-		       int foreign)
+		       int from_spool)
 {
 	pthread_mutex_lock(&s->lock);
 	if (r == POST_OK) {
-		if (foreign)
+		if (from_spool)
 			s->st.recovered += n;
 		else
 			s->st.sent += n;
@@ -1465,7 +1660,9 @@ static void count_post(struct sh5_stream *s, enum post_result r, uint64_t n,
 	}
 }
 
-/* Deliver the oldest own spool file. */
+/* Deliver the oldest own spool file.  A file that cannot be read now is
+ * left for later; one delivered is removed, or remembered as delivered
+ * until it can be (never sent twice by this stream). */
 static void send_spooled(struct sh5_stream *s)
 {
 	char path[PATH_MAX], name[256];
@@ -1473,50 +1670,144 @@ static void send_spooled(struct sh5_stream *s)
 	enum post_result r;
 
 	snprintf(name, sizeof(name), "%s", s->oldest);
-	if (parse_name(name, &sn) < 0 || spool_read(s, name) < 0) {
-		/* vanished (evicted by another stream) or unreadable */
-		if (path_in(s, path, sizeof(path), name) == 0 &&
-		    access(path, F_OK) == 0 && unlink(path) == 0) {
+	if (parse_name(name, &sn) < 0 || undeleted(s, name) ||
+	    path_in(s, path, sizeof(path), name) < 0) {
+		/* delivered already: the scan that would forget it failed */
+		spool_scan(s, 0);
+		return;
+	}
+	if (spool_read(s, name) < 0) {
+		if (errno == ENOENT) {
+			/* evicted by another stream (which counted it) */
+		} else if (errno == EFBIG) {
+			if (sp_unlink(path) < 0) {
+				spool_failed(s, errno);
+				return;
+			}
 			pthread_mutex_lock(&s->lock);
 			s->st.dropped_spool += sn.n;
 			pthread_mutex_unlock(&s->lock);
+		} else {
+			/* refused for now (privileges switched...) */
+			spool_failed(s, errno);
+			return;
 		}
 		spool_scan(s, 0);
 		return;
 	}
-	r = post_body(s);
-	count_post(s, r, sn.n, strchr(sn.tag, '_') != NULL);
-	if ((r == POST_OK || r == POST_REJECT) &&
-	    path_in(s, path, sizeof(path), name) == 0) {
-		if (unlink(path) == 0 && s->spool_bytes >= s->body.len)
-			s->spool_bytes -= s->body.len;
+	r = post_body(s, &s->rd);
+	count_post(s, r, sn.n, 1);
+	if (r == POST_OK || r == POST_REJECT) {
+		if (sp_unlink(path) == 0 || errno == ENOENT) {
+			if (s->spool_bytes >= s->rd.len)
+				s->spool_bytes -= s->rd.len;
+		} else {
+			spool_failed(s, errno);
+			snprintf(s->undel[s->nundel++], sizeof(s->undel[0]),
+				 "%s", name);
+		}
 		spool_scan(s, 0);
 	}
-	s->body.len = 0;
+	s->rd.len = 0;
 }
 
-/* Keep s->body (n samples formed at ts) after a failed POST. */
-static void keep_body(struct sh5_stream *s, uint64_t n, int64_t ts)
+/* The held batch to deliver or spool first (oldest), NULL if none. */
+static struct batch *held_oldest(struct sh5_stream *s)
 {
-	if (spool_write(s, &s->body, n, ts) == 0) {
-		s->body_pending = 0;
-		s->body.len = 0;
+	if (s->cur.held && (!s->spill.held || s->cur.ts <= s->spill.ts))
+		return &s->cur;
+	return s->spill.held ? &s->spill : NULL;
+}
+
+/* Is the oldest own spool file older than batch b (or b NULL)? */
+static int spool_first(const struct sh5_stream *s, const struct batch *b)
+{
+	struct spool_name sn;
+
+	if (s->own_files == 0 || !s->oldest[0])
+		return 0;
+	if (!b)
+		return 1;
+	return parse_name(s->oldest, &sn) == 0 && sn.ts < b->ts;
+}
+
+/* POST a held batch; when it fails, try to spool it. */
+static void send_held(struct sh5_stream *s, struct batch *b)
+{
+	enum post_result r = post_body(s, &b->b);
+
+	count_post(s, r, b->n, 0);
+	if (r == POST_OK || r == POST_REJECT) {
+		b->held = 0;
+		b->b.len = 0;
+	} else if (r == POST_RETRY && s->spool_dir &&
+		   mono_ns() >= s->spool_retry_at) {
+		spool_write(s, b);
+	}
+}
+
+/* A new batch in s->cur: POST it, or spool it (behind spooled data,
+ * while backing off, or after a failed POST); held if neither worked. */
+static void send_new(struct sh5_stream *s, int backoff)
+{
+	enum post_result r;
+
+	s->cur.held = 1;
+	if (backoff || s->own_files > 0) {
+		if (s->spool_dir && mono_ns() >= s->spool_retry_at)
+			spool_write(s, &s->cur);
 		return;
 	}
-	s->body_pending = 1;
-	s->body_n = n;
+	r = post_body(s, &s->cur.b);
+	count_post(s, r, s->cur.n, 0);
+	if (r == POST_OK || r == POST_REJECT) {
+		s->cur.held = 0;
+		s->cur.b.len = 0;
+	} else if (s->spool_dir && mono_ns() >= s->spool_retry_at) {
+		spool_write(s, &s->cur);
+	}
+}
+
+/* At the end: spool what is held and what is queued, until the hard
+ * deadline; count what could not be kept as unsent. */
+static void spool_rest(struct sh5_stream *s)
+{
+	struct batch *b;
+	uint64_t lost = 0;
+
+	while ((b = held_oldest(s))) {
+		if (spool_write_final(s, b) < 0) {
+			lost += b->n;
+			b->held = 0;
+			b->b.len = 0;
+		}
+	}
+	while (form_batch(s, &s->cur.b, &s->cur.n, &s->cur.ts)) {
+		if (s->cur.n == 0)
+			continue;
+		s->cur.held = 1;
+		if (spool_write_final(s, &s->cur) < 0) {
+			lost += s->cur.n;
+			s->cur.held = 0;
+			s->cur.b.len = 0;
+		}
+	}
+	if (lost) {
+		pthread_mutex_lock(&s->lock);
+		s->st.unsent += lost;
+		pthread_mutex_unlock(&s->lock);
+	}
 }
 
 static void *sender_main(void *arg)
 {
 	struct sh5_stream *s = arg;
 	struct timespec until;
-	int64_t now, wake, ts = 0;
-	uint64_t n;
-	enum post_result r;
-	int backoff, abandoned;
+	struct batch *h;
+	int64_t now, wake;
+	int backoff, spool_now, abandoned;
 
-	if (s->spool_ok)
+	if (s->spool_dir)
 		spool_scan(s, 0);
 	s->last_form = mono_ns();
 	pthread_mutex_lock(&s->lock);
@@ -1525,57 +1816,60 @@ static void *sender_main(void *arg)
 		if (s->closing && now >= s->abort_at)
 			break;
 		backoff = now < s->backoff_until;
-		if (s->body_pending && !backoff) {
-			pthread_mutex_unlock(&s->lock);
-			r = post_body(s);
-			count_post(s, r, s->body_n, 0);
-			if (r == POST_OK || r == POST_REJECT) {
-				s->body_pending = 0;
-				s->body.len = 0;
+		spool_now = s->spool_dir && now >= s->spool_retry_at;
+		h = held_oldest(s);
+		pthread_mutex_unlock(&s->lock);
+		if (spool_now && s->nundel > 0) {
+			undel_retry(s);
+			if (s->nundel > 0)
+				s->spool_retry_at = now + SPOOL_RETRY_NS;
+		}
+		if (h && backoff && spool_now) {
+			/* the server is away: held batches go to the spool
+			 * (frees memory; names keep the order) */
+			spool_write(s, h);
+			pthread_mutex_lock(&s->lock);
+			continue;
+		}
+		if (!backoff && spool_first(s, h)) {
+			if (spool_now && s->nundel < UNDEL_MAX) {
+				send_spooled(s);
+				pthread_mutex_lock(&s->lock);
+				continue;
 			}
+			/* older spool files come first: wait for the spool */
+		} else if (!backoff && h) {
+			send_held(s, h);
 			pthread_mutex_lock(&s->lock);
 			continue;
 		}
-		if (!s->body_pending && s->own_files > 0 && !backoff) {
+		pthread_mutex_lock(&s->lock);
+		if (!h && batch_due(s, now)) {
 			pthread_mutex_unlock(&s->lock);
-			send_spooled(s);
+			if (form_batch(s, &s->cur.b, &s->cur.n, &s->cur.ts) &&
+			    s->cur.n)
+				send_new(s, backoff);
 			pthread_mutex_lock(&s->lock);
 			continue;
 		}
-		if (!s->body_pending && batch_due(s, now)) {
-			pthread_mutex_unlock(&s->lock);
-			if (form_batch(s, &s->body, &n, &ts) && n) {
-				if (backoff || s->own_files > 0) {
-					keep_body(s, n, ts);
-				} else {
-					r = post_body(s);
-					count_post(s, r, n, 0);
-					if (r == POST_OK || r == POST_REJECT)
-						s->body.len = 0;
-					else
-						keep_body(s, n, ts);
-				}
-			}
-			pthread_mutex_lock(&s->lock);
-			continue;
-		}
-		if (s->closing && s->count == 0 &&
-		    (!s->body_pending || backoff) &&
+		if (s->closing && s->count == 0 && (!h || backoff) &&
 		    (s->own_files == 0 || backoff)) {
 			/* all of ours is out: one last look for files of
 			 * streams ended since the last scan, delivered while
 			 * the deadline allows */
-			if (s->spool_ok && !backoff && !s->final_scan) {
+			if (!s->spool_dir || backoff || s->final_scan)
+				break;
+			if (spool_now) {
 				s->final_scan = 1;
 				pthread_mutex_unlock(&s->lock);
 				spool_scan(s, 0);
 				pthread_mutex_lock(&s->lock);
 				continue;
 			}
-			break;
+			/* else wait for the spool (at most until abort_at) */
 		}
-		if (s->spool_ok && !s->closing &&
-		    now >= s->next_scan) {
+		if (s->spool_dir && !s->closing && now >= s->next_scan &&
+		    spool_now) {
 			pthread_mutex_unlock(&s->lock);
 			spool_scan(s, 0);
 			pthread_mutex_lock(&s->lock);
@@ -1584,9 +1878,18 @@ static void *sender_main(void *arg)
 		/* sleep until something is due (push() wakes us when the
 		 * queue stops being empty or fills a batch) */
 		wake = now + 3600 * 1000000000LL;
-		if (s->spool_ok)
-			wake = s->next_scan;
-		if (s->count > 0 && !s->body_pending &&
+		if (s->spool_dir && !s->closing) {
+			int64_t scan_at = s->next_scan;
+
+			/* no scan before the spool may be used again */
+			if (!spool_now && scan_at < s->spool_retry_at)
+				scan_at = s->spool_retry_at;
+			if (scan_at < wake)
+				wake = scan_at;
+		}
+		if (s->spool_dir && !spool_now && s->spool_retry_at < wake)
+			wake = s->spool_retry_at;
+		if (s->count > 0 && !h &&
 		    s->last_form + s->flush_ms * 1000000LL < wake)
 			wake = s->last_form + s->flush_ms * 1000000LL;
 		if (backoff && s->backoff_until < wake)
@@ -1602,21 +1905,7 @@ static void *sender_main(void *arg)
 	pthread_mutex_unlock(&s->lock);
 
 	/* deadline reached or nothing left: spool what is left */
-	if (s->body_pending) {
-		if (spool_write_retry(s, &s->body, s->body_n, s->last_ts) < 0) {
-			pthread_mutex_lock(&s->lock);
-			s->st.unsent += s->body_n;
-			pthread_mutex_unlock(&s->lock);
-		}
-		s->body_pending = 0;
-	}
-	while (form_batch(s, &s->body, &n, &ts)) {
-		if (n && spool_write_retry(s, &s->body, n, ts) < 0) {
-			pthread_mutex_lock(&s->lock);
-			s->st.unsent += n;
-			pthread_mutex_unlock(&s->lock);
-		}
-	}
+	spool_rest(s);
 	spool_close(s);
 
 	pthread_mutex_lock(&s->lock);
@@ -1649,8 +1938,9 @@ static void stream_free(struct sh5_stream *s)
 		schema_free(s->schemas[i]);
 	free(s->ring);
 	free(s->batch);
-	buf_free(&s->body);
-	buf_free(&s->spill);
+	buf_free(&s->cur.b);
+	buf_free(&s->spill.b);
+	buf_free(&s->rd);
 	if (s->pass)
 		explicit_bzero(s->pass, strlen(s->pass));
 	if (s->enc_pass)
@@ -1891,9 +2181,21 @@ struct sh5_stream *sh5_stream_create(const struct sh5_stream_conf *conf,
 		s->enc_pass = enc ? strdup(enc) : NULL;
 		curl_free(enc);
 	}
-	if (make_urls(s, conf->url, errp) < 0 || http_setup(s, errp) < 0 ||
-	    spool_open(s, errp) < 0)
+	if (make_urls(s, conf->url, errp) < 0 || http_setup(s, errp) < 0)
 		goto error;
+	if (s->spool_dir) {
+		static unsigned counter;
+		unsigned c = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+
+		snprintf(s->owner, sizeof(s->owner), "o%ldx%lldx%u",
+			 (long)getpid(), (long long)(real_ns() / 1000000000LL),
+			 c);
+		/* now, while the caller (node_step_start) still runs with
+		 * its own privileges; when it fails, the sender tries again
+		 * and the error is reported by last_error() */
+		if (lock_create(s) < 0)
+			spool_failed(s, errno);
+	}
 	/* the sender must not take the caller's signals */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1937,6 +2239,10 @@ int sh5_stream_close(struct sh5_stream *s, long deadline_ms,
 	pthread_mutex_lock(&s->lock);
 	s->closing = 1;
 	s->abort_at = end - reserve;
+	/* the sender's last spooling ends a little before close() gives up
+	 * waiting, so that the counters it returns are final */
+	s->hard_end = end - (reserve / 5 < 50000000LL ? reserve / 5 :
+							50000000LL);
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	curl_multi_wakeup(s->multi);

@@ -26,16 +26,27 @@
  * are adopted by a later stream with the same directory and format, and
  * delivered before that stream's own data.
  *
- * slurmstepd drops privileges for moments while the sender runs (setuid
- * acts on every thread): a spool operation refused then is retried soon
- * (a directory scan after 200 ms; the final spooling at close up to 10
- * times 20 ms apart).
+ * A spool operation that fails (slurmstepd switches the effective uid of
+ * every thread to the job user for moments; the directory may vanish or
+ * not be creatable yet) never loses nor duplicates a batch: a batch is
+ * either in the spool or held in memory (at most two, within the memory
+ * bound) and the operation is tried again 200 ms later; a directory that
+ * is missing is created again, with a new owner lock.  A spool file that
+ * was delivered but could not be removed yet is remembered and never sent
+ * again by this stream (only a later stream could deliver it a second
+ * time, if this one ended before removing it).  Spool operations are done
+ * with the sender thread's filesystem uid set back to the real uid
+ * (setfsuid acts on one thread), so a root process that switched its
+ * effective uid keeps its spool.  At close, what is left is spooled with
+ * retries until shortly before the deadline; what could not be is counted
+ * as unsent.
  *
  * Credentials (pass, token, userinfo or u=/p= in the URL) never appear
  * in error texts, spool files or statistics.
  *
- * Memory bound: queue_max * SH5_STREAM_SLOT_BYTES for the queue plus two
- * batch bodies of at most batch_max lines (see sh5_stream_memory_bound()).
+ * Memory bound: queue_max * SH5_STREAM_SLOT_BYTES for the queue plus three
+ * request bodies: two batches of at most batch_max lines and a spool file
+ * being delivered (see sh5_stream_memory_bound()).
  */
 #ifndef SH5_STREAM_H
 #define SH5_STREAM_H
@@ -113,9 +124,17 @@ struct sh5_stream_tags {
 /* Counters of a stream's life (samples unless said otherwise). */
 struct sh5_stream_stats {
 	uint64_t pushed;	/* accepted by sh5_stream_push() */
-	uint64_t sent;		/* of this stream, delivered (2xx) */
-	uint64_t recovered;	/* of earlier streams, delivered from spool */
-	uint64_t spooled;	/* of this stream, written to the spool */
+	uint64_t sent;		/* of this stream, delivered (2xx)
+				   straight from memory */
+	uint64_t recovered;	/* delivered from spool files (this stream's
+				   or earlier streams') */
+	uint64_t spooled;	/* of this stream, written to the spool
+				   (each sample once: pushed = sent +
+				   spooled + dropped_queue + unsent +
+				   rejected from memory; over all streams
+				   of a spool dir, spooled = recovered +
+				   dropped_spool + rejected from spool +
+				   what is left in it) */
 	uint64_t dropped_queue; /* oldest dropped because the queue was full */
 	uint64_t dropped_spool; /* deleted to keep the spool under its bound
 				   (any stream's) */
@@ -144,10 +163,13 @@ size_t sh5_stream_memory_bound(const struct sh5_stream_conf *conf);
 
 /*
  * Create a stream and start its sender thread.  The spool directory is
- * created (mode 0700, last component only) when missing.  Returns the
- * stream, or NULL with errno set (EINVAL bad configuration, ENOMEM, or
- * the error of creating the spool directory or thread) and a reason in
- * errp.  The stream owns its thread; end it with sh5_stream_close().
+ * created (mode 0700, last component only) when missing, by the calling
+ * thread; when that fails the stream works without it for the moment
+ * (the sender tries again every 200 ms, batches are held in memory
+ * meanwhile) and the error is reported by sh5_stream_last_error().
+ * Returns the stream, or NULL with errno set (EINVAL bad configuration,
+ * ENOMEM, or the error of creating the thread) and a reason in errp.
+ * The stream owns its thread; end it with sh5_stream_close().
  */
 struct sh5_stream *sh5_stream_create(const struct sh5_stream_conf *conf,
 				     const struct sh5_stream_tags *tags,
@@ -189,8 +211,9 @@ int sh5_stream_last_error(struct sh5_stream *s, char *buf, size_t size);
 /*
  * Drain and stop: keep sending for at most deadline_ms (<= 0: 2000) in
  * total, then spool what is left, stop the thread and free the stream.
- * Returns within the deadline even if the sender is stuck (the thread is
- * then detached and frees the stream itself; st->closed_in_time is 0).
+ * Returns within the deadline even if the sender is stuck in a system
+ * call (the thread is then detached and frees the stream itself;
+ * st->closed_in_time is 0 and the counters are those of that moment).
  * st (may be NULL) receives the final counters.  Returns 0, or -1 when
  * samples were lost in this stream's life (dropped or rejected or
  * unsent: see st).  NULL-safe (returns 0).
@@ -212,6 +235,14 @@ long sh5_stream_format_line(char *buf, size_t size, const char *series,
 			    const enum sh5_stream_type *types,
 			    const union sh5_stream_value *values,
 			    size_t nfields, int64_t time_ns);
+
+/*
+ * For tests: hook(op, path) is called before every spool operation of
+ * every stream ("open", "rename", "unlink", "mkdir", "opendir", "stat");
+ * a nonzero return fails the operation with that errno (it may also
+ * sleep, as a hanging filesystem would).  NULL removes the hook.
+ */
+void sh5_stream_test_fault(int (*hook)(const char *op, const char *path));
 
 /* Bytes of one queue slot (the unit of the memory bound). */
 extern const size_t SH5_STREAM_SLOT_BYTES;

@@ -10,6 +10,7 @@
 
 #include <hdf5.h>
 
+#include "h5attr.h"
 #include "writer.h"
 
 #define FORMAT_VERSION 1
@@ -76,24 +77,6 @@ size_t sh5_writer_chunk_rows(double hz)
 	return (size_t)rows;
 }
 
-static int put_attr(hid_t obj, const char *name, hid_t mtype, hid_t ftype,
-		    const void *val)
-{
-	hid_t sp = H5Screate(H5S_SCALAR), a = -1;
-	int rc = -1;
-
-	if (sp < 0)
-		return -1;
-	if (H5Aexists(obj, name) > 0)
-		H5Adelete(obj, name);
-	if ((a = H5Acreate2(obj, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT)) >= 0 &&
-	    H5Awrite(a, mtype, val) >= 0)
-		rc = 0;
-	if (a >= 0)
-		H5Aclose(a);
-	H5Sclose(sp);
-	return rc;
-}
 
 /*
  * File creation properties.  Smaller B-tree nodes than HDF5's defaults:
@@ -171,8 +154,8 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 	H5Pclose(fapl);
 	if (w->file < 0)
 		goto h5error;
-	if (put_attr(w->file, "sh5 Format Version", H5T_NATIVE_INT32,
-		     H5T_STD_I32LE, &ver) < 0)
+	if (sh5_h5attr_put(w->file, "sh5 Format Version", H5T_STD_I32LE,
+			   H5T_NATIVE_INT32, &ver) < 0)
 		goto h5error;
 	w->node_grp = H5Gcreate2(w->file, node, H5P_DEFAULT, H5P_DEFAULT,
 				 H5P_DEFAULT);
@@ -197,7 +180,7 @@ static int attr_common(struct sh5_writer *w, const char *name, hid_t mtype,
 	int rc;
 
 	pthread_mutex_lock(&w->io_lock);
-	rc = put_attr(w->node_grp, name, mtype, ftype, val);
+	rc = sh5_h5attr_put(w->node_grp, name, ftype, mtype, val);
 	if (rc < 0)
 		sh5_errprintf_h5(errp, "%s: cannot write attribute '%s'",
 				 w->path, name);

@@ -68,6 +68,7 @@ note "3 s step: $base ms unprofiled, $ms ms with a hanging stream server"
 [ $((ms - base)) -lt 2700 ] ||
 	fail "step delayed by $((ms - base)) ms: the close deadline was not kept"
 job=$(last_job_id)
+stream_step_done "$job"
 f=$PROFDIR/$JOBUSER/${job}_0_$NODE.h5
 assert_file "$f"
 assert_ge 1 "$(h5_attr "$f" "Stream Spooled")" "samples spooled at the deadline"

@@ -31,6 +31,7 @@ trap json_cleanup EXIT
 as_user srun -n2 --profile=task "$WORKLOAD" 4 16 2 "$SCRATCH" ||
 	fail "srun failed: $(cluster_log_tail 20)"
 job=$(last_job_id)
+stream_step_done "$job"
 f=$PROFDIR/$JOBUSER/${job}_0_$NODE.h5
 assert_file "$f"
 $PY - "$f" "$RECV_DIR/requests.jsonl" "$job" "$NODE" <<'PYEOF' || fail "JSON packets do not match the file"

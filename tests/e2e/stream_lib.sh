@@ -72,3 +72,70 @@ stream_compare() {
 	$PY "$top_srcdir/tests/tools/sh5_stream_compare.py" \
 		"http://127.0.0.1:$IFX_PORT" slurm "$@"
 }
+
+# stream_step_done JOB: wait (at most 20 s) until the slurmstepd of step
+# JOB.0 has ended: srun returns when the tasks end, before the step's
+# node_step_end has closed the stream and written its counters.
+stream_step_done() {
+	local i p left
+	for i in $(seq 200); do
+		left=
+		for p in $(cluster_stepd_pids_all); do
+			grep -qF "[$1.0]" "/proc/$p/cmdline" 2>/dev/null && left=$p
+		done
+		[ -z "$left" ] && return 0
+		sleep 0.1
+	done
+	fail "slurmstepd of $1.0 did not end"
+}
+
+# h5_samples FILE: number of samples of the file's series (those the
+# plugin streams; as counted by sh5_stream_compare.py).
+h5_samples() {
+	$PY - "$1" <<'PYEOF'
+import sys, h5py
+f, n = h5py.File(sys.argv[1], "r"), 0
+for node in f:
+    g = f[node]
+    if not isinstance(g, h5py.Group):
+        continue
+    for name in g:
+        o = g[name]
+        if isinstance(o, h5py.Group) and name == "Tasks":
+            n += sum(len(o[t]) for t in o)
+        elif isinstance(o, h5py.Dataset) and name != "ClockOffsets" \
+                and "Series" in o.attrs and o.dtype.names \
+                and "EpochTimeNs" in o.dtype.names:
+            n += len(o)
+print(n)
+PYEOF
+}
+
+# spool_samples DIR: samples in the spool files of DIR (from the names).
+spool_samples() {
+	local f n=0 base
+	for f in "$1"/*.lp "$1"/*.json; do
+		[ -f "$f" ] || continue
+		base=${f##*-}
+		n=$((n + ${base%%.*}))
+	done
+	echo "$n"
+}
+
+# stream_step_counts FILE: check that every sample of the step's file is
+# counted once ("Stream Sent" straight + "Stream Spooled", nothing
+# dropped or rejected); print "SPOOLED RECOVERED".
+stream_step_counts() {
+	local n sent spooled rec dropped rej
+	n=$(h5_samples "$1")
+	sent=$(h5_attr "$1" "Stream Sent")
+	spooled=$(h5_attr "$1" "Stream Spooled")
+	rec=$(h5_attr "$1" "Stream Recovered")
+	dropped=$(h5_attr "$1" "Stream Dropped")
+	rej=$(h5_attr "$1" "Stream Rejected")
+	assert_eq 0 "$dropped" "$(basename "$1"): samples dropped"
+	assert_eq 0 "$rej" "$(basename "$1"): samples rejected"
+	assert_eq "$n" "$((sent + spooled))" \
+		"$(basename "$1"): sent $sent + spooled $spooled = samples in the file"
+	echo "$spooled $rec"
+}

@@ -238,6 +238,89 @@ START_TEST(test_merge_totals)
 }
 END_TEST
 
+/* Hooks that synchronize every node (SyncTimeNs = EpochTimeNs + 1)
+ * although they claim never to (never_sync): the reader child then sends
+ * only totals and packed records, which the merge cannot use for a
+ * synchronized series; it must read that series itself. */
+static int lie_node_begin(void *arg, const struct sh5_input *in,
+			  hid_t in_node, hid_t out_node,
+			  struct sh5_error *errp)
+{
+	(void)arg;
+	(void)in;
+	(void)in_node;
+	(void)out_node;
+	(void)errp;
+	return 1;
+}
+
+static void lie_sync_rows(void *arg, const struct sh5_series *s, void *recs,
+			  size_t n)
+{
+	size_t i, slots = sh5_record_slots(s), sync = SH5_SLOT_SYNC(s);
+	union sh5_value *v = recs;
+
+	(*(size_t *)arg) += n;
+	for (i = 0; i < n; i++)
+		v[i * slots + sync].i = v[i * slots + 2].i + 1;
+}
+
+START_TEST(test_merge_totals_sync_local)
+{
+	struct sh5_merge_opts o;
+	struct sh5_merge_hooks h;
+	struct sh5_merge_stats st;
+	struct sh5_error err = { "" };
+	struct sh5_series *s;
+	char out[512], path[256];
+	size_t synced = 0;
+	void *total;
+	int64_t ts[30];
+	hid_t f, d, mt;
+	int t;
+
+	write_node(0, 0, 2, 30, 2);
+	write_node(1, 2, 2, 20, 2);
+	snprintf(out, sizeof(out), "%s/job.h5", tmpdir);
+	memset(&h, 0, sizeof(h));
+	h.node_begin = lie_node_begin;
+	h.sync_rows = lie_sync_rows;
+	h.arg = &synced;
+	h.never_sync = 1;
+	memset(&o, 0, sizeof(o));
+	o.dir = tmpdir;
+	o.job = 9;
+	o.output = out;
+	o.buffer_bytes = 4096;
+	o.hooks = &h;
+	ck_assert_msg(sh5_merge_job(&o, &st, &err) == 0, "%s", err.text);
+	ck_assert_uint_eq(st.samples, 100);
+	/* Every record went through sync_rows, in this process. */
+	ck_assert_uint_eq(synced, 100);
+	s = sh5_series_create("Tasks", "0", tnames, ttypes, 2, &err);
+	ck_assert_ptr_nonnull(total = malloc(s->ops->total_size(s)));
+	ck_assert_int_ge(f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT), 0);
+	for (t = 0; t < 4; t++) {
+		snprintf(path, sizeof(path), "/Steps/0/Nodes/node%d/Totals/"
+			 "Tasks/%d", t / 2 + 1, t);
+		read_total(f, path, total, s);
+		expect_task_total(total, t, t < 2 ? 30 : 20);
+	}
+	/* The synchronized times were written. */
+	ck_assert_int_ge(d = H5Dopen2(f, "/Steps/0/Nodes/node1/Tasks/1",
+				      H5P_DEFAULT), 0);
+	mt = H5Tcreate(H5T_COMPOUND, sizeof(int64_t));
+	H5Tinsert(mt, "SyncTimeNs", 0, H5T_NATIVE_INT64);
+	ck_assert_int_ge(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, ts), 0);
+	ck_assert_int_eq(ts[29], 1700000029LL * 1000000000 + 0 + 1);
+	H5Tclose(mt);
+	H5Dclose(d);
+	H5Fclose(f);
+	free(total);
+	sh5_series_destroy(s);
+}
+END_TEST
+
 struct rep {
 	int errors, warnings;
 	char last[512];
@@ -557,6 +640,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_merge_discover);
 	tcase_add_test(tc, test_merge_totals);
+	tcase_add_test(tc, test_merge_totals_sync_local);
 	tcase_add_test(tc, test_merge_partial);
 	tcase_add_test(tc, test_reader_unwritten_chunk);
 	tcase_add_test(tc, test_reader_open);

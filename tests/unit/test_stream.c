@@ -486,7 +486,8 @@ static int wait_error(struct sh5_stream *s, char *text, size_t size)
 	return 0;
 }
 
-/* Wait (at most 10 s) until the stream has sent at least n samples. */
+/* Wait (at most 10 s) until the stream has delivered at least n samples
+ * (straight from memory or from the spool). */
 static void wait_sent(struct sh5_stream *s, uint64_t n)
 {
 	struct sh5_stream_stats st;
@@ -494,7 +495,7 @@ static void wait_sent(struct sh5_stream *s, uint64_t n)
 
 	for (i = 0; i < 500; i++) {
 		sh5_stream_stats(s, &st);
-		if (st.sent >= n)
+		if (st.sent + st.recovered >= n)
 			return;
 		sleep_ms(20);
 	}
@@ -684,8 +685,10 @@ START_TEST(test_stream_spool_delivered_by_next_stream)
 	ck_assert_msg(s != NULL, "%s", err.text);
 	push_rounds(s, 100, 10);
 	ck_assert_int_eq(sh5_stream_close(s, 5000, &st), 0);
-	ck_assert_uint_eq(st.recovered, 300);
-	ck_assert_uint_eq(st.sent, 30);
+	/* the first stream's 300, and its own 30 either sent straight or
+	 * spooled behind them and then delivered from the spool */
+	ck_assert_uint_eq(st.recovered, 300 + st.spooled);
+	ck_assert_uint_eq(st.sent + st.spooled, 30);
 	ck_assert_uint_eq(spooled_samples(spool, &files), 0);
 	ck_assert_int_eq(files, 0);
 	ck_assert_int_eq(count_rows(port, "later", "Task", "CPUTime"), 220);
@@ -730,8 +733,10 @@ START_TEST(test_stream_server_returns_during_stream)
 	push_rounds(s, 150, 50);
 	ck_assert_int_eq(sh5_stream_close(s, 5000, &st), 0);
 	ck_assert_uint_eq(st.pushed, 600);
-	ck_assert_uint_eq(st.sent, 600);
 	ck_assert_uint_gt(st.spooled, 0);
+	/* each sample counted once: straight or through the spool */
+	ck_assert_uint_eq(st.sent + st.spooled, 600);
+	ck_assert_uint_eq(st.recovered, st.spooled);
 	ck_assert_uint_gt(st.failed_posts, 0);
 	ck_assert_uint_eq(spooled_samples(spool, &files), 0);
 	check_task_rows(port, "midway", "302", 0, 200);
@@ -974,8 +979,9 @@ static void *restore_root_later(void *arg)
 	return NULL;
 }
 
-/* slurmstepd drops privileges for moments (to fork tasks as the user);
- * a spool write refused then is tried again: nothing is lost. */
+/* slurmstepd drops privileges for moments (to fork tasks as the user),
+ * for every thread: the sender's spool writes still succeed (it sets its
+ * own filesystem uid back), nothing is lost. */
 START_TEST(test_stream_spool_retried_after_privilege_drop)
 {
 	struct sh5_stream_conf conf;
@@ -1028,9 +1034,34 @@ static int file_exists(const char *dir, const char *name)
 	return stat(path, &sb) == 0;
 }
 
-/* A sender that cannot finish in time (here: every spool write refused
- * while privileges are dropped) does not hold close() beyond its
- * deadline; it finishes on its own later and frees the stream. */
+/* Lock files in a spool directory. */
+static int count_locks(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && strstr(de->d_name, ".lock"))
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Test fault: opening a spool file hangs for a second and fails (a
+ * hung filesystem). */
+static int hang_open(const char *op, const char *path)
+{
+	if (strcmp(op, "open") || strstr(path, ".lock"))
+		return 0;
+	sleep_ms(1000);
+	return EIO;
+}
+
+/* A sender that cannot finish in time (here: stuck in spool writes that
+ * hang) does not hold close() beyond its deadline; it finishes on its
+ * own later and frees the stream. */
 START_TEST(test_stream_close_abandons_stuck_sender)
 {
 	struct sh5_stream_conf conf;
@@ -1041,12 +1072,10 @@ START_TEST(test_stream_close_abandons_stuck_sender)
 	char url[256], spool[700];
 	struct dirent *de;
 	int64_t t0, dt;
-	int i, locks = 1, files;
+	int i, locks = 1;
 	DIR *d;
 
 	REQUIRE_SERVERS();
-	if (geteuid() != 0)
-		return; /* needs root to drop and regain privileges */
 	make_dir(spool, sizeof(spool), "spool-stuck");
 	base_conf(&conf, url, sizeof(url), 1, "x");
 	conf.spool_dir = spool;
@@ -1054,12 +1083,12 @@ START_TEST(test_stream_close_abandons_stuck_sender)
 	conf.queue_max = 1000;
 	s = sh5_stream_create(&conf, &tags, &err);
 	ck_assert_msg(s != NULL, "%s", err.text);
-	ck_assert_int_eq(seteuid(65534), 0);
+	sh5_stream_test_fault(hang_open);
 	push_rounds(s, 0, 200);
+	sleep_ms(200); /* the sender is now inside a hanging open() */
 	t0 = now_ms();
 	sh5_stream_close(s, 500, &st);
 	dt = now_ms() - t0;
-	ck_assert_int_eq(seteuid(0), 0);
 	ck_assert_msg(dt < 500 + 300, "close took %" PRId64 " ms", dt);
 	ck_assert_int_eq(st.closed_in_time, 0);
 	/* the sender ends by itself: its lock file goes away */
@@ -1073,8 +1102,175 @@ START_TEST(test_stream_close_abandons_stuck_sender)
 				locks++;
 		closedir(d);
 	}
+	sh5_stream_test_fault(NULL);
 	ck_assert_int_eq(locks, 0);
-	ck_assert_uint_gt(spooled_samples(spool, &files), 0);
+}
+END_TEST
+
+/* Test fault: while fault_on, the spool operations named in fault_ops
+ * fail with EACCES (as during slurmstepd's uid switches); counted. */
+static volatile int fault_on;
+static const char *fault_ops = "";
+static int fault_hits;
+
+static int eacces_window(const char *op, const char *path)
+{
+	(void)path;
+	if (!__atomic_load_n(&fault_on, __ATOMIC_SEQ_CST) ||
+	    !strstr(fault_ops, op))
+		return 0;
+	__atomic_add_fetch(&fault_hits, 1, __ATOMIC_SEQ_CST);
+	return EACCES;
+}
+
+static void fault_window(const char *ops, int on)
+{
+	fault_ops = ops;
+	__atomic_store_n(&fault_on, on, __ATOMIC_SEQ_CST);
+}
+
+static void *fault_off_later(void *arg)
+{
+	(void)arg;
+	sleep_ms(300);
+	fault_window("", 0);
+	return NULL;
+}
+
+/* Transient spool failures (EACCES on every spool operation for a
+ * while) never lose nor duplicate a sample: with the server down, every
+ * batch ends up in the spool exactly once (held in memory meanwhile,
+ * also at close); the next stream, whose reads and removals of spool
+ * files fail for a while right when it delivers them, recovers exactly
+ * what was spooled, and InfluxDB holds every sample. */
+START_TEST(test_stream_spool_transient_faults_exact)
+{
+	struct sh5_stream_conf conf;
+	struct sh5_stream_tags t1 = { "706", "0", "n1" };
+	struct sh5_stream_tags t2 = { "706", "1", "n1" };
+	struct sh5_stream_stats st1, st2;
+	struct sh5_error err = { "" };
+	struct sh5_stream *s;
+	char url[256], spool[700], text[256];
+	int files, hits;
+
+	REQUIRE_SERVERS();
+	make_dir(spool, sizeof(spool), "spool-transient");
+	create_db(ifx_port, "transient");
+	sh5_stream_test_fault(eacces_window);
+
+	/* 1: server down (port 1), spool refused now and then */
+	base_conf(&conf, url, sizeof(url), 1, "transient");
+	conf.user = conf.pass = NULL;
+	conf.spool_dir = spool;
+	conf.batch_max = 10;
+	s = sh5_stream_create(&conf, &t1, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	push_rounds(s, 0, 20);
+	wait_spooled(s);
+	fault_window("open rename unlink mkdir opendir stat", 1);
+	push_rounds(s, 20, 20);
+	sleep_ms(700); /* several batches formed, spooling refused */
+	ck_assert_int_eq(wait_error(s, text, sizeof(text)), 1);
+	fault_window("", 0);
+	push_rounds(s, 40, 20);
+	sleep_ms(300);
+	/* refused again when close spools the rest, for less than its
+	 * deadline */
+	push_rounds(s, 60, 20);
+	fault_window("open rename", 1);
+	hits = fault_hits;
+	{
+		pthread_t th;
+
+		ck_assert_int_eq(pthread_create(&th, NULL, fault_off_later,
+						NULL), 0);
+		ck_assert_int_eq(sh5_stream_close(s, 2000, &st1), 0);
+		pthread_join(th, NULL);
+	}
+	ck_assert_int_gt(fault_hits, 0);
+	ck_assert_int_ge(fault_hits, hits);
+	ck_assert_int_eq(st1.closed_in_time, 1);
+	ck_assert_uint_eq(st1.pushed, 240);
+	ck_assert_uint_eq(st1.sent, 0);
+	ck_assert_uint_eq(st1.unsent + st1.dropped_queue + st1.dropped_spool,
+			  0);
+	ck_assert_uint_eq(st1.spooled, 240);
+	ck_assert_uint_eq(spooled_samples(spool, &files), 240);
+
+	/* 2: server up; reads and removals refused while the first spool
+	 * files are delivered */
+	base_conf(&conf, url, sizeof(url), ifx_port, "transient");
+	conf.spool_dir = spool;
+	conf.batch_max = 10;
+	fault_window("open unlink opendir", 1);
+	s = sh5_stream_create(&conf, &t2, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	sleep_ms(300);
+	fault_window("unlink", 1); /* delivered files stay for a while */
+	sleep_ms(500);
+	fault_window("", 0);
+	push_rounds(s, 80, 10);
+	ck_assert_int_eq(sh5_stream_close(s, 5000, &st2), 0);
+	sh5_stream_test_fault(NULL);
+	ck_assert_int_eq(st2.closed_in_time, 1);
+	ck_assert_uint_eq(st2.recovered, st1.spooled + st2.spooled);
+	ck_assert_uint_eq(st2.sent + st2.spooled, 30);
+	ck_assert_uint_eq(spooled_samples(spool, &files), 0);
+	ck_assert_int_eq(files, 0);
+	ck_assert_int_eq(count_rows(ifx_port, "transient", "Task", "CPUTime"),
+			 180);
+	ck_assert_int_eq(count_rows(ifx_port, "transient", "Energy", "Power"),
+			 90);
+	check_task_rows(ifx_port, "transient", "706", 0, 90);
+}
+END_TEST
+
+/* The spool directory vanishes while a stream spools, or cannot be
+ * created when the stream starts: it is created again later (with the
+ * stream's owner lock) and nothing is lost. */
+START_TEST(test_stream_spool_dir_vanished_recreated)
+{
+	struct sh5_stream_conf conf;
+	struct sh5_stream_tags tags = { "707", "0", "n1" };
+	struct sh5_stream_stats st;
+	struct sh5_error err = { "" };
+	struct sh5_stream *s;
+	char url[256], parent[700], spool[800], cmd[1000], text[256];
+	uint64_t removed;
+	int files;
+
+	REQUIRE_SERVERS();
+	/* the parent does not exist yet: the stream starts without spool */
+	snprintf(parent, sizeof(parent), "%s/late", tmpdir);
+	snprintf(spool, sizeof(spool), "%s/spool", parent);
+	base_conf(&conf, url, sizeof(url), 1, "x");
+	conf.spool_dir = spool;
+	conf.batch_max = 10;
+	s = sh5_stream_create(&conf, &tags, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	push_rounds(s, 0, 20);
+	ck_assert_int_eq(wait_error(s, text, sizeof(text)), 1);
+	ck_assert_int_eq(mkdir(parent, 0700), 0);
+	wait_spooled(s);
+	push_rounds(s, 20, 20);
+	sleep_ms(400);
+	/* removed under the stream's feet (its files and lock with it);
+	 * the server being down, nothing else moves meanwhile */
+	removed = spooled_samples(spool, &files);
+	ck_assert_uint_eq(removed, 120);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", spool);
+	ck_assert_int_eq(system(cmd), 0);
+	push_rounds(s, 40, 20);
+	sleep_ms(400);
+	/* created again, with the stream's lock */
+	ck_assert_int_eq(count_locks(spool), 1);
+	ck_assert_int_eq(sh5_stream_close(s, 2000, &st), 0);
+	ck_assert_uint_eq(st.unsent + st.dropped_queue, 0);
+	ck_assert_uint_eq(st.pushed, 180);
+	ck_assert_uint_eq(st.spooled, 180);
+	ck_assert_uint_eq(spooled_samples(spool, &files), 180 - removed);
+	ck_assert_int_eq(count_locks(spool), 0);
 }
 END_TEST
 
@@ -1491,7 +1687,8 @@ START_TEST(test_stream_influx2_token_and_order_across_failures)
 	wait_sent(s, 180);
 	push_rounds(s, 60, 30);
 	ck_assert_int_eq(sh5_stream_close(s, 5000, &st), 0);
-	ck_assert_uint_eq(st.sent, 270);
+	ck_assert_uint_eq(st.sent + st.spooled, 270);
+	ck_assert_uint_eq(st.recovered, st.spooled);
 	ck_assert_uint_gt(st.failed_posts, 0);
 
 	req = read_requests(&n, &off);
@@ -1678,6 +1875,8 @@ int main(void)
 	tcase_add_test(tc, test_stream_adopts_files_of_crashed_owner);
 	tcase_add_test(tc, test_stream_close_abandons_stuck_sender);
 	tcase_add_test(tc, test_stream_spool_retried_after_privilege_drop);
+	tcase_add_test(tc, test_stream_spool_transient_faults_exact);
+	tcase_add_test(tc, test_stream_spool_dir_vanished_recreated);
 	tcase_add_test(tc, test_stream_live_owner_files_not_adopted);
 	tcase_add_test(tc, test_stream_json_packets);
 	tcase_add_test(tc, test_stream_influx2_token_and_order_across_failures);
