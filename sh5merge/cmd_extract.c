@@ -455,7 +455,8 @@ static int frame_flush(struct obuf *b)
 }
 
 /* Copy (or drop) one segment of the child into out.  1 when it ended at
- * damage (fr filled), 0 ok, -1 the child failed. */
+ * damage (fr filled), 0 ok, -1 the child failed, -2 writing the output
+ * failed, -3 the child could not open the series (fr->reason). */
 static int take_segment(int fd, struct obuf *out, int drop,
 			struct frame *fr)
 {
