@@ -16,6 +16,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "csvfmt.h"
+#include "fdio.h"
 #include "error.h"
 #include "jobfile.h"
 #include "reader.h"
@@ -258,40 +259,6 @@ struct frame {
 	char reason[200];
 };
 
-static int write_all(int fd, const void *p, size_t len)
-{
-	const char *c = p;
-
-	while (len) {
-		ssize_t w = write(fd, c, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		c += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *p, size_t len)
-{
-	char *c = p;
-
-	while (len) {
-		ssize_t r = read(fd, c, len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		len -= (size_t)r;
-	}
-	return 0;
-}
-
 /* Can every row go through emit_rows' buffer (the child has no FILE)? */
 static int all_buffered(const struct opts *o, const struct sel *v, size_t n)
 {
@@ -407,7 +374,7 @@ static void seg_child(int fd, const struct opts *o, struct sel *v,
 			memset(&fr, 0, sizeof(fr));
 			fr.end = 3;
 			snprintf(fr.reason, sizeof(fr.reason), "%s", err.text);
-			write_all(fd, &fr, sizeof(fr));
+			sh5_fd_write_all(fd, &fr, sizeof(fr));
 			_exit(0);
 		}
 		prefix_of(o, &v[i], prefix, sizeof(prefix));
@@ -430,7 +397,7 @@ static void seg_child(int fd, const struct opts *o, struct sel *v,
 				snprintf(fr.reason, sizeof(fr.reason), "%s",
 					 c.reason);
 			}
-			if (write_all(fd, &fr, sizeof(fr)) < 0)
+			if (sh5_fd_write_all(fd, &fr, sizeof(fr)) < 0)
 				_exit(3);
 		}
 		sh5_cursor_close(&c);
@@ -448,8 +415,8 @@ static int frame_flush(struct obuf *b)
 	memset(&fr, 0, sizeof(fr));
 	fr.len = b->len;
 	b->len = 0;
-	if (write_all(b->fd, &fr, sizeof(fr)) < 0 ||
-	    write_all(b->fd, b->p, (size_t)fr.len) < 0)
+	if (sh5_fd_write_all(b->fd, &fr, sizeof(fr)) < 0 ||
+	    sh5_fd_write_all(b->fd, b->p, (size_t)fr.len) < 0)
 		return -1;
 	return 0;
 }
@@ -463,7 +430,7 @@ static int take_segment(int fd, struct obuf *out, int drop,
 	for (;;) {
 		uint64_t left;
 
-		if (read_all(fd, fr, sizeof(*fr)) < 0)
+		if (sh5_fd_read_all(fd, fr, sizeof(*fr)) < 0)
 			return -1;
 		if (fr->end == 3)
 			return -3;
@@ -504,7 +471,7 @@ static int take_segment(int fd, struct obuf *out, int drop,
 			k = OUT_BUFFER - out->len;
 			if (k > left)
 				k = (size_t)left;
-			if (read_all(fd, out->p + out->len, k) < 0)
+			if (sh5_fd_read_all(fd, out->p + out->len, k) < 0)
 				return -1;
 			if (!drop)
 				out->len += k;

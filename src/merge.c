@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "fdio.h"
 #include "h5attr.h"
 #include "merge.h"
 #include "reader.h"
@@ -1180,40 +1181,6 @@ static size_t rows_per_buffer(const struct mstate *m,
 	return rows ? rows : 1;
 }
 
-static int put_all(int fd, const void *p, size_t len)
-{
-	const char *c = p;
-
-	while (len) {
-		ssize_t w = write(fd, c, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		c += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-static int get_all(int fd, void *p, size_t len)
-{
-	char *c = p;
-
-	while (len) {
-		ssize_t r = read(fd, c, len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		len -= (size_t)r;
-	}
-	return 0;
-}
-
 /* Can the chunks of din be copied raw into a dataset of file type ft?
  * Filtered (else the plain path is as fast), same type. */
 static int raw_copyable(hid_t din, hid_t ft)
@@ -1252,7 +1219,7 @@ static void feed_put(int fd, struct feed_head *h, int64_t status,
 {
 	h->status = status;
 	h->rows = n;
-	if (put_all(fd, h, sizeof(*h)) < 0 || (n && put_all(fd, p, n * size)
+	if (sh5_fd_write_all(fd, h, sizeof(*h)) < 0 || (n && sh5_fd_write_all(fd, p, n * size)
 					       < 0))
 		_exit(3);
 }
@@ -1341,7 +1308,7 @@ static void feeder_child(struct mstate *m, int fd, size_t from)
 				/* The running total follows every block: a
 				 * crash later keeps the total of what was
 				 * sent. */
-				if (put_all(fd, total, ts) < 0)
+				if (sh5_fd_write_all(fd, total, ts) < 0)
 					_exit(3);
 			}
 			sh5_recmap_free(map);
@@ -1354,7 +1321,7 @@ static void feeder_child(struct mstate *m, int fd, size_t from)
 				feed_put(fd, &h, 2, NULL, 0, 0);
 			else
 				feed_put(fd, &h, 1, NULL, 0, 0);
-			if (m->feed_totals && put_all(fd, total, ts) < 0)
+			if (m->feed_totals && sh5_fd_write_all(fd, total, ts) < 0)
 				_exit(3);
 		}
 		sh5_nodestep_close(ns);
@@ -1440,7 +1407,7 @@ static int feed_skip(struct mstate *m, size_t fi, size_t si,
 		size_t len;
 
 		if (!m->feed_have) {
-			if (get_all(m->feed_fd, h, sizeof(*h)) < 0)
+			if (sh5_fd_read_all(m->feed_fd, h, sizeof(*h)) < 0)
 				goto died;
 			m->feed_have = 1;
 		}
@@ -1468,7 +1435,7 @@ static int feed_skip(struct mstate *m, size_t fi, size_t si,
 		while (len) {
 			size_t k = len < m->buf_bytes ? len : m->buf_bytes;
 
-			if (get_all(m->feed_fd, m->buf, k) < 0)
+			if (sh5_fd_read_all(m->feed_fd, m->buf, k) < 0)
 				goto died;
 			len -= k;
 		}
@@ -1532,7 +1499,7 @@ static size_t feed_read(struct mstate *m, size_t fi, size_t si,
 					 "after %d s)", read_timeout());
 				return 0;
 			}
-			if (get_all(m->feed_fd, h, sizeof(*h)) < 0) {
+			if (sh5_fd_read_all(m->feed_fd, h, sizeof(*h)) < 0) {
 				feeder_died(m, fi, c);
 				return 0;
 			}
@@ -1553,7 +1520,7 @@ static size_t feed_read(struct mstate *m, size_t fi, size_t si,
 		}
 		if (h->status == 1 || h->status == 2) {
 			if (h->status == 2 &&
-			    get_all(m->feed_fd, total,
+			    sh5_fd_read_all(m->feed_fd, total,
 				    c->s->ops->total_size(c->s)) < 0) {
 				feeder_died(m, fi, c);
 				return 0;
@@ -1568,7 +1535,7 @@ static size_t feed_read(struct mstate *m, size_t fi, size_t si,
 		}
 		if (h->status == 4) {
 			/* Rows totalled, not sent (copied raw). */
-			if (get_all(m->feed_fd, total,
+			if (sh5_fd_read_all(m->feed_fd, total,
 				    c->s->ops->total_size(c->s)) < 0)
 				goto bad;
 			*how = FEED_NODATA | FEED_TOTALED;
@@ -1588,10 +1555,10 @@ static size_t feed_read(struct mstate *m, size_t fi, size_t si,
 		}
 		if (m->feed_totals)
 			*how |= FEED_TOTALED;
-		if (h->rows > max || get_all(m->feed_fd, buf,
+		if (h->rows > max || sh5_fd_read_all(m->feed_fd, buf,
 					     (size_t)h->rows * rs) < 0 ||
 		    (m->feed_totals &&
-		     get_all(m->feed_fd, total,
+		     sh5_fd_read_all(m->feed_fd, total,
 			     c->s->ops->total_size(c->s)) < 0))
 			goto bad;
 		c->pos += h->rows;
