@@ -96,6 +96,20 @@ static char *part_path(const char *dir, const char *stem, int64_t rank,
 	return p;
 }
 
+/* "key": {"list": [], "range": []} (metadata.phases' required members). */
+static void empty_list_range(struct sh5_json *j, const char *key)
+{
+	sh5_json_key(j, key);
+	sh5_json_object_open(j);
+	sh5_json_key(j, "list");
+	sh5_json_array_open(j);
+	sh5_json_array_close(j);
+	sh5_json_key(j, "range");
+	sh5_json_array_open(j);
+	sh5_json_array_close(j);
+	sh5_json_object_close(j);
+}
+
 static int write_kvs(struct sh5_json *j, size_t n,
 		     const struct sh5_lbdata_kv *kv)
 {
@@ -171,24 +185,8 @@ struct sh5_lbdata_file *sh5_lbdata_file_open(const char *dir, const char *stem,
 	sh5_json_object_open(j);
 	if (meta->phase_count >= 0)
 		sh5_json_kv_int(j, "count", meta->phase_count);
-	sh5_json_key(j, "skipped");
-	sh5_json_object_open(j);
-	sh5_json_key(j, "list");
-	sh5_json_array_open(j);
-	sh5_json_array_close(j);
-	sh5_json_key(j, "range");
-	sh5_json_array_open(j);
-	sh5_json_array_close(j);
-	sh5_json_object_close(j);
-	sh5_json_key(j, "identical_to_previous");
-	sh5_json_object_open(j);
-	sh5_json_key(j, "list");
-	sh5_json_array_open(j);
-	sh5_json_array_close(j);
-	sh5_json_key(j, "range");
-	sh5_json_array_open(j);
-	sh5_json_array_close(j);
-	sh5_json_object_close(j);
+	empty_list_range(j, "skipped");
+	empty_list_range(j, "identical_to_previous");
 	sh5_json_object_close(j);
 	if (meta->nattrs) {
 		sh5_json_key(j, "attributes");
