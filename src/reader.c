@@ -16,6 +16,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "checksum.h"
 #include "reader.h"
 
 static const unsigned char h5_signature[8] = { 0x89, 'H', 'D', 'F',
@@ -398,6 +399,12 @@ static herr_t walk_cb(hid_t g, const char *name, const H5L_info_t *info,
 		/* Unreadable object header: keep it as "other" so the
 		 * caller reports it when copying fails. */
 		return add_other(w->ns, path) < 0 ? (w->oom = 1, -1) : 0;
+	}
+	/* The writer's totals (see writer.c): not a series group. */
+	if (oi.type == H5O_TYPE_GROUP && !w->parent[0] &&
+	    w->ns->kind == SH5_NODESTEP_OURS && !strcmp(name, "Totals")) {
+		w->ns->has_totals = 1;
+		return 0;
 	}
 	if (oi.type == H5O_TYPE_GROUP && !w->parent[0]) {
 		struct walk sub = { w->ns, name, w->errp, 0 };
@@ -800,13 +807,13 @@ static void check_chunks(struct sh5_cursor *c)
 	}
 }
 
-/* Filters we decode ourselves: none, or deflate, or shuffle then
- * deflate (as our writer stores them). */
+/* Filters we decode ourselves, in this order, each optional: shuffle,
+ * deflate, fletcher32 (as our writer stores them). */
 static int pipeline_ok(struct sh5_cursor *c, hid_t dcpl)
 {
-	int nf = H5Pget_nfilters(dcpl), i;
+	int nf = H5Pget_nfilters(dcpl), i, next = 0;
 
-	if (nf < 0 || nf > 2)
+	if (nf < 0 || nf > 3)
 		return 0;
 	for (i = 0; i < nf; i++) {
 		unsigned flags, cd[8];
@@ -816,12 +823,18 @@ static int pipeline_ok(struct sh5_cursor *c, hid_t dcpl)
 						 &ncd, cd, sizeof(name), name,
 						 NULL);
 
-		if (id == H5Z_FILTER_DEFLATE && c->f_deflate < 0 && i == nf - 1)
-			c->f_deflate = i;
-		else if (id == H5Z_FILTER_SHUFFLE && c->f_shuffle < 0 && i == 0)
+		if (id == H5Z_FILTER_SHUFFLE && next <= 0) {
 			c->f_shuffle = i;
-		else
+			next = 1;
+		} else if (id == H5Z_FILTER_DEFLATE && next <= 1) {
+			c->f_deflate = i;
+			next = 2;
+		} else if (id == H5Z_FILTER_FLETCHER32 && next <= 2) {
+			c->f_fletcher = i;
+			next = 3;
+		} else {
 			return 0;
+		}
 	}
 	return 1;
 }
@@ -866,7 +879,7 @@ int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
 	if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
 	    H5Pget_chunk(dcpl, 1, cdims) == 1 && cdims[0] > 0)
 		c->chunk_rows = cdims[0];
-	c->f_shuffle = c->f_deflate = -1;
+	c->f_shuffle = c->f_deflate = c->f_fletcher = -1;
 	if (dcpl >= 0 && c->chunk_rows && c->map && pipeline_ok(c, dcpl)) {
 		hid_t ft = H5Dget_type(dset);
 
@@ -1009,6 +1022,12 @@ static int decode_chunk(struct sh5_cursor *c, size_t stored, uint32_t mask,
 	unsigned char *src = c->zbuf;
 	size_t n = bytes / esz;
 
+	if (c->f_fletcher >= 0 && !(mask & (1u << c->f_fletcher))) {
+		if (!sh5_fletcher32_ok(src, stored))
+			return -1;
+		stored -= 4;
+	}
+
 	if (inflate_it) {
 		unsigned char *dst;
 
@@ -1041,7 +1060,8 @@ static int read_direct(struct sh5_cursor *c, void *buf, uint64_t at,
 	uint64_t first = at - at % cr, end = at + n, off;
 	size_t need = (size_t)((end - first + cr - 1) / cr) * cr;
 	unsigned char *p;
-	int filtered = c->f_deflate >= 0 || c->f_shuffle >= 0;
+	int filtered = c->f_deflate >= 0 || c->f_shuffle >= 0 ||
+		       c->f_fletcher >= 0;
 
 	if (c->raw_rows < need) {
 		void *nr = realloc(c->raw, need * rsz);

@@ -68,6 +68,8 @@ struct sh5_nodestep {
 	struct sh5_ns_series *series;
 	size_t nother;
 	char **other;
+	/* Our writer's /<node>/Totals group is there (not listed above). */
+	int has_totals;
 };
 
 /*
@@ -97,7 +99,8 @@ struct sh5_cursor {
 	void *raw;             /* raw_rows records of rtype */
 	size_t raw_rows;
 	int direct;            /* chunks in rtype's layout, decoded here */
-	int f_shuffle, f_deflate; /* their index in the pipeline, or -1 */
+	int f_shuffle, f_deflate, f_fletcher; /* their index in the
+						 * pipeline, or -1 */
 	void *zbuf, *tbuf;     /* a stored chunk, an unshuffled one */
 	size_t zlen, tlen;
 	hid_t fspace;

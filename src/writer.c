@@ -11,6 +11,7 @@
 #include <hdf5.h>
 
 #include "h5attr.h"
+#include "totals.h"
 #include "writer.h"
 
 #define FORMAT_VERSION 1
@@ -24,6 +25,7 @@ struct table {
 	size_t chunk_rows;
 	hid_t dset;                /* -1 until created */
 	hsize_t rows;              /* rows in the file */
+	void *total;               /* ops total of those rows (series) */
 	/* pending, protected by w->lock */
 	unsigned char *buf;
 	size_t n, cap;
@@ -275,6 +277,14 @@ static int add_table(struct sh5_writer *w, const char *parent,
 	t->rec_size = rec_size;
 	t->chunk_rows = chunk_rows;
 	t->dset = -1;
+	if (s) {
+		if (!(t->total = malloc(s->ops->total_size(s)))) {
+			free(t);
+			return sh5_errprintf(errp, "%s: out of memory",
+					     w->path);
+		}
+		s->ops->total_init(s, t->total);
+	}
 	return (int)w->ntables++;
 }
 
@@ -429,6 +439,11 @@ static int create_dataset(struct sh5_writer *w, struct table *t,
 	if (w->opts.compression > 0 &&
 	    H5Pset_deflate(dcpl, (unsigned)w->opts.compression) < 0)
 		goto h5error;
+	/* Last in the pipeline: a checksum of each stored (compressed)
+	 * chunk, which sh5merge checks without decoding the chunk. */
+	if ((w->opts.shuffle || w->opts.compression > 0) &&
+	    H5Pset_fletcher32(dcpl) < 0)
+		goto h5error;
 	t->dset = H5Dcreate2(parent, t->name, ftype, sp, H5P_DEFAULT, dcpl,
 			     H5P_DEFAULT);
 	if (t->dset < 0)
@@ -477,6 +492,8 @@ static int write_rows(struct sh5_writer *w, struct table *t,
 		goto out;
 	}
 	t->rows = newdim;
+	if (t->series)
+		t->series->ops->total_add(t->series, t->total, buf, n);
 	rc = 0;
 out:
 	if (msp >= 0)
@@ -539,6 +556,55 @@ void sh5_writer_stats(struct sh5_writer *w, struct sh5_writer_stats *st)
 	pthread_mutex_unlock(&w->lock);
 }
 
+/*
+ * /<node>/Totals: the total of every series dataset as sh5merge writes it
+ * in a job file (Totals/<path>, and Totals/AllTasks over the tasks), each
+ * with the number of records it covers ("Rows").  sh5merge uses them
+ * instead of decoding the series when they match the datasets.  io_lock
+ * held, after a successful final flush.
+ */
+static int write_totals(struct sh5_writer *w, struct sh5_error *errp)
+{
+	struct sh5_totacc *all = NULL;
+	size_t nall = 0, i;
+	uint64_t task_rows = 0;
+	int rc = -1;
+
+	for (i = 0; i < w->ntables; i++) {
+		struct table *t = w->tables[i];
+		char path[3 * SH5_NAME_MAX];
+
+		if (!t->series || t->dset < 0)
+			continue;
+		snprintf(path, sizeof(path), "Totals/%s%s%s", t->parent,
+			 t->parent[0] ? "/" : "", t->name);
+		if (sh5_total_write(w->node_grp, path, t->series, t->total, 1,
+				    t->rows) < 0)
+			goto h5error;
+		if (strcmp(t->series->ops->name, "Task"))
+			continue;
+		task_rows += t->rows;
+		/* Tasks whose fields differ from the first task's are left
+		 * out: sh5merge then sees Series Count short and totals the
+		 * node itself. */
+		if (sh5_totacc_fold(&all, &nall, "AllTasks", t->series,
+				    t->total) < 0) {
+			sh5_errprintf(errp, "%s: out of memory", w->path);
+			goto out;
+		}
+	}
+	if (nall && sh5_total_write(w->node_grp, "Totals/AllTasks", all[0].s,
+				    all[0].total, all[0].count, task_rows) < 0)
+		goto h5error;
+	rc = 0;
+	goto out;
+h5error:
+	sh5_errprintf_h5(errp, "%s: cannot write the totals", w->path);
+out:
+	sh5_totacc_free(all, nall);
+	return rc;
+}
+
 int sh5_writer_close(struct sh5_writer *w, struct sh5_error *errp)
 {
 	size_t i;
@@ -552,10 +618,13 @@ int sh5_writer_close(struct sh5_writer *w, struct sh5_error *errp)
 	if (!w->failed)
 		rc = sh5_writer_flush(w, errp);
 	pthread_mutex_lock(&w->io_lock);
+	if (!rc && !w->failed && write_totals(w, errp) < 0)
+		rc = -1;
 	for (i = 0; i < w->ntables; i++) {
 		if (w->tables[i]->dset >= 0)
 			H5Dclose(w->tables[i]->dset);
 		sh5_series_destroy(w->tables[i]->series);
+		free(w->tables[i]->total);
 		free(w->tables[i]->buf);
 		free(w->tables[i]);
 	}

@@ -72,6 +72,16 @@ for t in tasks:
     check(d["WriteMB"].sum() > 4, "written MB: %f" % d["WriteMB"].sum())
     check(d.chunks is not None and d.chunks[0] >= 32, "chunked by rate: %s" % (d.chunks,))
     check(d.compression == "gzip" and d.shuffle, "shuffle+deflate")
+    check(d.fletcher32, "fletcher32 chunk checksums")
+    # The writer's totals of what it wrote (sh5merge copies them).
+    tt = g["Totals/Tasks"][t]
+    check(tt.attrs["Rows"] == n and tt[0]["Samples"] == n, "Totals/Tasks/%s rows" % t)
+    check(abs(tt[0]["CPUTime.Sum"] - d["CPUTime"].sum()) < 1e-9 * max(1, d["CPUTime"].sum()),
+          "CPUTime total")
+    check(tt[0]["RSS.Max"] == d["RSS"].max(), "RSS max total")
+at = g["Totals/AllTasks"]
+check(at.attrs["Series Count"] == len(tasks), "AllTasks covers the tasks")
+check(at[0]["Samples"] == sum(len(g["Tasks"][t]) for t in tasks), "AllTasks samples")
 check("Network" in g, "Network series from acct_gather_interconnect/sysfs")
 net = g["Network"]
 check(len(net) >= 3 and "InMB" in net.dtype.names, "network samples")
