@@ -11,6 +11,9 @@
 # Targets: merge <= 1.5x sh5util's time, extract >= 10x sh5util's rows/s,
 # merge's peak RSS independent of the number of samples.
 #
+# The two tools run alternately (the same machine state for both), best
+# wall time of RUNS each.
+#
 # Environment: BENCH_DIR (scratch, default a new /tmp dir, removed at the
 # end), NODES/TASKS/SAMPLES (default 64/4/3600), BIG_NODES (512),
 # BIG_SAMPLES (3600), RUNS (best of, default 3).
@@ -34,24 +37,44 @@ printf 'ClusterName=bench\nSlurmctldHost=localhost\nAcctGatherProfileType=acct_g
 printf 'ProfileHDF5Dir=%s/prof\n' "$W" > "$W/conf/acct_gather.conf"
 export SLURM_CONF=$W/conf/slurm.conf
 
+# One run of CMD...: "WALL RSS" (s, microsecond resolution; KiB).
+once() {
+	local t0 t1 rss
+	rm -f "$W/out.h5" "$W/out.csv"
+	t0=$EPOCHREALTIME
+	/usr/bin/time -o "$W/time" -f '%M' "$@" >/dev/null 2>&1
+	t1=$EPOCHREALTIME
+	rss=$(tail -n 1 "$W/time")
+	awk -v a="$t0" -v b="$t1" -v r="$rss" 'BEGIN{printf "%.4f %d\n", b - a, r}'
+}
 # measure CMD...: best wall time (s) and its peak RSS (KiB) of RUNS runs.
 measure() {
-	local best= rss= i out t m
+	local best= rss= i out t
 	for i in $(seq 1 "$RUNS"); do
-		rm -f "$W/out.h5" "$W/out.csv"
-		/usr/bin/time -o "$W/time" -f '%e %M' "$@" >/dev/null 2>&1
-		out=$(tail -n 1 "$W/time")
-		t=${out% *} m=${out#* }
+		out=$(once "$@")
+		t=${out% *}
 		if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then
-			best=$t rss=$m
+			best=$t rss=${out#* }
 		fi
 	done
 	echo "$best $rss"
 }
+# pair "CMD A" "CMD B": both measured in alternation (the same machine
+# state for both), best of RUNS each: "A_WALL A_RSS B_WALL B_RSS".
+pair() {
+	local a=$1 b=$2 ba= ra= bb= rb= i out t
+	for i in $(seq 1 "$RUNS"); do
+		out=$(once $a); t=${out% *}
+		if [ -z "$ba" ] || awk "BEGIN{exit !($t < $ba)}"; then ba=$t ra=${out#* }; fi
+		out=$(once $b); t=${out% *}
+		if [ -z "$bb" ] || awk "BEGIN{exit !($t < $bb)}"; then bb=$t rb=${out#* }; fi
+	done
+	echo "$ba $ra $bb $rb"
+}
 ratio() { awk "BEGIN{ if ($2 > 0) printf \"%.2f\", $1 / $2; else print \"inf\" }"; }
 
-run_case() { # run_case NAME JOB NODES SAMPLES FORMAT
-	local name=$1 job=$2 nodes=$3 samples=$4 fmt=$5 d rows m s e u
+run_case() { # run_case NAME JOB NODES SAMPLES FORMAT [noextract]
+	local name=$1 job=$2 nodes=$3 samples=$4 fmt=$5 mode=${6:-} d rows e u p
 	d=$W/prof/$U
 	rm -rf "$W/prof"
 	mkdir -p "$d"
@@ -60,10 +83,12 @@ run_case() { # run_case NAME JOB NODES SAMPLES FORMAT
 	rows=$((nodes * TASKS * samples))
 	echo "== $name: $nodes nodes x $TASKS tasks x $samples samples + Energy" \
 		"($fmt files, $(du -sh "$d" | cut -f1), $rows task rows)"
-	m=$(measure "$SH5MERGE" -q merge -j "$job" -p "$W/prof" -o "$W/out.h5")
-	s=$(measure "$SH5UTIL" -j "$job" -p "$W/prof" -S -o "$W/out.h5")
-	printf '  merge    sh5merge %6.2f s %7d KiB   sh5util %6.2f s %7d KiB   time ratio %s (target <= 1.5)\n' \
-		${m% *} ${m#* } ${s% *} ${s#* } "$(ratio ${m% *} ${s% *})"
+	p=$(pair "$SH5MERGE -q merge -j $job -p $W/prof -o $W/out.h5" \
+		 "$SH5UTIL -j $job -p $W/prof -S -o $W/out.h5")
+	set -- $p
+	printf '  merge    sh5merge %7.3f s %7d KiB   sh5util %7.3f s %7d KiB   time ratio %s (target <= 1.5)\n' \
+		$1 $2 $3 $4 "$(ratio $1 $3)"
+	[ "$mode" = noextract ] && return 0
 	# Extraction of all task series from each tool's own job file.
 	"$SH5MERGE" -q merge -j "$job" -p "$W/prof" -o "$W/m.h5" || exit 1
 	"$SH5UTIL" -j "$job" -p "$W/prof" -S -o "$W/s.h5" >/dev/null 2>&1 || exit 1
@@ -79,12 +104,17 @@ run_case() { # run_case NAME JOB NODES SAMPLES FORMAT
 run_case "stock files" 1001 "$NODES" "$SAMPLES" stock
 run_case "sh5 files" 1002 "$NODES" "$SAMPLES" sh5
 run_case "large case" 1003 "$BIG_NODES" "$BIG_SAMPLES" stock
+# (sh5util -E of 512 nodes takes half a minute a run: extraction is
+# measured on the stock large case only.)
+run_case "large case, sh5 files" 1005 "$BIG_NODES" "$BIG_SAMPLES" sh5 noextract
 
 # Peak RSS against job length: same nodes, 10x the samples.
-echo "== merge peak RSS against job length ($NODES nodes, stock files)"
-for s in 360 3600 36000; do
-	rm -rf "$W/prof"; mkdir -p "$W/prof/$U"
-	"$GEN" -d "$W/prof/$U" -j 1004 -n "$NODES" -t "$TASKS" -s $s -E -f stock || exit 1
-	m=$(measure "$SH5MERGE" -q merge -j 1004 -p "$W/prof" -o "$W/out.h5")
-	printf '  %6d samples per series: %6.2f s, peak RSS %d KiB\n' $s ${m% *} ${m#* }
+for fmt in stock sh5; do
+	echo "== merge peak RSS against job length ($NODES nodes, $fmt files)"
+	for s in 360 3600 36000; do
+		rm -rf "$W/prof"; mkdir -p "$W/prof/$U"
+		"$GEN" -d "$W/prof/$U" -j 1004 -n "$NODES" -t "$TASKS" -s $s -E -f $fmt || exit 1
+		m=$(measure "$SH5MERGE" -q merge -j 1004 -p "$W/prof" -o "$W/out.h5")
+		printf '  %6d samples per series: %6.2f s, peak RSS %d KiB\n' $s ${m% *} ${m#* }
+	done
 done

@@ -279,10 +279,15 @@ int cmd_merge(int argc, char **argv)
 				  st.problems == 1 ? "" : "s");
 			status = 1;
 		} else if (!sh5merge_quiet) {
+			char whole[48] = "";
+
+			if (st.whole)
+				snprintf(whole, sizeof(whole), " (%zu copied "
+					 "whole)", st.whole);
 			fprintf(stderr, "sh5merge: %s: %zu step%s, %zu node "
-				"file%s, %" PRIu64 " samples%s%s\n", o.output,
+				"file%s%s, %" PRIu64 " samples%s%s\n", o.output,
 				st.steps, st.steps == 1 ? "" : "s", st.merged,
-				st.merged == 1 ? "" : "s", st.samples,
+				st.merged == 1 ? "" : "s", whole, st.samples,
 				rc > 0 ? " (partial: see /Merge)" : "",
 				st.removed ? ", inputs removed" : "");
 		}

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,7 +25,9 @@
 #include "fdio.h"
 #include "h5attr.h"
 #include "merge.h"
+#include "checksum.h"
 #include "reader.h"
+#include "totals.h"
 
 #define CHUNK_ROWS_MAX 4096
 
@@ -436,6 +440,16 @@ out:
 /* ------------------------------------------------------------------ */
 /* State. */
 
+/* A series of an input copied whole: enough to check and total it. */
+struct whole_ent {
+	char path[2 * SH5_NAME_MAX + 2]; /* relative to the node group */
+	uint64_t rows;
+	int32_t task;                    /* a task (totalled in AllTasks) */
+	uint64_t sig;                    /* series_sig() of its series */
+	uint64_t tofs, tlen;             /* its total in the blob (the
+					  * first task: AllTasks), or 0 */
+};
+
 struct finfo {
 	struct sh5_input *in;
 	int usable;
@@ -443,26 +457,46 @@ struct finfo {
 	uint64_t size;
 	uint32_t crc;
 	int node_index, ntasks, nnodes, step_tasks;
+	int has_start;      /* start_ns: its "Start Time ns" */
+	int64_t start_ns;
 	long max_task;
 	uint64_t samples;   /* rows the file claims */
 	uint64_t written;   /* rows merged */
 	uint64_t lost;      /* rows lost */
 	unsigned lost_objects;
 	int probe_hit;      /* hooks->probe returned 1 */
+	int probed;         /* the first pass is done with it */
+	int whole;          /* intact, checksummed, totals stored: its node
+			     * group is copied as it is (see whole_ok()) */
+	char node_name[SH5_NAME_MAX]; /* its node group */
+	struct whole_ent *ents; /* whole: its series (sent after the
+				 * first pass's message) */
+	size_t nents;
+	unsigned char *blob;    /* whole: the totals to fold (sent after
+				 * ents) */
+	size_t blob_len;
 	const char *status; /* merged, salvaged, skipped */
 	char reason[256];
-};
-
-struct acc {                /* a running total */
-	char key[2 * SH5_NAME_MAX + 2];
-	struct sh5_series *s;   /* owned copy (types and fields) */
-	void *total;
-	size_t count;
 };
 
 struct check {              /* a dataset to verify after writing */
 	char *path;
 	uint64_t rows;
+};
+
+struct prober {
+	pid_t pid;
+	int fd;
+	size_t next;   /* the input it is on */
+	int live;
+	double since;  /* when it started on it */
+};
+
+/* The checking children of the first pass (see probe_start()). */
+struct probers {
+	struct prober pr[4];
+	size_t par;    /* children */
+	size_t done;   /* inputs checked */
 };
 
 struct mstate {
@@ -510,7 +544,102 @@ struct mstate {
 	} feed_head;
 	size_t feed_dead_file;  /* the child died reading this file */
 	int feed_died;
+	struct probers probe;   /* the first pass */
+	/* The second pass started before the first ended: only inputs the
+	 * first pass found whole are written until leave_early() (see
+	 * sh5_merge_job()). */
+	int early;
+	int pass1_state;        /* pass1_done(): 0 not yet, else 1 + result */
+	int in_child;           /* this is a checking child */
+	struct scache {         /* series of stored totals, by signature */
+		char key[2 * SH5_NAME_MAX + 2];
+		uint64_t sig;
+		struct sh5_series *s;
+	} *sc;
+	size_t nsc;
+	struct writeback {      /* see wb_start() */
+		pthread_t th;
+		pthread_mutex_t mu;
+		pthread_cond_t cv;
+		unsigned kicks;
+		int stop, running;
+	} wb;
 };
+
+/*
+ * Early writeback of the output: a thread starts writing back what HDF5
+ * wrote so far each time it is kicked (after each node), so that the
+ * fsync before the rename has little left to wait for, and the work of
+ * submitting it (ext4 allocates blocks then) is done beside the merge,
+ * not in its way.
+ */
+static void *wb_main(void *arg)
+{
+	struct mstate *m = arg;
+	struct writeback *w = &m->wb;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->kicks && !w->stop)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (!w->kicks)
+			break;
+		w->kicks = 0;
+		pthread_mutex_unlock(&w->mu);
+		sync_file_range(m->out_fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+		pthread_mutex_lock(&w->mu);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static void wb_start(struct mstate *m)
+{
+	struct writeback *w = &m->wb;
+
+	w->kicks = 0;
+	w->stop = 0;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	w->running = m->out_fd >= 0 &&
+		     pthread_create(&w->th, NULL, wb_main, m) == 0;
+	if (!w->running) {
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+	}
+}
+
+static void wb_kick(struct mstate *m)
+{
+	struct writeback *w = &m->wb;
+
+	if (!w->running) {
+		if (m->out_fd >= 0)
+			sync_file_range(m->out_fd, 0, 0,
+					SYNC_FILE_RANGE_WRITE);
+		return;
+	}
+	pthread_mutex_lock(&w->mu);
+	w->kicks++;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void wb_stop(struct mstate *m)
+{
+	struct writeback *w = &m->wb;
+
+	if (!w->running)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->th, NULL);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	w->running = 0;
+}
 
 static void report(struct mstate *m, int error, const char *file,
 		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -565,136 +694,52 @@ static int add_check(struct mstate *m, const char *path, uint64_t rows)
 	return 0;
 }
 
-static struct sh5_series *series_dup(const struct sh5_series *s)
-{
-	struct sh5_series *d = malloc(sizeof(*d));
-
-	if (!d)
-		return NULL;
-	*d = *s;
-	d->fields = NULL;
-	if (s->nfields &&
-	    !(d->fields = malloc(s->nfields * sizeof(*s->fields)))) {
-		free(d);
-		return NULL;
-	}
-	if (s->nfields)
-		memcpy(d->fields, s->fields, s->nfields * sizeof(*s->fields));
-	return d;
-}
-
-static int same_fields(const struct sh5_series *a, const struct sh5_series *b)
-{
-	size_t i;
-
-	if (a->nfields != b->nfields || a->ops != b->ops)
-		return 0;
-	for (i = 0; i < a->nfields; i++)
-		if (strcmp(a->fields[i].name, b->fields[i].name) ||
-		    a->fields[i].type != b->fields[i].type ||
-		    a->fields[i].kind != b->fields[i].kind)
-			return 0;
-	return 1;
-}
-
-static void acc_free(struct acc *v, size_t n)
-{
-	size_t i;
-
-	for (i = 0; v && i < n; i++) {
-		sh5_series_destroy(v[i].s);
-		free(v[i].total);
-	}
-	free(v);
-}
-
-/* Fold total (of series s) into the accumulator keyed key.  Returns 0,
- * 1 if the fields differ from the accumulator's (not folded), -1 on
- * out of memory. */
-static int acc_fold(struct acc **v, size_t *n, const char *key,
-		    const struct sh5_series *s, const void *total)
-{
-	size_t i;
-	struct acc *a, *nv;
-
-	for (i = 0; i < *n; i++)
-		if (!strcmp((*v)[i].key, key))
-			break;
-	if (i == *n) {
-		if (!(nv = realloc(*v, (*n + 1) * sizeof(*nv))))
-			return -1;
-		*v = nv;
-		a = nv + *n;
-		memset(a, 0, sizeof(*a));
-		snprintf(a->key, sizeof(a->key), "%s", key);
-		if (!(a->s = series_dup(s)) ||
-		    !(a->total = malloc(s->ops->total_size(s)))) {
-			sh5_series_destroy(a->s);
-			return -1;
-		}
-		s->ops->total_init(a->s, a->total);
-		(*n)++;
-	}
-	a = *v + i;
-	if (!same_fields(a->s, s))
-		return 1;
-	a->s->ops->total_merge(a->s, a->total, total);
-	a->count++;
-	return 0;
-}
-
 /* Write one total as a one-record dataset at path (relative to loc). */
 static int write_total(struct mstate *m, hid_t loc, const char *path,
 		       const struct sh5_series *s, const void *total,
 		       size_t count)
 {
-	hsize_t dim[1] = { 1 };
-	hid_t ft = s->ops->total_file_type(s), mt = s->ops->total_mem_type(s);
-	hid_t sp = H5Screate_simple(1, dim, NULL), lcpl = lcpl_intermediate();
-	hid_t d = -1;
-	int rc = -1;
-
-	if (ft < 0 || mt < 0 || sp < 0)
-		goto out;
-	d = H5Dcreate2(loc, path, ft, sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
-	if (d < 0 || H5Dwrite(d, mt, H5S_ALL, H5S_ALL, m->dxpl, total) < 0)
-		goto out;
-	if (sh5_h5attr_put_str(d, "Series", s->ops->name) < 0 ||
-	    sh5_h5attr_put_int(d, "Series Count", (int)count) < 0)
-		goto out;
-	rc = 0;
-out:
-	if (rc < 0)
-		h5err(m->errp, "%s: cannot write totals %s",
-				 m->o->output, path);
-	if (d >= 0)
-		H5Dclose(d);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (lcpl >= 0)
-		H5Pclose(lcpl);
-	if (ft >= 0)
-		H5Tclose(ft);
-	if (mt >= 0)
-		H5Tclose(mt);
-	return rc;
+	if (sh5_total_write(loc, path, s, total, count, UINT64_MAX) < 0)
+		return h5err(m->errp, "%s: cannot write totals %s",
+			     m->o->output, path);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
 /* Pass 1: check each input. */
 
 static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
-		    void *buf, size_t len, struct sh5_error *errp)
+		    void *buf, size_t len, int map, struct sh5_error *errp)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	uLong c = crc32(0L, Z_NULL, 0);
+	uint32_t c = 0;
 	uint64_t total = 0;
+	struct stat st;
 	ssize_t n;
 
 	if (fd < 0)
 		return sh5_errprintf(errp, "%s", strerror(errno));
+	/* Mapped in a checking child (no copy out of the page cache),
+	 * else read. */
+	if (map && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size > 0 &&
+	    (uint64_t)st.st_size < ((uint64_t)1 << 40)) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ,
+			       MAP_PRIVATE | MAP_POPULATE, fd, 0);
+
+		if (p != MAP_FAILED) {
+			/* A file cut short while mapped raises SIGBUS: in
+			 * the checking child only, which marks the file. */
+			c = sh5_crc32(0, p, (size_t)st.st_size);
+			munmap(p, (size_t)st.st_size);
+			close(fd);
+			*crc = c;
+			*size = (uint64_t)st.st_size;
+			return 0;
+		}
+	}
 	while ((n = read(fd, buf, len)) > 0) {
-		c = crc32(c, buf, (uInt)n);
+		c = sh5_crc32(c, buf, (size_t)n);
 		total += (uint64_t)n;
 	}
 	if (n < 0) {
@@ -703,7 +748,7 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 		return -1;
 	}
 	close(fd);
-	*crc = (uint32_t)c;
+	*crc = c;
 	*size = total;
 	return 0;
 }
@@ -762,17 +807,22 @@ static unsigned read_attrs(hid_t obj)
  * other objects), so that damage to it is known before anything is
  * written.  Damaged records are found as the second pass reads them.
  * Fills f; reports nothing (it runs in a child process). */
+static int whole_ok(struct sh5_nodestep *ns, struct finfo *f);
+static int early_gate(struct mstate *m, size_t i);
+
 static void check_file(struct mstate *m, struct finfo *f, char *user,
 		       char *cluster)
 {
 	struct sh5_error err = { "" };
 	struct sh5_nodestep *ns;
 	size_t i;
+	int whole;
 
 	f->status = "skipped";
 	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
 	f->max_task = -1;
 	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
+		     m->in_child,
 		     &err) < 0) {
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
 		return;
@@ -797,6 +847,14 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 						  ns->node) > 0;
 	f->node_index = ns->node_index;
 	f->ntasks = ns->ntasks;
+	{
+		long long v;
+
+		if (sh5_attr_get_int(ns->node, "Start Time ns", &v) == 0) {
+			f->has_start = 1;
+			f->start_ns = v;
+		}
+	}
 	f->nnodes = ns->nnodes;
 	f->step_tasks = ns->step_tasks;
 	if (ns->kind == SH5_NODESTEP_OURS && !user[0])
@@ -807,6 +865,9 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 		snprintf(f->reason, sizeof(f->reason), "%u unreadable "
 			 "attribute%s of /%s", f->lost_objects,
 			 f->lost_objects == 1 ? "" : "s", ns->node_name);
+	/* A whole copy's chunks are all looked up (and checksummed) by
+	 * whole_ok(): no separate walk of their index below. */
+	whole = whole_ok(ns, f);
 	for (i = 0; i < ns->nseries; i++) {
 		struct sh5_ns_series *e = &ns->series[i];
 		struct sh5_cursor c;
@@ -834,7 +895,9 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 					 "%.60s: unreadable attributes",
 					 e->path);
 		}
-		if (!ns->salvaged) {
+		if (whole) {
+			/* Checked by whole_ok(). */
+		} else if (!ns->salvaged) {
 			hsize_t nchunks = 0;
 			hid_t dcpl = H5Dget_create_plist(d);
 
@@ -879,8 +942,206 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 		snprintf(tmp, sizeof(tmp), "%.120s%s%.120s", ns->damage,
 			 ns->damage[0] && f->reason[0] ? "; " : "", f->reason);
 		snprintf(f->reason, sizeof(f->reason), "%s", tmp);
+	} else if ((f->whole = whole)) {
+		snprintf(f->node_name, sizeof(f->node_name), "%s",
+			 ns->node_name);
 	}
 	sh5_nodestep_close(ns);
+}
+
+/*
+ * Can the node group of ns be copied whole into the job file, without
+ * decoding its records?  When the file is ours and intact, every series
+ * dataset is chunked with the fletcher32 filter last and every stored
+ * chunk passes it (checked on the raw chunk: no inflating), and the
+ * writer's totals (Totals/<path>, Totals/AllTasks) are readable and cover
+ * exactly the rows of the datasets.  Anything else goes the normal way
+ * (records decoded, totalled, damage salvaged).
+ */
+/* The fields of s as sh5_series_same_fields() compares them (FNV-1a):
+ * totals of series with equal signatures fold alike. */
+static uint64_t series_sig(const struct sh5_series *s)
+{
+	uint64_t h = 14695981039346656037ull;
+	size_t i;
+
+#define SIG_MIX(p, n) do { \
+		const unsigned char *q_ = (const unsigned char *)(p); \
+		size_t n_ = (n); \
+		while (n_--) { h ^= *q_++; h *= 1099511628211ull; } \
+	} while (0)
+	SIG_MIX(&s->ops, sizeof(s->ops));
+	SIG_MIX(&s->nfields, sizeof(s->nfields));
+	for (i = 0; i < s->nfields; i++) {
+		SIG_MIX(s->fields[i].name, strlen(s->fields[i].name) + 1);
+		SIG_MIX(&s->fields[i].type, sizeof(s->fields[i].type));
+		SIG_MIX(&s->fields[i].kind, sizeof(s->fields[i].kind));
+	}
+#undef SIG_MIX
+	return h;
+}
+
+/* Read the stored total at tpath (for series s) onto the end of f's blob;
+ * *ofs, *len: where.  0 or -1. */
+static int blob_total(struct finfo *f, hid_t node, const char *tpath,
+		      const struct sh5_series *s, uint64_t *ofs, uint64_t *len)
+{
+	size_t n = s->ops->total_size(s);
+	unsigned char *b = realloc(f->blob, f->blob_len + n);
+
+	if (!b)
+		return -1;
+	f->blob = b;
+	if (sh5_total_read(node, tpath, s, b + f->blob_len) < 0)
+		return -1;
+	*ofs = f->blob_len;
+	*len = n;
+	f->blob_len += n;
+	return 0;
+}
+
+/* A uint64 attribute of the object at path (relative to loc), or
+ * UINT64_MAX. */
+static uint64_t attr_u64(hid_t loc, const char *path, const char *name)
+{
+	hid_t a = H5Aopen_by_name(loc, path, name, H5P_DEFAULT, H5P_DEFAULT);
+	uint64_t v = UINT64_MAX;
+
+	if (a >= 0) {
+		if (H5Aread(a, H5T_NATIVE_UINT64, &v) < 0)
+			v = UINT64_MAX;
+		H5Aclose(a);
+	}
+	return v;
+}
+
+/*
+ * Can the node group of ns be copied whole into the job file, without
+ * decoding its records?  When the file is ours and intact, every series
+ * dataset is chunked with the fletcher32 filter last and every stored
+ * chunk passes it (checked on the raw chunk: no inflating), and the
+ * writer's totals (Totals/<path>, Totals/AllTasks) are readable and cover
+ * exactly the rows of the datasets.  Anything else goes the normal way
+ * (records decoded, totalled, damage salvaged).  When it can, f->ents
+ * lists the series and f->blob holds the totals the merge folds into the
+ * step's (those of the series other than tasks, and AllTasks): read here,
+ * in the checking child, so the merge need not open them.
+ */
+static int whole_ok(struct sh5_nodestep *ns, struct finfo *f)
+{
+	void *raw = NULL;
+	size_t i, rlen = 0, ntasks = 0, first_task = SIZE_MAX;
+	uint64_t task_rows = 0;
+	int ok = 0;
+
+	if (ns->kind != SH5_NODESTEP_OURS || !ns->has_totals ||
+	    ns->salvaged || ns->damage[0])
+		return 0;
+	for (i = 0; i < ns->nother; i++) {
+		H5O_info_t oi;
+
+		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
+					 H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+		    oi.type != H5O_TYPE_DATASET)
+			return 0;
+	}
+	if (!(f->ents = calloc(ns->nseries ? ns->nseries : 1,
+			       sizeof(*f->ents))))
+		return 0;
+	f->nents = ns->nseries;
+	for (i = 0; i < ns->nseries; i++) {
+		struct sh5_ns_series *e = &ns->series[i];
+		const struct sh5_series *s = e->series;
+		struct whole_ent *w = &f->ents[i];
+		hid_t d = H5Dopen2(ns->node, e->path, H5P_DEFAULT);
+		hid_t dcpl = d >= 0 ? H5Dget_create_plist(d) : -1;
+		char tpath[2 * SH5_NAME_MAX + 16];
+		hsize_t cr = 0, off[1];
+		unsigned flags, cd[8];
+		size_t ncd = 8;
+		int nf, good, task = !strcmp(s->ops->name, "Task");
+
+		snprintf(w->path, sizeof(w->path), "%s", e->path);
+		w->rows = e->nrows;
+		w->task = task;
+		w->sig = series_sig(s);
+		snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
+		good = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
+		       H5Pget_chunk(dcpl, 1, &cr) == 1 && cr > 0 &&
+		       (nf = H5Pget_nfilters(dcpl)) > 0 &&
+		       H5Pget_filter2(dcpl, (unsigned)nf - 1, &flags, &ncd, cd,
+				      0, NULL, NULL) == H5Z_FILTER_FLETCHER32 &&
+		       /* Exactly the datasets under Tasks are tasks. */
+		       task == !strcmp(e->parent, "Tasks") &&
+		       attr_u64(ns->node, tpath, "Rows") == e->nrows &&
+		       (task || blob_total(f, ns->node, tpath, s, &w->tofs,
+					   &w->tlen) == 0);
+		for (off[0] = 0; good && off[0] < e->nrows; off[0] += cr) {
+			hsize_t size = 0;
+			uint32_t mask = 0;
+
+			if (H5Dget_chunk_storage_size(d, off, &size) < 0 ||
+			    !size || size > ns->size) {
+				good = 0;
+				break;
+			}
+			if (size > rlen) {
+				void *r = realloc(raw, (size_t)size);
+
+				if (!r) {
+					good = 0;
+					break;
+				}
+				raw = r;
+				rlen = (size_t)size;
+			}
+			good = H5Dread_chunk(d, H5P_DEFAULT, off, &mask,
+					     raw) >= 0 && !mask &&
+			       sh5_fletcher32_ok(raw, (size_t)size);
+		}
+		if (dcpl >= 0)
+			H5Pclose(dcpl);
+		if (d >= 0)
+			H5Dclose(d);
+		if (!good)
+			goto out;
+		if (task) {
+			if (first_task == SIZE_MAX)
+				first_task = i;
+			ntasks++;
+			task_rows += e->nrows;
+		}
+	}
+	if (ntasks) {
+		/* Every task in the writer's node total, kept with the first
+		 * task. */
+		struct whole_ent *w = &f->ents[first_task];
+		hid_t d = H5Dopen2(ns->node, "Totals/AllTasks", H5P_DEFAULT);
+		long long count = -1;
+
+		if (d >= 0) {
+			sh5_attr_get_int(d, "Series Count", &count);
+			H5Dclose(d);
+		}
+		if (count != (long long)ntasks ||
+		    attr_u64(ns->node, "Totals/AllTasks", "Rows") != task_rows ||
+		    blob_total(f, ns->node, "Totals/AllTasks",
+			       ns->series[first_task].series, &w->tofs,
+			       &w->tlen) < 0)
+			goto out;
+	}
+	ok = 1;
+out:
+	if (!ok) {
+		free(f->ents);
+		f->ents = NULL;
+		f->nents = 0;
+		free(f->blob);
+		f->blob = NULL;
+		f->blob_len = 0;
+	}
+	free(raw);
+	return ok;
 }
 
 /* Report what the first pass found about one input. */
@@ -906,13 +1167,6 @@ struct probe_msg {
 	char user[64], cluster[64];
 };
 
-struct prober {
-	pid_t pid;
-	int fd;
-	size_t next;   /* the input it is on */
-	int live;
-	double since;  /* when it started on it */
-};
 
 static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 			size_t stride)
@@ -931,6 +1185,7 @@ static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 	if (pid == 0) {
 		child_signals();
 		close(pfd[0]);
+		m->in_child = 1;
 		for (i = first; i < m->nin; i += stride) {
 			struct probe_msg msg;
 			size_t off = 0;
@@ -939,14 +1194,17 @@ static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 			msg.idx = i;
 			msg.f = m->fi[i];
 			check_file(m, &msg.f, msg.user, msg.cluster);
-			while (off < sizeof(msg)) {
-				ssize_t w = write(pfd[1], (char *)&msg + off,
-						  sizeof(msg) - off);
-
-				if (w <= 0)
-					_exit(3);
-				off += (size_t)w;
-			}
+			(void)off;
+			if (sh5_fd_write_all(pfd[1], &msg, sizeof(msg)) < 0 ||
+			    (msg.f.nents &&
+			     sh5_fd_write_all(pfd[1], msg.f.ents, msg.f.nents *
+					      sizeof(*msg.f.ents)) < 0) ||
+			    (msg.f.blob_len &&
+			     sh5_fd_write_all(pfd[1], msg.f.blob,
+					      msg.f.blob_len) < 0))
+				_exit(3);
+			free(msg.f.ents);
+			free(msg.f.blob);
 		}
 		_exit(0);
 	}
@@ -959,123 +1217,231 @@ static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 	return 0;
 }
 
-static void probe_all(struct mstate *m)
+/* Start the checking children: par of them (at most 4). */
+static void probe_start(struct mstate *m, size_t par)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t par = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (size_t)ncpu, i, k;
-	struct prober pr[4];
-	size_t done = 0;
+	struct probers *ps = &m->probe;
+	size_t i, k;
 
+	if (par < 1)
+		par = 1;
+	if (par > 4)
+		par = 4;
 	if (par > m->nin)
 		par = m->nin;
+	ps->par = par;
+	ps->done = 0;
 	for (i = 0; i < m->nin; i++)
 		m->fi[i].in = &m->in[i];
 	for (k = 0; k < par; k++)
-		if (spawn_prober(m, &pr[k], k, par) < 0) {
+		if (spawn_prober(m, &ps->pr[k], k, par) < 0) {
 			/* No child: check this share here. */
-			pr[k].live = 0;
-			for (i = k; i < m->nin; i += par)
+			ps->pr[k].live = 0;
+			for (i = k; i < m->nin; i += par) {
 				check_file(m, &m->fi[i], m->user, m->cluster);
-			done += (m->nin - k + par - 1) / par;
+				m->fi[i].probed = 1;
+				ps->done++;
+			}
 		}
-	while (done < m->nin) {
-		struct pollfd pf[4];
-		size_t map[4], n = 0;
+}
 
-		for (k = 0; k < par; k++)
-			if (pr[k].live) {
-				pf[n].fd = pr[k].fd;
-				pf[n].events = POLLIN;
-				map[n++] = k;
-			}
-		if (!n || poll(pf, n, 1000) < 0) {
-			if (n && errno == EINTR)
-				continue;
-			break;
+/* Take what the children sent (waiting up to a second for it). */
+static void probe_poll(struct mstate *m)
+{
+	struct probers *ps = &m->probe;
+	struct pollfd pf[4];
+	size_t map[4], n = 0, i, k, par = ps->par;
+
+	for (k = 0; k < par; k++)
+		if (ps->pr[k].live) {
+			pf[n].fd = ps->pr[k].fd;
+			pf[n].events = POLLIN;
+			map[n++] = k;
 		}
-		for (i = 0; i < n; i++) {
-			struct prober *p = &pr[map[i]];
-			struct probe_msg msg;
-			size_t off = 0;
-			int st = 0, hung = 0;
-
-			if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) {
-				if (now_s() - p->since < read_timeout())
-					continue;
-				/* Stuck on this input: end it. */
-				kill(p->pid, SIGKILL);
-				hung = 1;
+	if (!n) {
+		/* Nothing left to hear from (cannot happen while inputs
+		 * are unchecked): mark the rest. */
+		for (i = 0; i < m->nin; i++)
+			if (!m->fi[i].probed) {
+				m->fi[i].probed = 1;
+				m->fi[i].usable = 0;
+				m->fi[i].status = "skipped";
+				snprintf(m->fi[i].reason,
+					 sizeof(m->fi[i].reason),
+					 "could not be checked");
+				ps->done++;
 			}
-			if (!hung) {
-				while (off < sizeof(msg)) {
-					ssize_t r = read(p->fd,
-							 (char *)&msg + off,
-							 sizeof(msg) - off);
+		return;
+	}
+	if (poll(pf, n, 1000) < 0)
+		return;
+	for (i = 0; i < n; i++) {
+		struct prober *p = &ps->pr[map[i]];
+		struct probe_msg msg;
+		size_t off = 0;
+		int st = 0, hung = 0;
 
-					if (r <= 0)
-						break;
-					off += (size_t)r;
-				}
-			}
-			if (off == sizeof(msg) && msg.idx == p->next) {
-				m->fi[msg.idx] = msg.f;
-				if (!m->user[0])
-					memcpy(m->user, msg.user, 64);
-				if (!m->cluster[0])
-					memcpy(m->cluster, msg.cluster, 64);
-				p->next += par;
-				p->since = now_s();
-				done++;
-				if (m->o->progress)
-					m->o->progress(m->o->arg, 1, done,
-						       m->nin);
+		if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+			if (now_s() - p->since < read_timeout())
 				continue;
-			}
-			/* The child ended: done, or died on p->next. */
-			close(p->fd);
-			p->live = 0;
-			waitpid(p->pid, &st, 0);
-			if (p->next >= m->nin)
-				continue;
-			{
-				struct finfo *f = &m->fi[p->next];
+			/* Stuck on this input: end it. */
+			kill(p->pid, SIGKILL);
+			hung = 1;
+		}
+		if (!hung) {
+			while (off < sizeof(msg)) {
+				ssize_t r = read(p->fd, (char *)&msg + off,
+						 sizeof(msg) - off);
 
-				f->usable = 0;
-				f->status = "skipped";
-				if (hung)
-					snprintf(f->reason, sizeof(f->reason),
-						 "corrupt: HDF5 does not finish "
-						 "reading it (stopped after %d s)",
-						 read_timeout());
-				else if (WIFSIGNALED(st))
-					snprintf(f->reason, sizeof(f->reason),
-						 "corrupt: reading it crashes "
-						 "HDF5 (signal %d)",
-						 WTERMSIG(st));
-				else
-					snprintf(f->reason, sizeof(f->reason),
-						 "could not be checked");
-				done++;
+				if (r <= 0)
+					break;
+				off += (size_t)r;
 			}
-			if (p->next + par < m->nin &&
-			    spawn_prober(m, p, p->next + par, par) < 0) {
-				size_t j;
+		}
+		if (off == sizeof(msg) && msg.idx == p->next) {
+			/* The series and totals of a whole input follow. */
+			msg.f.ents = NULL;
+			msg.f.blob = NULL;
+			if ((msg.f.nents &&
+			     (msg.f.nents > 1u << 20 ||
+			      !(msg.f.ents = calloc(msg.f.nents,
+						    sizeof(*msg.f.ents))) ||
+			      sh5_fd_read_all(p->fd, msg.f.ents, msg.f.nents *
+					      sizeof(*msg.f.ents)) < 0)) ||
+			    (msg.f.blob_len &&
+			     (msg.f.blob_len > 1u << 26 ||
+			      !(msg.f.blob = malloc(msg.f.blob_len)) ||
+			      sh5_fd_read_all(p->fd, msg.f.blob,
+					      msg.f.blob_len) < 0))) {
+				/* A short message: the child died; taken
+				 * as the normal way's problem. */
+				free(msg.f.ents);
+				free(msg.f.blob);
+				msg.f.ents = NULL;
+				msg.f.blob = NULL;
+				msg.f.nents = msg.f.blob_len = 0;
+				msg.f.whole = 0;
+			}
+			m->fi[msg.idx] = msg.f;
+			m->fi[msg.idx].probed = 1;
+			if (!m->user[0])
+				memcpy(m->user, msg.user, 64);
+			if (!m->cluster[0])
+				memcpy(m->cluster, msg.cluster, 64);
+			p->next += par;
+			p->since = now_s();
+			ps->done++;
+			if (m->o->progress)
+				m->o->progress(m->o->arg, 1, ps->done, m->nin);
+			continue;
+		}
+		/* The child ended: done, or died on p->next. */
+		close(p->fd);
+		p->live = 0;
+		waitpid(p->pid, &st, 0);
+		if (p->next >= m->nin)
+			continue;
+		{
+			struct finfo *f = &m->fi[p->next];
 
-				for (j = p->next + par; j < m->nin; j += par) {
-					check_file(m, &m->fi[j], m->user,
-						   m->cluster);
-					done++;
-				}
+			f->usable = 0;
+			f->status = "skipped";
+			if (hung)
+				snprintf(f->reason, sizeof(f->reason),
+					 "corrupt: HDF5 does not finish "
+					 "reading it (stopped after %d s)",
+					 read_timeout());
+			else if (WIFSIGNALED(st))
+				snprintf(f->reason, sizeof(f->reason),
+					 "corrupt: reading it crashes "
+					 "HDF5 (signal %d)", WTERMSIG(st));
+			else
+				snprintf(f->reason, sizeof(f->reason),
+					 "could not be checked");
+			f->probed = 1;
+			ps->done++;
+		}
+		if (p->next + par < m->nin &&
+		    spawn_prober(m, p, p->next + par, par) < 0) {
+			size_t j;
+
+			for (j = p->next + par; j < m->nin; j += par) {
+				check_file(m, &m->fi[j], m->user, m->cluster);
+				m->fi[j].probed = 1;
+				ps->done++;
 			}
 		}
 	}
-	for (k = 0; k < par; k++)
-		if (pr[k].live) {
-			close(pr[k].fd);
-			waitpid(pr[k].pid, NULL, 0);
+}
+
+/* Wait until input idx is checked (idx == m->nin: all of them, and the
+ * children are gone). */
+static void probe_until(struct mstate *m, size_t idx)
+{
+	struct probers *ps = &m->probe;
+	size_t k;
+
+	if (idx < m->nin) {
+		while (!m->fi[idx].probed)
+			probe_poll(m);
+		return;
+	}
+	while (ps->done < m->nin)
+		probe_poll(m);
+	for (k = 0; k < ps->par; k++)
+		if (ps->pr[k].live) {
+			close(ps->pr[k].fd);
+			waitpid(ps->pr[k].pid, NULL, 0);
+			ps->pr[k].live = 0;
 		}
-	for (i = 0; i < m->nin; i++)
-		report_file(m, &m->fi[i]);
+}
+
+/* One child checks the inputs from its current one on: replace it with
+ * par children sharing them (the second pass started early had it alone,
+ * leaving it a CPU). */
+static void probe_widen(struct mstate *m, size_t par)
+{
+	struct probers *ps = &m->probe;
+	struct prober *p = &ps->pr[0];
+	size_t from = p->next, k;
+
+	if (par > 4)
+		par = 4;
+	if (ps->par != 1 || !p->live || par < 2 || from + 1 >= m->nin)
+		return;
+	kill(p->pid, SIGKILL);
+	close(p->fd);
+	waitpid(p->pid, NULL, 0);
+	p->live = 0;
+	if (par > m->nin - from)
+		par = m->nin - from;
+	ps->par = par;
+	for (k = 0; k < par; k++)
+		if (spawn_prober(m, &ps->pr[k], from + k, par) < 0) {
+			size_t i;
+
+			ps->pr[k].live = 0;
+			for (i = from + k; i < m->nin; i += par) {
+				check_file(m, &m->fi[i], m->user, m->cluster);
+				m->fi[i].probed = 1;
+				ps->done++;
+			}
+		}
+}
+
+/* Stop the children still checking (the merge ended early). */
+static void probe_stop(struct mstate *m)
+{
+	struct probers *ps = &m->probe;
+	size_t k;
+
+	for (k = 0; k < ps->par; k++)
+		if (ps->pr[k].live) {
+			kill(ps->pr[k].pid, SIGKILL);
+			close(ps->pr[k].fd);
+			waitpid(ps->pr[k].pid, NULL, 0);
+			ps->pr[k].live = 0;
+		}
 }
 
 /* Findings per step that no single file shows: missing nodes or tasks,
@@ -1235,7 +1601,8 @@ static void feeder_child(struct mstate *m, int fd, size_t from)
 		struct finfo *f = &m->fi[fi];
 		struct sh5_nodestep *ns;
 
-		if (!f->usable)
+		/* Files copied whole are not read (without sync). */
+		if (!f->usable || (f->whole && m->feed_totals))
 			continue;
 		ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
 				       f->in->step_id, NULL);
@@ -1779,13 +2146,168 @@ out:
 	return rc;
 }
 
+/* Fold the stored total of entry e (sent by the checking child) into
+ * the step's totals.  The series it needs is built once per key and
+ * signature, from the first input that has it.  -1 on error (errp set). */
+static int fold_stored(struct mstate *m, struct finfo *f, hid_t in,
+		       const struct whole_ent *e, struct sh5_totacc **sacc,
+		       size_t *nsacc)
+{
+	const char *key = e->task ? "AllTasks" : e->path;
+	const struct sh5_series *s = NULL;
+	size_t i;
+	int fr;
+
+	for (i = 0; i < m->nsc && !s; i++)
+		if (m->sc[i].sig == e->sig && !strcmp(m->sc[i].key, key))
+			s = m->sc[i].s;
+	if (!s) {
+		const char *slash = strrchr(e->path, '/');
+		char parent[SH5_NAME_MAX] = "";
+		struct scache *v = realloc(m->sc, (m->nsc + 1) * sizeof(*v));
+		struct sh5_series *ns = NULL;
+		hid_t d;
+
+		if (!v)
+			goto oom;
+		m->sc = v;
+		if (slash)
+			snprintf(parent, sizeof(parent), "%.*s",
+				 (int)(slash - e->path), e->path);
+		if ((d = H5Dopen2(in, e->path, H5P_DEFAULT)) >= 0) {
+			ns = sh5_series_from_dataset(parent, slash ? slash + 1 :
+						     e->path, d, NULL);
+			H5Dclose(d);
+		}
+		if (!ns)
+			return h5err(m->errp, "%s: cannot read the series %s",
+				     f->in->path, e->path);
+		v += m->nsc++;
+		snprintf(v->key, sizeof(v->key), "%s", key);
+		v->sig = e->sig;
+		v->s = ns;
+		s = ns;
+	}
+	if (e->tofs > f->blob_len || e->tlen > f->blob_len - e->tofs ||
+	    s->ops->total_size(s) != e->tlen) {
+		errno = EPROTO;
+		return sh5_errprintf(m->errp, "%s: %s: the checking process "
+				     "sent a total of the wrong size",
+				     f->in->path, key);
+	}
+	if ((fr = sh5_totacc_fold(sacc, nsacc, key, s,
+				  f->blob + e->tofs)) < 0)
+		goto oom;
+	if (fr > 0)
+		report(m, 0, f->in->path, "%s fields differ from other nodes: "
+		       "left out of the step total", e->task ? "task" : e->path);
+	return 0;
+oom:
+	errno = ENOMEM;
+	return sh5_errprintf(m->errp, "out of memory");
+}
+
+/*
+ * The node group of an input found intact by whole_ok() (checksummed
+ * chunks, the writer's totals matching its datasets), without
+ * synchronization: copied as it is with H5Ocopy (series, their stored
+ * chunks, the writer's Totals, ClockOffsets, attributes), as sh5util
+ * copies node groups.  Only the step totals are folded here, from the
+ * stored ones.  Returns 0, -1 on an error (merge failed), or 1 when
+ * nothing was written and the node must go the normal way.
+ */
+static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
+			    struct finfo *f, struct sh5_totacc **sacc,
+			    size_t *nsacc, uint32_t *ntasks, int64_t *start_ns)
+{
+	const struct sh5_merge_hooks *hk = m->o->hooks;
+	const char *node = f->node_name;
+	char gpath[256];
+	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fid = -1, in = -1, g = -1;
+	size_t i;
+	int rc = -1, r;
+
+	snprintf(gpath, sizeof(gpath), "/Steps/%s/Nodes/%s", step, node);
+#ifdef HAVE_H5PSET_FILE_LOCKING
+	if (fapl >= 0)
+		H5Pset_file_locking(fapl, 0, 1);
+#endif
+	if (fapl < 0 ||
+	    (fid = H5Fopen(f->in->path, H5F_ACC_RDONLY, fapl)) < 0 ||
+	    (in = H5Gopen2(fid, node, H5P_DEFAULT)) < 0) {
+		rc = 1; /* changed since the first pass */
+		goto out;
+	}
+	if (H5Ocopy(fid, node, nodes, node, H5P_DEFAULT, H5P_DEFAULT) < 0) {
+		H5Ldelete(nodes, node, H5P_DEFAULT);
+		rc = 1;
+		goto out;
+	}
+	if ((g = H5Gopen2(nodes, node, H5P_DEFAULT)) < 0)
+		goto h5fail;
+	if (hk && hk->node_begin &&
+	    (r = hk->node_begin(hk->arg, f->in, in, g, m->errp)) != 0) {
+		if (r < 0)
+			goto fail;
+		/* Synchronized after all: rewritten record by record. */
+		H5Gclose(g);
+		g = -1;
+		if (H5Ldelete(nodes, node, H5P_DEFAULT) < 0)
+			goto h5fail;
+		rc = 1;
+		goto out;
+	}
+	for (i = 0; i < f->nents; i++) {
+		const struct whole_ent *e = &f->ents[i];
+		char full[512];
+
+		f->written += e->rows;
+		m->st->samples += e->rows;
+		snprintf(full, sizeof(full), "%s/%s", gpath, e->path);
+		if (add_check(m, full, e->rows) < 0) {
+			sh5_errprintf(m->errp, "out of memory");
+			goto fail;
+		}
+		/* Tasks are folded through the node's AllTasks, kept with
+		 * the first. */
+		if (e->tlen && fold_stored(m, f, in, e, sacc, nsacc) < 0)
+			goto fail;
+	}
+	m->st->whole++;
+	/* Read by the checking child. */
+	if (f->ntasks >= 0)
+		*ntasks += (uint32_t)f->ntasks;
+	if (f->has_start && f->start_ns < *start_ns)
+		*start_ns = f->start_ns;
+	if (hk && hk->node_end && hk->node_end(hk->arg, g, m->errp) < 0)
+		goto fail;
+	m->st->nodes++;
+	rc = 0;
+	goto out;
+h5fail:
+	h5err(m->errp, "%s: cannot write %s", m->o->output, gpath);
+fail:
+	m->write_failed = 1;
+	rc = -1;
+out:
+	if (g >= 0)
+		H5Gclose(g);
+	if (in >= 0)
+		H5Gclose(in);
+	if (fid >= 0)
+		H5Fclose(fid);
+	if (fapl >= 0)
+		H5Pclose(fapl);
+	return rc;
+}
+
 static int write_node(struct mstate *m, hid_t nodes, const char *step,
-		      struct finfo *f, struct acc **sacc, size_t *nsacc,
+		      struct finfo *f, struct sh5_totacc **sacc, size_t *nsacc,
 		      uint32_t *ntasks, int64_t *start_ns)
 {
 	struct sh5_error err = { "" };
 	struct sh5_nodestep *ns;
-	struct acc *nacc = NULL;
+	struct sh5_totacc *nacc = NULL;
 	size_t nnacc = 0, i;
 	hid_t g = -1, ocpy = -1, lcpl = -1;
 	char gpath[256];
@@ -1794,6 +2316,21 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 	int rc = -1, sync = 0;
 	const struct sh5_merge_hooks *hk = m->o->hooks;
 
+	/* What is lost is counted again from what is written (the first
+	 * pass's count was for its report). */
+	f->lost = 0;
+	if (f->whole && m->feed_totals) {
+		int r = write_node_whole(m, nodes, step, f, sacc, nsacc,
+					 ntasks, start_ns);
+
+		if (r <= 0)
+			return r;
+		/* Not copied after all: the normal way (after the whole
+		 * first pass). */
+		f->whole = 0;
+		if (m->early)
+			return 1;
+	}
 	ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
 			       f->in->step_id, &err);
 	if (!ns) {
@@ -1847,7 +2384,7 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 			m->write_failed = 1;
 			goto out;
 		}
-		fr = acc_fold(&nacc, &nnacc, is_task ? "AllTasks" : e->path,
+		fr = sh5_totacc_fold(&nacc, &nnacc, is_task ? "AllTasks" : e->path,
 			      s, total);
 		if (fr < 0)
 			goto oom;
@@ -1856,7 +2393,7 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 			       "node's other tasks: left out of the node "
 			       "total", e->path);
 		if (!is_task) {
-			fr = acc_fold(sacc, nsacc, e->path, s, total);
+			fr = sh5_totacc_fold(sacc, nsacc, e->path, s, total);
 			if (fr < 0)
 				goto oom;
 			if (fr > 0)
@@ -1876,7 +2413,7 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 			m->write_failed = 1;
 			goto out;
 		}
-		if (acc_fold(sacc, nsacc, "AllTasks", nacc[i].s,
+		if (sh5_totacc_fold(sacc, nsacc, "AllTasks", nacc[i].s,
 			     nacc[i].total) > 0)
 			report(m, 0, f->in->path, "task fields differ from "
 			       "other nodes: left out of the step total");
@@ -1931,7 +2468,7 @@ out:
 	if (lcpl >= 0)
 		H5Pclose(lcpl);
 	free(total);
-	acc_free(nacc, nnacc);
+	sh5_totacc_free(nacc, nnacc);
 	if (g >= 0)
 		H5Gclose(g);
 	sh5_nodestep_close(ns);
@@ -1944,38 +2481,43 @@ static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 	const char *step = m->in[lo].step;
 	char path[128];
 	hid_t sg = -1, nodes = -1;
-	struct acc *sacc = NULL;
+	struct sh5_totacc *sacc = NULL;
 	size_t nsacc = 0, i, nnodes = 0;
 	uint32_t ntasks = 0;
 	int64_t start_ns = INT64_MAX;
 	int rc = -1;
 
-	for (i = lo; i < hi; i++)
-		nnodes += m->fi[i].usable;
-	if (!nnodes)
-		return 0;
 	snprintf(path, sizeof(path), "/Steps/%s", step);
-	if ((sg = make_group(fout, path)) < 0 ||
-	    (nodes = make_group(sg, "Nodes")) < 0) {
-		h5err(m->errp, "%s: cannot create %s", m->o->output,
-				 path);
-		goto out;
-	}
-	nnodes = 0;
 	for (i = lo; i < hi; i++) {
+		if (m->early && early_gate(m, i)) {
+			rc = 1;
+			goto out;
+		}
+		/* The step's group with its first usable node. */
+		if (m->fi[i].usable && sg < 0 &&
+		    ((sg = make_group(fout, path)) < 0 ||
+		     (nodes = make_group(sg, "Nodes")) < 0)) {
+			h5err(m->errp, "%s: cannot create %s", m->o->output,
+			      path);
+			goto out;
+		}
 		if (m->fi[i].usable) {
-			if (write_node(m, nodes, step, &m->fi[i], &sacc,
-				       &nsacc, &ntasks, &start_ns) < 0)
+			int r = write_node(m, nodes, step, &m->fi[i], &sacc,
+					   &nsacc, &ntasks, &start_ns);
+
+			if (r) {
+				rc = r;
 				goto out;
+			}
 			nnodes += m->fi[i].usable;
 		}
 		if (m->o->progress)
 			m->o->progress(m->o->arg, 2, ++*done, m->nin);
-		/* Start writing back what HDF5 wrote so far: the fsync
-		 * before the rename then has little left to wait for. */
-		if (m->out_fd >= 0)
-			sync_file_range(m->out_fd, 0, 0,
-					SYNC_FILE_RANGE_WRITE);
+		wb_kick(m);
+	}
+	if (sg < 0) {
+		rc = 0;
+		goto out;
 	}
 	for (i = 0; i < nsacc; i++) {
 		char tpath[2 * SH5_NAME_MAX + 16];
@@ -2000,7 +2542,7 @@ static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 out:
 	if (rc < 0)
 		m->write_failed = 1;
-	acc_free(sacc, nsacc);
+	sh5_totacc_free(sacc, nsacc);
 	if (nodes >= 0)
 		H5Gclose(nodes);
 	if (sg >= 0)
@@ -2105,10 +2647,12 @@ out:
 	return rc;
 }
 
-/* Reopen the written file and check every dataset's row count. */
+/* Reopen the written file and check every dataset's row count.  The
+ * checks come node by node: each node group is opened once. */
 static int verify(struct mstate *m, const char *tmp)
 {
-	hid_t f = H5Fopen(tmp, H5F_ACC_RDONLY, H5P_DEFAULT);
+	hid_t f = H5Fopen(tmp, H5F_ACC_RDONLY, H5P_DEFAULT), g = -1;
+	char gname[512] = "";
 	long long v;
 	size_t i;
 	int rc = -1;
@@ -2123,14 +2667,35 @@ static int verify(struct mstate *m, const char *tmp)
 		goto out;
 	}
 	for (i = 0; i < m->nchecks; i++) {
-		hid_t d = H5Dopen2(f, m->checks[i].path, H5P_DEFAULT);
-		hid_t sp = d >= 0 ? H5Dget_space(d) : -1;
+		const char *path = m->checks[i].path, *rel = path;
+		const char *node = strstr(path, "/Nodes/");
+		size_t glen = 0;
+		hid_t d, sp;
 		hsize_t dims[1] = { 0 };
 		uint64_t n;
 
+		/* /Steps/<s>/Nodes/<n>/<rel> */
+		if (node && (rel = strchr(node + 7, '/')))
+			glen = (size_t)(rel++ - path);
+		else
+			rel = path;
+		if (glen && (glen >= sizeof(gname) ||
+			     strncmp(gname, path, glen) || gname[glen])) {
+			if (g >= 0)
+				H5Gclose(g);
+			g = -1;
+			if (glen < sizeof(gname)) {
+				memcpy(gname, path, glen);
+				gname[glen] = '\0';
+				g = H5Gopen2(f, gname, H5P_DEFAULT);
+			}
+		}
+		d = H5Dopen2(glen && g >= 0 ? g : f, glen && g >= 0 ? rel : path,
+			     H5P_DEFAULT);
+		sp = d >= 0 ? H5Dget_space(d) : -1;
 		if (sp < 0 || H5Sget_simple_extent_dims(sp, dims, NULL) != 1) {
 			sh5_errprintf(m->errp, "%s: verification: %s missing",
-				      tmp, m->checks[i].path);
+				      tmp, path);
 			if (sp >= 0)
 				H5Sclose(sp);
 			if (d >= 0)
@@ -2143,12 +2708,14 @@ static int verify(struct mstate *m, const char *tmp)
 		if (n != m->checks[i].rows) {
 			sh5_errprintf(m->errp, "%s: verification: %s has %"
 				      PRIu64 " rows, %" PRIu64 " written", tmp,
-				      m->checks[i].path, n, m->checks[i].rows);
+				      path, n, m->checks[i].rows);
 			goto out;
 		}
 	}
 	rc = 0;
 out:
+	if (g >= 0)
+		H5Gclose(g);
 	H5Fclose(f);
 	return rc;
 }
@@ -2195,9 +2762,165 @@ static void mstate_free(struct mstate *m)
 	for (i = 0; i < m->nchecks; i++)
 		free(m->checks[i].path);
 	free(m->checks);
+	for (i = 0; m->fi && i < m->nin; i++) {
+		free(m->fi[i].ents);
+		free(m->fi[i].blob);
+	}
+	for (i = 0; i < m->nsc; i++)
+		sh5_series_destroy(m->sc[i].s);
+	free(m->sc);
 	free(m->fi);
 	free(m->buf);
 	sh5_inputs_free(m->in, m->nin);
+}
+
+/*
+ * After the whole first pass: its reports, the findings per step, the
+ * synchronization decision (hooks->checked).  Returns whether series may
+ * be synchronized (0 or 1), or -1 with errp set.  Once per merge.
+ */
+static int pass1_done(struct mstate *m)
+{
+	const struct sh5_merge_hooks *hk = m->o->hooks;
+	size_t i, lo;
+	int sync_maybe, any = 0;
+
+	if (m->pass1_state)
+		return m->pass1_state - 1;
+	probe_until(m, m->nin);
+	for (i = 0; i < m->nin; i++)
+		report_file(m, &m->fi[i]);
+	for (lo = 0; lo < m->nin; lo = i) {
+		for (i = lo; i < m->nin && !strcmp(m->in[i].step, m->in[lo].step);
+		     i++)
+			;
+		if (check_step(m, lo, i) < 0) {
+			errno = ENOMEM;
+			return sh5_errprintf(m->errp, "out of memory");
+		}
+	}
+	m->st->skipped = 0;
+	for (i = 0; i < m->nin; i++)
+		if (!m->fi[i].usable)
+			m->st->skipped++;
+	sync_maybe = hk && hk->sync_rows && !hk->never_sync;
+	if (hk && hk->checked) {
+		for (i = 0; i < m->nin; i++)
+			any |= m->fi[i].usable && m->fi[i].probe_hit;
+		if ((sync_maybe = hk->checked(hk->arg, any, m->errp)) < 0)
+			return -1;
+		sync_maybe = sync_maybe && hk->sync_rows;
+	}
+	m->pass1_state = sync_maybe + 1;
+	return sync_maybe;
+}
+
+/*
+ * Before input i is written while the first pass still runs (m->early):
+ * wait for its check.  0 to go on; 1 when the second pass must start
+ * over the normal way (the input is not whole, or may be synchronized).
+ */
+static int early_gate(struct mstate *m, size_t i)
+{
+	const struct sh5_merge_hooks *hk = m->o->hooks;
+	struct finfo *f = &m->fi[i];
+
+	probe_until(m, i);
+	if (!f->usable || !f->whole)
+		return 1;
+	if (f->probe_hit && hk && hk->sync_rows && !hk->never_sync)
+		return 1;
+	return 0;
+}
+
+/* Forget what a second pass abandoned by early_gate() wrote. */
+static void pass2_reset(struct mstate *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nin; i++)
+		m->fi[i].written = 0;
+	for (i = 0; i < m->nchecks; i++)
+		free(m->checks[i].path);
+	free(m->checks);
+	m->checks = NULL;
+	m->nchecks = 0;
+	m->nsteps_written = 0;
+	m->write_failed = 0;
+	m->st->steps = m->st->nodes = m->st->whole = 0;
+	m->st->samples = 0;
+	m->st->merged = 0;
+}
+
+/*
+ * Write the job file to tmp and close it.  *partial: problems were found.
+ * Returns 0, -1 on failure (errp set; tmp may exist), or 1 when a second
+ * pass started early must start over (nothing kept; tmp may exist).
+ */
+static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial)
+{
+	const struct sh5_merge_opts *o = m->o;
+	struct sh5_merge_stats *stats = m->st;
+	hid_t fout, sg;
+	size_t i, lo, done = 0;
+	int rc = -1, r;
+
+	fout = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+	if (fout < 0)
+		return h5err(m->errp, "%s: cannot create", tmp);
+	if (o->temp_path)
+		o->temp_path(o->arg, tmp);
+	m->out_fd = open(tmp, O_RDONLY | O_CLOEXEC);
+	wb_start(m);
+	if ((sg = make_group(fout, "Steps")) < 0) {
+		h5err(m->errp, "%s: cannot create /Steps", tmp);
+		goto out;
+	}
+	H5Gclose(sg);
+	for (lo = 0; lo < m->nin; lo = i) {
+		for (i = lo; i < m->nin && !strcmp(m->in[i].step, m->in[lo].step);
+		     i++)
+			;
+		if ((r = write_step(m, fout, lo, i, &done)) != 0) {
+			rc = r > 0 ? 1 : -1;
+			goto out;
+		}
+	}
+	if (m->early) {
+		/* All written: the first pass must agree. */
+		if ((r = pass1_done(m)) != 0 || stats->problems) {
+			rc = r < 0 ? -1 : 1;
+			goto out;
+		}
+	}
+	for (i = 0; i < m->nin; i++)
+		if (m->fi[i].usable)
+			stats->merged++;
+	stats->skipped = m->nin - stats->merged;
+	*partial = stats->problems > 0;
+	if (sh5_h5attr_put_int(fout, "sh5 Format Version", 1) < 0 ||
+	    sh5_h5attr_put_u32(fout, "Job ID", o->job) < 0 ||
+	    sh5_h5attr_put_int(fout, "Number of Steps", (int)m->nsteps_written) < 0 ||
+	    (m->user[0] && sh5_h5attr_put_str(fout, "User", m->user) < 0) ||
+	    (m->cluster[0] && sh5_h5attr_put_str(fout, "Cluster", m->cluster) < 0)) {
+		h5err(m->errp, "%s: cannot write the root attributes", tmp);
+		goto out;
+	}
+	if (write_merge_record(m, fout, *partial) < 0)
+		goto out;
+	if (o->hooks && o->hooks->finish &&
+	    o->hooks->finish(o->hooks->arg, fout, m->errp) < 0)
+		goto out;
+	rc = 0;
+out:
+	wb_stop(m);
+	if (m->out_fd >= 0) {
+		close(m->out_fd);
+		m->out_fd = -1;
+	}
+	if (H5Fclose(fout) < 0 && rc == 0)
+		rc = h5err(m->errp, "%s: cannot close (disk full?)", tmp);
+	return rc;
 }
 
 int sh5_merge_job(const struct sh5_merge_opts *o,
@@ -2207,9 +2930,10 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	struct sh5_merge_stats dummy;
 	struct stat sb;
 	char *tmp = NULL, *outdir = NULL;
-	hid_t fout = -1, fapl = -1;
-	size_t i, lo, done = 0;
-	int rc = -1, partial, sync_maybe;
+	hid_t fapl = -1;
+	size_t i;
+	long ncpu;
+	int rc = -1, partial = 0, sync_maybe;
 
 	memset(&m, 0, sizeof(m));
 	m.feed_fd = -1;
@@ -2263,29 +2987,47 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 			goto oom;
 	}
 
-	/* Pass 1. */
-	probe_all(&m);
-	for (lo = 0; lo < m.nin; lo = i) {
-		for (i = lo; i < m.nin && !strcmp(m.in[i].step, m.in[lo].step);
-		     i++)
-			;
-		if (check_step(&m, lo, i) < 0)
-			goto oom;
+	if (!(tmp = temp_name(o->output, &outdir)) || !outdir)
+		goto oom;
+	fapl = H5Pcreate(H5P_FILE_ACCESS);
+#ifdef HAVE_H5PSET_FILE_LOCKING
+	H5Pset_file_locking(fapl, 0, 1);
+#endif
+	/* Pass 1 checks every input in child processes.  When the inputs
+	 * look like whole copies (ours, intact, with the writer's totals:
+	 * whole_ok()) the second pass does not wait for it: it copies each
+	 * node group as soon as its input is checked, and starts over the
+	 * normal way, after the whole first pass, as soon as an input is
+	 * not such a copy or the first pass finds a problem. */
+	m.early = !getenv("SH5MERGE_NO_EARLY") &&
+		  (!o->hooks || !o->hooks->sync_rows || o->hooks->never_sync ||
+		   o->hooks->sync_if_hit);
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu < 1)
+		ncpu = 1;
+	/* Early, one checking child (it keeps ahead of the copying); the
+	 * others have the CPUs. */
+	probe_start(&m, m.early ? 1 : (size_t)ncpu);
+	if (m.early) {
+		m.feed_totals = 1;
+		rc = pass2(&m, tmp, fapl, &partial);
+		if (rc == 0)
+			goto written;
+		if (rc < 0)
+			goto fail;
+		/* Start over. */
+		unlink(tmp);
+		if (o->temp_path)
+			o->temp_path(o->arg, NULL);
+		pass2_reset(&m);
+		if (o->hooks && o->hooks->restart)
+			o->hooks->restart(o->hooks->arg);
+		probe_widen(&m, (size_t)ncpu);
 	}
-	for (i = 0; i < m.nin; i++)
-		if (!m.fi[i].usable)
-			stats->skipped++;
-	sync_maybe = o->hooks && o->hooks->sync_rows && !o->hooks->never_sync;
-	if (o->hooks && o->hooks->checked) {
-		int any = 0;
-
-		for (i = 0; i < m.nin; i++)
-			any |= m.fi[i].usable && m.fi[i].probe_hit;
-		if ((sync_maybe = o->hooks->checked(o->hooks->arg, any,
-						    errp)) < 0)
-			goto out;
-		sync_maybe = sync_maybe && o->hooks->sync_rows;
-	}
+	m.early = 0;
+	rc = -1;
+	if ((sync_maybe = pass1_done(&m)) < 0)
+		goto out;
 	if (stats->skipped == m.nin) {
 		errno = EINVAL;
 		sh5_errprintf(errp, "%s: none of the %zu node-step files of "
@@ -2297,67 +3039,14 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 		goto out;
 	}
 
-	/* Pass 2. */
-	if (!(tmp = temp_name(o->output, &outdir)) || !outdir)
-		goto oom;
-	fapl = H5Pcreate(H5P_FILE_ACCESS);
-#ifdef HAVE_H5PSET_FILE_LOCKING
-	H5Pset_file_locking(fapl, 0, 1);
-#endif
-	/* The reader process starts before the output exists (it must not
-	 * share it).  It totals the series copied raw itself unless their
-	 * records may be synchronized (then they are read here). */
+	/* Pass 2.  The reader process starts before the output exists (it
+	 * must not share it).  It totals the series copied raw itself unless
+	 * their records may be synchronized (then they are read here). */
 	m.feed_totals = !sync_maybe;
 	feeder_start(&m, 0);
-	fout = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
-	if (fout < 0) {
-		h5err(errp, "%s: cannot create", tmp);
-		goto out;
-	}
-	if (o->temp_path)
-		o->temp_path(o->arg, tmp);
-	m.out_fd = open(tmp, O_RDONLY | O_CLOEXEC);
-	{
-		hid_t sg = make_group(fout, "Steps");
-
-		if (sg < 0) {
-			h5err(errp, "%s: cannot create /Steps", tmp);
-			goto fail;
-		}
-		H5Gclose(sg);
-	}
-	for (lo = 0; lo < m.nin; lo = i) {
-		for (i = lo; i < m.nin && !strcmp(m.in[i].step, m.in[lo].step);
-		     i++)
-			;
-		if (write_step(&m, fout, lo, i, &done) < 0)
-			goto fail;
-	}
-	for (i = 0; i < m.nin; i++)
-		if (m.fi[i].usable)
-			stats->merged++;
-	stats->skipped = m.nin - stats->merged;
-	partial = stats->problems > 0;
-	if (sh5_h5attr_put_int(fout, "sh5 Format Version", 1) < 0 ||
-	    sh5_h5attr_put_u32(fout, "Job ID", o->job) < 0 ||
-	    sh5_h5attr_put_int(fout, "Number of Steps", (int)m.nsteps_written) < 0 ||
-	    (m.user[0] && sh5_h5attr_put_str(fout, "User", m.user) < 0) ||
-	    (m.cluster[0] && sh5_h5attr_put_str(fout, "Cluster", m.cluster) < 0)) {
-		h5err(errp, "%s: cannot write the root attributes",
-				 tmp);
+	if (pass2(&m, tmp, fapl, &partial) < 0)
 		goto fail;
-	}
-	if (write_merge_record(&m, fout, partial) < 0)
-		goto fail;
-	if (o->hooks && o->hooks->finish &&
-	    o->hooks->finish(o->hooks->arg, fout, errp) < 0)
-		goto fail;
-	if (H5Fclose(fout) < 0) {
-		fout = -1;
-		h5err(errp, "%s: cannot close (disk full?)", tmp);
-		goto fail;
-	}
-	fout = -1;
+written:
 	if (partial && !o->allow_partial) {
 		rc = 1;
 		goto fail_quiet;
@@ -2416,21 +3105,16 @@ oom:
 fail:
 	rc = -1;
 fail_quiet:
-	if (fout >= 0) {
-		H5Fclose(fout);
-		fout = -1;
-	}
 	if (tmp) {
 		unlink(tmp);
 		if (o->temp_path)
 			o->temp_path(o->arg, NULL);
 	}
 out:
+	probe_stop(&m);
 	feeder_stop(&m);
 	if (m.out_fd >= 0)
 		close(m.out_fd);
-	if (fout >= 0)
-		H5Fclose(fout);
 	if (fapl >= 0)
 		H5Pclose(fapl);
 	free(tmp);

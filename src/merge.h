@@ -96,6 +96,13 @@ struct sh5_merge_hooks {
 	 * series is synchronized the reader child totals the series and
 	 * sends records packed (only the totals of those copied raw). */
 	int never_sync;
+	/* Set when checked() returns exactly its any argument: series are
+	 * synchronized only when probe found something.  Lets the second
+	 * pass start before the first ends. */
+	int sync_if_hit;
+	/* The second pass starts over (what node_begin/node_end counted is
+	 * to be forgotten).  May be NULL. */
+	void (*restart)(void *arg);
 };
 
 struct sh5_merge_opts {
@@ -128,6 +135,8 @@ struct sh5_merge_stats {
 	size_t merged;            /* files written (intact or salvaged) */
 	size_t skipped;           /* files left out */
 	size_t steps, nodes;
+	size_t whole;             /* node groups copied whole (intact
+				   * files of our writer: no decoding) */
 	uint64_t samples;         /* rows written */
 	uint64_t lost;            /* rows lost to damage */
 	size_t problems;          /* errors reported */

@@ -474,6 +474,16 @@ struct sh5_mergesync *sh5_mergesync_create(
 	return ms;
 }
 
+static void hook_restart(void *arg)
+{
+	struct sh5_mergesync *ms = arg;
+	enum sh5_sync_method req = ms->st.requested, method = ms->st.method;
+
+	memset(&ms->st, 0, sizeof(ms->st));
+	ms->st.requested = req;
+	ms->st.method = method;
+}
+
 void sh5_mergesync_hooks(struct sh5_mergesync *ms,
 			 struct sh5_merge_hooks *h)
 {
@@ -486,6 +496,8 @@ void sh5_mergesync_hooks(struct sh5_mergesync *ms,
 	h->checked = hook_checked;
 	h->arg = ms;
 	h->never_sync = ms->method == SH5_SYNC_NONE;
+	h->sync_if_hit = ms->method == SH5_SYNC_AUTO;
+	h->restart = hook_restart;
 }
 
 void sh5_mergesync_stats(const struct sh5_mergesync *ms,

@@ -93,6 +93,32 @@ $CHECK job job_502.h5 prof2/bob/502_*.h5 || fail "stock values"
 $CHECK job job_503.h5 prof2/bob/503_*.h5 || fail "sh5 values"
 echo "ok: stock and sh5 jobs"
 
+# Intact files of our writer are copied whole (no decoding: their stored
+# totals, chunk checksums); the values and totals are the same.
+$SH5MERGE merge -j 503 -p prof2 -u bob -o whole.h5 2>err || fail "merge 503"
+grep -q '3 node files (3 copied whole)' err || { cat err; fail "not copied whole"; }
+$CHECK job whole.h5 prof2/bob/503_*.h5 || fail "whole: values and totals"
+# Stored totals that do not cover the dataset, or miss a task, send the
+# file the normal way.
+mkdir -p prof4/bob && cp prof2/bob/503_* prof4/bob/
+$PY - prof4/bob/503_0_node2.h5 prof4/bob/503_0_node3.h5 <<'PY' || fail "editing totals"
+import sys, h5py, numpy
+with h5py.File(sys.argv[1], "r+") as f:
+    t = f["node2/Totals/Tasks"]
+    k = sorted(t)[0]
+    t[k].attrs["Rows"] = numpy.uint64(t[k].attrs["Rows"] - 1)
+with h5py.File(sys.argv[2], "r+") as f:
+    f["node3/Totals/AllTasks"].attrs["Series Count"] = numpy.int32(1)
+PY
+$SH5MERGE merge -j 503 -p prof4 -u bob -o notwhole.h5 2>err || fail "merge edited"
+grep -q '3 node files (1 copied whole)' err || { cat err; fail "edited totals trusted"; }
+$CHECK job notwhole.h5 prof4/bob/503_*.h5 || fail "not whole: values and totals"
+# Early and normal second passes write the same job file.
+SH5MERGE_NO_EARLY=1 $SH5MERGE merge -q -j 503 -p prof2 -u bob -o late.h5 || fail "no early"
+cmp <($SH5MERGE extract -i late.h5 -l totals) <($SH5MERGE extract -i whole.h5 -l totals) ||
+	fail "early and normal second passes differ"
+echo "ok: files copied whole"
+
 # --remove-inputs: inputs go only after the verified rename.
 $SH5MERGE merge -q -j 503 -p prof2 -u bob -o rm.h5 --remove-inputs || fail "--remove-inputs"
 [ -z "$(ls prof2/bob/503_* 2>/dev/null)" ] || fail "inputs not removed"

@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include <hdf5.h>
+#include <zlib.h>
 
+#include "checksum.h"
 #include "csvfmt.h"
 #include "merge.h"
 #include "reader.h"
@@ -196,8 +198,19 @@ START_TEST(test_merge_totals)
 	ck_assert_uint_eq(st.merged, 2);
 	ck_assert_uint_eq(st.samples, 100);
 	ck_assert_uint_eq(st.problems, 0);
+	/* Intact files of the writer: their node groups copied whole. */
+	ck_assert_uint_eq(st.whole, 2);
 	s = sh5_series_create("Tasks", "0", tnames, ttypes, 2, &err);
 	ck_assert_ptr_nonnull(total = malloc(s->ops->total_size(s)));
+	/* The writer's own totals, in the node-step file. */
+	snprintf(out, sizeof(out), "%s/9_0_node2.h5", tmpdir);
+	ck_assert_int_ge(f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT), 0);
+	read_total(f, "/node2/Totals/Tasks/3", total, s);
+	expect_task_total(total, 3, 20);
+	read_total(f, "/node2/Totals/AllTasks", total, s);
+	ck_assert_uint_eq(sh5_total_head(total)->samples, 40);
+	H5Fclose(f);
+	snprintf(out, sizeof(out), "%s/job.h5", tmpdir);
 	ck_assert_int_ge(f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT), 0);
 	ck_assert_int_eq(sh5_attr_get_int(f, "Number of Steps", &v), 0);
 	ck_assert_int_eq(v, 1);
@@ -235,6 +248,64 @@ START_TEST(test_merge_totals)
 	ck_assert_msg(sh5_merge_job(&o, &st, &err) == 0, "%s", err.text);
 	free(total);
 	sh5_series_destroy(s);
+}
+END_TEST
+
+/* Our Fletcher-32 accepts exactly the chunks HDF5's filter wrote (every
+ * length, odd ones too) and rejects a changed byte; our CRC-32 is zlib's. */
+START_TEST(test_checksums)
+{
+	char path[512];
+	unsigned char data[4096], raw[4200];
+	hid_t f, sp, dcpl, d;
+	hsize_t dim, chunk, off[1];
+	size_t len, i;
+	uint32_t mask;
+
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (unsigned char)(i * 131 + (i >> 3) * 7);
+	snprintf(path, sizeof(path), "%s/fl.h5", tmpdir);
+	ck_assert_int_ge(f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT,
+				       H5P_DEFAULT), 0);
+	for (len = 1; len <= 4096; len = len < 40 ? len + 1 : len * 3 - 1) {
+		char name[32];
+		hsize_t size = 0;
+
+		dim = len;
+		chunk = len;
+		snprintf(name, sizeof(name), "d%zu", len);
+		ck_assert_int_ge(sp = H5Screate_simple(1, &dim, NULL), 0);
+		ck_assert_int_ge(dcpl = H5Pcreate(H5P_DATASET_CREATE), 0);
+		H5Pset_chunk(dcpl, 1, &chunk);
+		if (len % 3 == 0)
+			H5Pset_deflate(dcpl, 1);
+		H5Pset_fletcher32(dcpl);
+		ck_assert_int_ge(d = H5Dcreate2(f, name, H5T_NATIVE_UCHAR, sp,
+						H5P_DEFAULT, dcpl, H5P_DEFAULT), 0);
+		ck_assert_int_ge(H5Dwrite(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL,
+					  H5P_DEFAULT, data), 0);
+		H5Dflush(d);
+		off[0] = 0;
+		ck_assert_int_ge(H5Dget_chunk_storage_size(d, off, &size), 0);
+		ck_assert_uint_le(size, sizeof(raw));
+		ck_assert_int_ge(H5Dread_chunk(d, H5P_DEFAULT, off, &mask, raw),
+				 0);
+		ck_assert_msg(sh5_fletcher32_ok(raw, (size_t)size),
+			      "length %zu: HDF5's checksum not recognised", len);
+		raw[size / 2] ^= 0x10;
+		ck_assert_msg(!sh5_fletcher32_ok(raw, (size_t)size),
+			      "length %zu: a changed byte passes", len);
+		H5Dclose(d);
+		H5Pclose(dcpl);
+		H5Sclose(sp);
+	}
+	H5Fclose(f);
+	ck_assert(!sh5_fletcher32_ok(raw, 3));
+	for (len = 0; len <= sizeof(data); len += 517)
+		ck_assert_uint_eq(sh5_crc32(0, data, len),
+				  (uint32_t)crc32(0L, data, (uInt)len));
+	ck_assert_uint_eq(sh5_crc32(sh5_crc32(0, data, 100), data + 100, 900),
+			  (uint32_t)crc32(0L, data, 1000));
 }
 END_TEST
 
@@ -640,6 +711,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_merge_discover);
 	tcase_add_test(tc, test_merge_totals);
+	tcase_add_test(tc, test_checksums);
 	tcase_add_test(tc, test_merge_totals_sync_local);
 	tcase_add_test(tc, test_merge_partial);
 	tcase_add_test(tc, test_reader_unwritten_chunk);
