@@ -699,7 +699,7 @@ static int write_total(struct mstate *m, hid_t loc, const char *path,
 		       const struct sh5_series *s, const void *total,
 		       size_t count)
 {
-	if (sh5_total_write(loc, path, s, total, count, UINT64_MAX) < 0)
+	if (sh5_total_write(loc, path, s, total, count, UINT64_MAX, -1) < 0)
 		return h5err(m->errp, "%s: cannot write totals %s",
 			     m->o->output, path);
 	return 0;
@@ -709,7 +709,7 @@ static int write_total(struct mstate *m, hid_t loc, const char *path,
 /* Pass 1: check each input. */
 
 static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
-		    void *buf, size_t len, int map, struct sh5_error *errp)
+		    void *buf, size_t len, void **map, struct sh5_error *errp)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	uint32_t c = 0;
@@ -729,10 +729,11 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 
 		if (p != MAP_FAILED) {
 			/* A file cut short while mapped raises SIGBUS: in
-			 * the checking child only, which marks the file. */
+			 * the checking child only, which marks the file.
+			 * The caller unmaps it (*size bytes). */
 			c = sh5_crc32(0, p, (size_t)st.st_size);
-			munmap(p, (size_t)st.st_size);
 			close(fd);
+			*map = p;
 			*crc = c;
 			*size = (uint64_t)st.st_size;
 			return 0;
@@ -807,7 +808,8 @@ static unsigned read_attrs(hid_t obj)
  * other objects), so that damage to it is known before anything is
  * written.  Damaged records are found as the second pass reads them.
  * Fills f; reports nothing (it runs in a child process). */
-static int whole_ok(struct sh5_nodestep *ns, struct finfo *f);
+static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
+		    const unsigned char *map);
 static int early_gate(struct mstate *m, size_t i);
 
 static void check_file(struct mstate *m, struct finfo *f, char *user,
@@ -815,6 +817,7 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 {
 	struct sh5_error err = { "" };
 	struct sh5_nodestep *ns;
+	void *map = NULL;
 	size_t i;
 	int whole;
 
@@ -822,8 +825,7 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
 	f->max_task = -1;
 	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
-		     m->in_child,
-		     &err) < 0) {
+		     m->in_child ? &map : NULL, &err) < 0) {
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
 		return;
 	}
@@ -837,6 +839,8 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 		if (!strncmp(r, f->in->path, pl) && r[pl] == ':')
 			r += pl + 2;
 		snprintf(f->reason, sizeof(f->reason), "%s", r);
+		if (map)
+			munmap(map, (size_t)f->size);
 		return;
 	}
 	f->usable = 1;
@@ -867,7 +871,7 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 			 f->lost_objects == 1 ? "" : "s", ns->node_name);
 	/* A whole copy's chunks are all looked up (and checksummed) by
 	 * whole_ok(): no separate walk of their index below. */
-	whole = whole_ok(ns, f);
+	whole = whole_ok(ns, f, map);
 	for (i = 0; i < ns->nseries; i++) {
 		struct sh5_ns_series *e = &ns->series[i];
 		struct sh5_cursor c;
@@ -947,6 +951,8 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 			 ns->node_name);
 	}
 	sh5_nodestep_close(ns);
+	if (map)
+		munmap(map, (size_t)f->size);
 }
 
 /*
@@ -1027,7 +1033,8 @@ static uint64_t attr_u64(hid_t loc, const char *path, const char *name)
  * step's (those of the series other than tasks, and AllTasks): read here,
  * in the checking child, so the merge need not open them.
  */
-static int whole_ok(struct sh5_nodestep *ns, struct finfo *f)
+static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
+		    const unsigned char *map)
 {
 	void *raw = NULL;
 	size_t i, rlen = 0, ntasks = 0, first_task = SIZE_MAX;
@@ -1078,12 +1085,23 @@ static int whole_ok(struct sh5_nodestep *ns, struct finfo *f)
 					   &w->tlen) == 0);
 		for (off[0] = 0; good && off[0] < e->nrows; off[0] += cr) {
 			hsize_t size = 0;
+			haddr_t addr = HADDR_UNDEF;
+			unsigned fmask = 0;
 			uint32_t mask = 0;
 
-			if (H5Dget_chunk_storage_size(d, off, &size) < 0 ||
-			    !size || size > ns->size) {
+			if (H5Dget_chunk_info_by_coord(d, off, &fmask, &addr,
+						       &size) < 0 ||
+			    !size || fmask || addr == HADDR_UNDEF ||
+			    addr > ns->size || size > ns->size - addr) {
 				good = 0;
 				break;
+			}
+			if (map) {
+				/* The file is mapped (its CRC): no read. */
+				good = addr + size <= f->size &&
+				       sh5_fletcher32_ok(map + addr,
+							 (size_t)size);
+				continue;
 			}
 			if (size > rlen) {
 				void *r = realloc(raw, (size_t)size);

@@ -24,10 +24,13 @@ static hid_t small_dxpl(hid_t mt)
 }
 
 int sh5_total_write(hid_t loc, const char *path, const struct sh5_series *s,
-		    const void *total, size_t count, uint64_t rows)
+		    const void *total, size_t count, uint64_t rows,
+		    hid_t ftype)
 {
 	hsize_t dim[1] = { 1 };
-	hid_t ft = s->ops->total_file_type(s), mt = s->ops->total_mem_type(s);
+	/* A committed type is used as it is (a copy would be transient). */
+	hid_t ft = ftype >= 0 ? ftype : s->ops->total_file_type(s);
+	hid_t mt = s->ops->total_mem_type(s);
 	hid_t sp = H5Screate_simple(1, dim, NULL);
 	hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), dcpl = H5Pcreate(H5P_DATASET_CREATE);
 	hid_t d = -1, dxpl = -1;
@@ -62,7 +65,7 @@ out:
 		H5Pclose(lcpl);
 	if (dcpl >= 0)
 		H5Pclose(dcpl);
-	if (ft >= 0)
+	if (ft >= 0 && ft != ftype)
 		H5Tclose(ft);
 	if (mt >= 0)
 		H5Tclose(mt);

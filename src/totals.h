@@ -21,11 +21,13 @@
  * Write one total (the ops' total of series s) as a one-record dataset at
  * path, relative to loc, creating intermediate groups.  Attributes:
  * "Series" (the ops name), "Series Count" (count), and "Rows" (records
- * totalled) unless rows is UINT64_MAX.  0, or -1 (HDF5's error stack
- * says why).
+ * totalled) unless rows is UINT64_MAX.  ftype: the file type to store
+ * (a committed one shared by several totals), or -1 for the ops' total
+ * file type.  0, or -1 (HDF5's error stack says why).
  */
 int sh5_total_write(hid_t loc, const char *path, const struct sh5_series *s,
-		    const void *total, size_t count, uint64_t rows);
+		    const void *total, size_t count, uint64_t rows,
+		    hid_t ftype);
 
 /* Read the total at path (relative to loc) written for series s into
  * total (s->ops->total_size(s) bytes).  0, or -1. */

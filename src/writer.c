@@ -563,13 +563,45 @@ void sh5_writer_stats(struct sh5_writer *w, struct sh5_writer_stats *st)
  * instead of decoding the series when they match the datasets.  io_lock
  * held, after a successful final flush.
  */
+/* The file type of the totals of series s: committed to the file
+ * (anonymously: no link) once per kind of series and shared, so that each
+ * total's object header refers to it instead of holding a copy (2.5 KiB
+ * for a task).  -1 when it cannot be (the total then holds its own). */
+static hid_t total_type(struct sh5_writer *w, const struct sh5_series *s,
+			const struct sh5_series **kinds, hid_t *types,
+			size_t *nkinds)
+{
+	size_t i;
+	hid_t t;
+
+	for (i = 0; i < *nkinds; i++)
+		if (sh5_series_same_fields(kinds[i], s))
+			return types[i];
+	if ((t = s->ops->total_file_type(s)) < 0)
+		return -1;
+	if (H5Tcommit_anon(w->file, t, H5P_DEFAULT, H5P_DEFAULT) < 0) {
+		H5Tclose(t);
+		return -1;
+	}
+	kinds[*nkinds] = s;
+	types[(*nkinds)++] = t;
+	return t;
+}
+
 static int write_totals(struct sh5_writer *w, struct sh5_error *errp)
 {
 	struct sh5_totacc *all = NULL;
-	size_t nall = 0, i;
+	size_t nall = 0, i, nkinds = 0;
 	uint64_t task_rows = 0;
+	const struct sh5_series **kinds = calloc(w->ntables + 1,
+						 sizeof(*kinds));
+	hid_t *types = calloc(w->ntables + 1, sizeof(*types));
 	int rc = -1;
 
+	if (!kinds || !types) {
+		sh5_errprintf(errp, "%s: out of memory", w->path);
+		goto out;
+	}
 	for (i = 0; i < w->ntables; i++) {
 		struct table *t = w->tables[i];
 		char path[3 * SH5_NAME_MAX];
@@ -579,7 +611,8 @@ static int write_totals(struct sh5_writer *w, struct sh5_error *errp)
 		snprintf(path, sizeof(path), "Totals/%s%s%s", t->parent,
 			 t->parent[0] ? "/" : "", t->name);
 		if (sh5_total_write(w->node_grp, path, t->series, t->total, 1,
-				    t->rows) < 0)
+				    t->rows, total_type(w, t->series, kinds,
+							types, &nkinds)) < 0)
 			goto h5error;
 		if (strcmp(t->series->ops->name, "Task"))
 			continue;
@@ -594,13 +627,19 @@ static int write_totals(struct sh5_writer *w, struct sh5_error *errp)
 		}
 	}
 	if (nall && sh5_total_write(w->node_grp, "Totals/AllTasks", all[0].s,
-				    all[0].total, all[0].count, task_rows) < 0)
+				    all[0].total, all[0].count, task_rows,
+				    total_type(w, all[0].s, kinds, types,
+					       &nkinds)) < 0)
 		goto h5error;
 	rc = 0;
 	goto out;
 h5error:
 	sh5_errprintf_h5(errp, "%s: cannot write the totals", w->path);
 out:
+	for (i = 0; types && i < nkinds; i++)
+		H5Tclose(types[i]);
+	free(kinds);
+	free(types);
 	sh5_totacc_free(all, nall);
 	return rc;
 }
