@@ -561,8 +561,9 @@ struct mstate {
 		pthread_t th;
 		pthread_mutex_t mu;
 		pthread_cond_t cv;
+		int fd;             /* its own descriptor of the output */
 		unsigned kicks;
-		int stop, running;
+		int stop, running, want_fsync, fsynced, fsync_rc, fsync_errno;
 	} wb;
 };
 
@@ -571,23 +572,38 @@ struct mstate {
  * wrote so far each time it is kicked (after each node), so that the
  * fsync before the rename has little left to wait for, and the work of
  * submitting it (ext4 allocates blocks then) is done beside the merge,
- * not in its way.
+ * not in its way.  At the end it also runs that fsync while the merge
+ * verifies the closed file (wb_fsync(), wb_finish()).  It works on its
+ * own descriptor of the output.
  */
 static void *wb_main(void *arg)
 {
-	struct mstate *m = arg;
-	struct writeback *w = &m->wb;
+	struct writeback *w = arg;
 
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		while (!w->kicks && !w->stop)
+		while (!w->kicks && !w->stop && !w->want_fsync)
 			pthread_cond_wait(&w->cv, &w->mu);
-		if (!w->kicks)
-			break;
-		w->kicks = 0;
-		pthread_mutex_unlock(&w->mu);
-		sync_file_range(m->out_fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-		pthread_mutex_lock(&w->mu);
+		if (w->kicks) {
+			w->kicks = 0;
+			pthread_mutex_unlock(&w->mu);
+			sync_file_range(w->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+			pthread_mutex_lock(&w->mu);
+			continue;
+		}
+		if (w->want_fsync) {
+			int rc, e;
+
+			pthread_mutex_unlock(&w->mu);
+			rc = fsync(w->fd);
+			e = errno;
+			pthread_mutex_lock(&w->mu);
+			w->fsync_rc = rc;
+			w->fsync_errno = e;
+			w->want_fsync = 0;
+			w->fsynced = 1;
+		}
+		break;
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -597,15 +613,17 @@ static void wb_start(struct mstate *m)
 {
 	struct writeback *w = &m->wb;
 
-	w->kicks = 0;
-	w->stop = 0;
+	memset(w, 0, sizeof(*w));
+	w->fd = m->out_fd >= 0 ? fcntl(m->out_fd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (w->fd < 0)
+		return;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
-	w->running = m->out_fd >= 0 &&
-		     pthread_create(&w->th, NULL, wb_main, m) == 0;
-	if (!w->running) {
+	if (!(w->running = pthread_create(&w->th, NULL, wb_main, w) == 0)) {
 		pthread_cond_destroy(&w->cv);
 		pthread_mutex_destroy(&w->mu);
+		close(w->fd);
+		w->fd = -1;
 	}
 }
 
@@ -625,12 +643,28 @@ static void wb_kick(struct mstate *m)
 	pthread_mutex_unlock(&w->mu);
 }
 
-static void wb_stop(struct mstate *m)
+/* Ask for the fsync of the output (after its writeback is started). */
+static void wb_fsync(struct mstate *m)
 {
 	struct writeback *w = &m->wb;
 
 	if (!w->running)
 		return;
+	pthread_mutex_lock(&w->mu);
+	w->want_fsync = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* End the thread.  Returns the result of the fsync wb_fsync() asked for
+ * (errno set), -2 when none was done. */
+static int wb_stop(struct mstate *m)
+{
+	struct writeback *w = &m->wb;
+	int rc = -2;
+
+	if (!w->running)
+		return -2;
 	pthread_mutex_lock(&w->mu);
 	w->stop = 1;
 	pthread_cond_signal(&w->cv);
@@ -638,7 +672,14 @@ static void wb_stop(struct mstate *m)
 	pthread_join(w->th, NULL);
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mu);
+	close(w->fd);
+	w->fd = -1;
 	w->running = 0;
+	if (w->fsynced) {
+		rc = w->fsync_rc;
+		errno = w->fsync_errno;
+	}
+	return rc;
 }
 
 static void report(struct mstate *m, int error, const char *file,
@@ -2665,26 +2706,18 @@ out:
 	return rc;
 }
 
-/* Reopen the written file and check every dataset's row count.  The
- * checks come node by node: each node group is opened once. */
-static int verify(struct mstate *m, const char *tmp)
+/* Check the row counts of checks [lo, hi) in the reopened file f.  0, or
+ * -1 with errp set.  The checks come node by node: each node group is
+ * opened once. */
+static int verify_range(struct mstate *m, hid_t f, const char *tmp,
+			size_t lo, size_t hi)
 {
-	hid_t f = H5Fopen(tmp, H5F_ACC_RDONLY, H5P_DEFAULT), g = -1;
 	char gname[512] = "";
-	long long v;
+	hid_t g = -1;
 	size_t i;
 	int rc = -1;
 
-	if (f < 0)
-		return h5err(m->errp, "%s: verification: cannot "
-					"reopen the written file", tmp);
-	if (sh5_attr_get_int(f, "Number of Steps", &v) < 0 ||
-	    v != (long long)m->nsteps_written) {
-		sh5_errprintf(m->errp, "%s: verification: wrong Number of "
-			      "Steps", tmp);
-		goto out;
-	}
-	for (i = 0; i < m->nchecks; i++) {
+	for (i = lo; i < hi; i++) {
 		const char *path = m->checks[i].path, *rel = path;
 		const char *node = strstr(path, "/Nodes/");
 		size_t glen = 0;
@@ -2734,6 +2767,25 @@ static int verify(struct mstate *m, const char *tmp)
 out:
 	if (g >= 0)
 		H5Gclose(g);
+	return rc;
+}
+
+/* Reopen the written file and check every dataset's row count. */
+static int verify(struct mstate *m, const char *tmp)
+{
+	hid_t f = H5Fopen(tmp, H5F_ACC_RDONLY, H5P_DEFAULT);
+	long long v;
+	int rc = -1;
+
+	if (f < 0)
+		return h5err(m->errp, "%s: verification: cannot reopen the "
+			     "written file", tmp);
+	if (sh5_attr_get_int(f, "Number of Steps", &v) < 0 ||
+	    v != (long long)m->nsteps_written)
+		sh5_errprintf(m->errp, "%s: verification: wrong Number of "
+			      "Steps", tmp);
+	else
+		rc = verify_range(m, f, tmp, 0, m->nchecks);
 	H5Fclose(f);
 	return rc;
 }
@@ -2931,13 +2983,16 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial)
 		goto out;
 	rc = 0;
 out:
-	wb_stop(m);
 	if (m->out_fd >= 0) {
 		close(m->out_fd);
 		m->out_fd = -1;
 	}
 	if (H5Fclose(fout) < 0 && rc == 0)
 		rc = h5err(m->errp, "%s: cannot close (disk full?)", tmp);
+	if (rc == 0)
+		wb_kick(m); /* what the close wrote */
+	else
+		wb_stop(m);
 	return rc;
 }
 
@@ -3069,12 +3124,18 @@ written:
 		rc = 1;
 		goto fail_quiet;
 	}
+	/* The fsync runs beside the verification. */
+	wb_fsync(&m);
 	if (verify(&m, tmp) < 0)
 		goto fail;
-	if (fsync_path(tmp, 0) < 0) {
+	if ((rc = wb_stop(&m)) == -2)
+		rc = fsync_path(tmp, 0);
+	if (rc < 0) {
+		rc = -1;
 		sh5_errprintf(errp, "%s: fsync: %s", tmp, strerror(errno));
 		goto fail;
 	}
+	rc = -1;
 	if (o->force) {
 		if (rename(tmp, o->output) < 0) {
 			sh5_errprintf(errp, "%s: rename: %s", o->output,
@@ -3129,6 +3190,7 @@ fail_quiet:
 			o->temp_path(o->arg, NULL);
 	}
 out:
+	wb_stop(&m);
 	probe_stop(&m);
 	feeder_stop(&m);
 	if (m.out_fd >= 0)
