@@ -52,9 +52,23 @@ expect_fail "missing last node" "step 0: node index 3 missing" \
 fresh trunc
 for f in ${J}_0_node3.h5 ${J}_0_node2.h5; do # stock, ours
 	cp $D/$f orig-$f
-	# Half: the last part of our files holds the writer's totals.
-	truncate -s $(( $(stat -c %s $D/$f) * 50 / 100 )) $D/$f
 done
+truncate -s $(( $(stat -c %s $D/${J}_0_node3.h5) * 70 / 100 )) $D/${J}_0_node3.h5
+# Ours: cut after the first half of its stored chunks (the end of the
+# file holds the writer's totals, not samples).
+$PY - $D/${J}_0_node2.h5 <<'PY' || fail "cutting node2"
+import os, sys, h5py
+ends = []
+with h5py.File(sys.argv[1], "r") as f:
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset) and obj.chunks and "Totals" not in name:
+            for i in range(obj.id.get_num_chunks()):
+                c = obj.id.get_chunk_info(i)
+                ends.append(c.byte_offset + c.size)
+    f.visititems(visit)
+ends.sort()
+os.truncate(sys.argv[1], ends[len(ends) // 2 - 1])
+PY
 expect_fail "truncated" "prof-trunc/u/${J}_0_node3.h5: damaged: truncated" \
 	$SH5MERGE merge -j $J -p $P -u u
 grep -q "${J}_0_node2.h5: damaged: truncated" err || fail "2nd truncated file"
