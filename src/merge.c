@@ -910,8 +910,8 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 		snprintf(f->reason, sizeof(f->reason), "%u unreadable "
 			 "attribute%s of /%s", f->lost_objects,
 			 f->lost_objects == 1 ? "" : "s", ns->node_name);
-	/* A whole copy's chunks are all looked up (and checksummed) by
-	 * whole_ok(): no separate walk of their index below. */
+	/* A whole copy's datasets are all read (attributes, every chunk
+	 * checksummed) by whole_ok(): not again below. */
 	whole = whole_ok(ns, f, map);
 	for (i = 0; i < ns->nseries; i++) {
 		struct sh5_ns_series *e = &ns->series[i];
@@ -926,6 +926,9 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 			if (!*end && t > f->max_task)
 				f->max_task = t;
 		}
+		/* A whole copy's datasets were all read by whole_ok(). */
+		if (whole)
+			continue;
 		if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0) {
 			f->lost += e->nrows;
 			if (!f->reason[0])
@@ -940,9 +943,7 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 					 "%.60s: unreadable attributes",
 					 e->path);
 		}
-		if (whole) {
-			/* Checked by whole_ok(). */
-		} else if (!ns->salvaged) {
+		if (!ns->salvaged) {
 			hsize_t nchunks = 0;
 			hid_t dcpl = H5Dget_create_plist(d);
 
@@ -1114,7 +1115,8 @@ static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
 		w->task = task;
 		w->sig = series_sig(s);
 		snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
-		good = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
+		good = dcpl >= 0 && !read_attrs(d) &&
+		       H5Pget_layout(dcpl) == H5D_CHUNKED &&
 		       H5Pget_chunk(dcpl, 1, &cr) == 1 && cr > 0 &&
 		       (nf = H5Pget_nfilters(dcpl)) > 0 &&
 		       H5Pget_filter2(dcpl, (unsigned)nf - 1, &flags, &ncd, cd,
@@ -2570,9 +2572,13 @@ static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 			}
 			nnodes += m->fi[i].usable;
 		}
+		++*done;
 		if (m->o->progress)
-			m->o->progress(m->o->arg, 2, ++*done, m->nin);
-		wb_kick(m);
+			m->o->progress(m->o->arg, 2, *done, m->nin);
+		/* Every few nodes (each kick is a system call in the
+		 * writeback thread). */
+		if (!(*done % 8))
+			wb_kick(m);
 	}
 	if (sg < 0) {
 		rc = 0;
