@@ -2963,8 +2963,10 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial)
 		}
 	}
 	if (m->early) {
-		/* All written: the first pass must agree. */
-		if ((r = pass1_done(m)) != 0 || stats->problems) {
+		/* All written: the first pass must agree (a problem it found
+		 * is kept as it would be after it, with --allow-partial). */
+		if ((r = pass1_done(m)) != 0 ||
+		    (stats->problems && !o->allow_partial)) {
 			rc = r < 0 ? -1 : 1;
 			goto out;
 		}

@@ -117,6 +117,17 @@ $CHECK job notwhole.h5 prof4/bob/503_*.h5 || fail "not whole: values and totals"
 SH5MERGE_NO_EARLY=1 $SH5MERGE merge -q -j 503 -p prof2 -u bob -o late.h5 || fail "no early"
 cmp <($SH5MERGE extract -i late.h5 -l totals) <($SH5MERGE extract -i whole.h5 -l totals) ||
 	fail "early and normal second passes differ"
+# A node missing from a job of whole copies: refused, or with
+# --allow-partial written (without starting over) and marked.
+mkdir -p prof5/bob && cp prof2/bob/503_* prof5/bob/ && rm prof5/bob/503_0_node2.h5
+expect_fail "missing node of whole copies" "step 0: node index 1 missing" \
+	$SH5MERGE merge -j 503 -p prof5 -u bob -o miss.h5
+[ ! -e miss.h5 ] || fail "job file written despite a missing node"
+$SH5MERGE merge -j 503 -p prof5 -u bob -o miss.h5 --allow-partial 2>err ||
+	fail "--allow-partial: exit $?"
+grep -q '2 node files (2 copied whole)' err || { cat err; fail "missing node: not copied whole"; }
+[ "$(h5attr miss.h5 /Merge Partial)" = 1 ] || fail "missing node: Partial != 1"
+$CHECK job miss.h5 prof5/bob/503_*.h5 || fail "missing node: values"
 echo "ok: files copied whole"
 
 # --remove-inputs: inputs go only after the verified rename.
