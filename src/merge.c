@@ -2929,11 +2929,13 @@ static void pass2_reset(struct mstate *m)
 }
 
 /*
- * Write the job file to tmp and close it.  *partial: problems were found.
+ * Write the job file to tmp and close it (again: tmp is the temporary of
+ * an abandoned early pass, overwritten).  *partial: problems were found.
  * Returns 0, -1 on failure (errp set; tmp may exist), or 1 when a second
  * pass started early must start over (nothing kept; tmp may exist).
  */
-static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial)
+static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
+		 int again)
 {
 	const struct sh5_merge_opts *o = m->o;
 	struct sh5_merge_stats *stats = m->st;
@@ -2941,10 +2943,12 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial)
 	size_t i, lo, done = 0;
 	int rc = -1, r;
 
-	fout = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+	/* again: the temporary of an abandoned early pass, ours. */
+	fout = H5Fcreate(tmp, again ? H5F_ACC_TRUNC : H5F_ACC_EXCL,
+			 H5P_DEFAULT, fapl);
 	if (fout < 0)
 		return h5err(m->errp, "%s: cannot create", tmp);
-	if (o->temp_path)
+	if (o->temp_path && !again)
 		o->temp_path(o->arg, tmp);
 	m->out_fd = open(tmp, O_RDONLY | O_CLOEXEC);
 	wb_start(m);
@@ -3014,7 +3018,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	hid_t fapl = -1;
 	size_t i;
 	long ncpu;
-	int rc = -1, partial = 0, sync_maybe;
+	int rc = -1, partial = 0, sync_maybe, restart = 0;
 
 	memset(&m, 0, sizeof(m));
 	m.feed_fd = -1;
@@ -3089,17 +3093,21 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	/* Early, one checking child (it keeps ahead of the copying); the
 	 * others have the CPUs. */
 	probe_start(&m, m.early ? 1 : (size_t)ncpu);
+	/* Not even the first input is whole (stock files): no early pass. */
+	if (m.early && early_gate(&m, 0)) {
+		m.early = 0;
+		probe_widen(&m, (size_t)ncpu);
+	}
 	if (m.early) {
 		m.feed_totals = 1;
-		rc = pass2(&m, tmp, fapl, &partial);
+		rc = pass2(&m, tmp, fapl, &partial, 0);
 		if (rc == 0)
 			goto written;
 		if (rc < 0)
 			goto fail;
-		/* Start over. */
-		unlink(tmp);
-		if (o->temp_path)
-			o->temp_path(o->arg, NULL);
+		/* Start over, in the same temporary file (there is one from
+		 * now until the rename). */
+		restart = 1;
 		pass2_reset(&m);
 		if (o->hooks && o->hooks->restart)
 			o->hooks->restart(o->hooks->arg);
@@ -3108,16 +3116,16 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	m.early = 0;
 	rc = -1;
 	if ((sync_maybe = pass1_done(&m)) < 0)
-		goto out;
+		goto stop;
 	if (stats->skipped == m.nin) {
 		errno = EINVAL;
 		sh5_errprintf(errp, "%s: none of the %zu node-step files of "
 			      "job %" PRIu32 " is usable", o->dir, m.nin, o->job);
-		goto out;
+		goto stop;
 	}
 	if (stats->problems && !o->allow_partial) {
 		rc = 1;
-		goto out;
+		goto stop;
 	}
 
 	/* Pass 2.  The reader process starts before the output exists (it
@@ -3125,7 +3133,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	 * their records may be synchronized (then they are read here). */
 	m.feed_totals = !sync_maybe;
 	feeder_start(&m, 0);
-	if (pass2(&m, tmp, fapl, &partial) < 0)
+	if (pass2(&m, tmp, fapl, &partial, restart) < 0)
 		goto fail;
 written:
 	if (partial && !o->allow_partial) {
@@ -3189,6 +3197,12 @@ oom:
 	errno = ENOMEM;
 	sh5_errprintf(errp, "out of memory");
 	goto out;
+stop:
+	/* Stopped by the first pass: only an abandoned early pass left a
+	 * temporary. */
+	if (!restart)
+		goto out;
+	goto fail_quiet;
 fail:
 	rc = -1;
 fail_quiet:
