@@ -102,7 +102,7 @@ int sh5_layout_open_node_file(const char *dir, const char *user, uid_t uid,
 			      gid_t gid, const char *fname,
 			      struct sh5_error *errp)
 {
-	int dfd = -1, udfd = -1, fd = -1, tries;
+	int dfd = -1, udfd = -1, fd = -1, tries, made = 0;
 	struct stat st;
 
 	if (!dir || dir[0] != '/') {
@@ -132,6 +132,7 @@ int sh5_layout_open_node_file(const char *dir, const char *user, uid_t uid,
 		goto error;
 	}
 	if (mkdirat(dfd, user, 0700) == 0) {
+		made = 1;
 		if (fchownat(dfd, user, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 &&
 		    geteuid() == 0) {
 			sh5_errprintf(errp, "cannot chown %s/%s: %s", dir,
@@ -153,6 +154,14 @@ int sh5_layout_open_node_file(const char *dir, const char *user, uid_t uid,
 				      "refused)" : "");
 		goto error;
 	}
+	/* Another step of the user starting at the same moment (another
+	 * node on a shared directory, or this one) may have made the
+	 * directory and not yet given it to the user: ours until then.
+	 * Wait a little (at most 0.2 s) for it, never for anyone else's. */
+	for (tries = 0; !made && tries < 100 && fstat(udfd, &st) == 0 &&
+	     st.st_uid != uid && st.st_uid == geteuid() && geteuid() == 0;
+	     tries++)
+		usleep(2000);
 	if (fstat(udfd, &st) < 0 || st.st_uid != uid) {
 		errno = EPERM;
 		sh5_errprintf(errp, "%s/%s is not owned by uid %u: refused",

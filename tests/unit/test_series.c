@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <hdf5.h>
@@ -475,6 +476,44 @@ START_TEST(test_layout_safe_create)
 }
 END_TEST
 
+/* Two steps of a user starting together on a shared directory: one made
+ * the user directory and has not chowned it yet; the other waits for it
+ * (as root, the way slurmstepd runs) instead of refusing.  A directory
+ * of anyone else is refused at once. */
+START_TEST(test_layout_concurrent_mkdir)
+{
+	char dir[300], p[400];
+	struct sh5_error err;
+	pid_t pid;
+	int fd, st;
+
+	if (geteuid() != 0)
+		return; /* chown needs root; CI runs as root */
+	snprintf(dir, sizeof(dir), "%s/shared", tmpdir);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	snprintf(p, sizeof(p), "%s/carol", dir);
+	ck_assert_int_eq(mkdir(p, 0700), 0); /* root's, for now */
+	if ((pid = fork()) == 0) {
+		usleep(30000);
+		_exit(chown(p, 12345, 12345) == 0 ? 0 : 1);
+	}
+	ck_assert_int_gt(pid, 0);
+	fd = sh5_layout_open_node_file(dir, "carol", 12345, 12345,
+				       "7_0_n2.h5", &err);
+	ck_assert_msg(fd >= 0, "%s", err.text);
+	close(fd);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(p, sizeof(p), "%s/dave", dir);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	ck_assert_int_eq(chown(p, 4321, 4321), 0);
+	fd = sh5_layout_open_node_file(dir, "dave", 12345, 12345,
+				       "7_0_n2.h5", &err);
+	ck_assert_int_lt(fd, 0);
+	ck_assert_ptr_nonnull(strstr(err.text, "not owned"));
+}
+END_TEST
+
 /* Writer through an fd, failure after close, unknown ids. */
 START_TEST(test_writer_errors)
 {
@@ -515,6 +554,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_series_odd_fields);
 	tcase_add_test(tc, test_series_totals);
 	tcase_add_test(tc, test_layout_safe_create);
+	tcase_add_test(tc, test_layout_concurrent_mkdir);
 	tcase_add_test(tc, test_writer_errors);
 	suite_add_tcase(s, tc);
 	return s;
