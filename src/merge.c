@@ -546,8 +546,8 @@ struct mstate {
 	int feed_died;
 	struct probers probe;   /* the first pass */
 	/* The second pass started before the first ended: only inputs the
-	 * first pass found whole are written until leave_early() (see
-	 * sh5_merge_job()). */
+	 * first pass found whole are written, else early_gate() makes it
+	 * start over (see sh5_merge_job()). */
 	int early;
 	int pass1_state;        /* pass1_done(): 0 not yet, else 1 + result */
 	int in_child;           /* this is a checking child */
@@ -569,12 +569,12 @@ struct mstate {
 
 /*
  * Early writeback of the output: a thread starts writing back what HDF5
- * wrote so far each time it is kicked (after each node), so that the
+ * wrote so far each time it is kicked (every eighth node), so that the
  * fsync before the rename has little left to wait for, and the work of
  * submitting it (ext4 allocates blocks then) is done beside the merge,
  * not in its way.  At the end it also runs that fsync while the merge
- * verifies the closed file (wb_fsync(), wb_finish()).  It works on its
- * own descriptor of the output.
+ * verifies the closed file (wb_fsync(), then wb_stop() for its result).
+ * It works on its own descriptor of the output.
  */
 static void *wb_main(void *arg)
 {
@@ -997,15 +997,6 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 		munmap(map, (size_t)f->size);
 }
 
-/*
- * Can the node group of ns be copied whole into the job file, without
- * decoding its records?  When the file is ours and intact, every series
- * dataset is chunked with the fletcher32 filter last and every stored
- * chunk passes it (checked on the raw chunk: no inflating), and the
- * writer's totals (Totals/<path>, Totals/AllTasks) are readable and cover
- * exactly the rows of the datasets.  Anything else goes the normal way
- * (records decoded, totalled, damage salvaged).
- */
 /* The fields of s as sh5_series_same_fields() compares them (FNV-1a):
  * totals of series with equal signatures fold alike. */
 static uint64_t series_sig(const struct sh5_series *s)
@@ -1249,13 +1240,11 @@ static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 		m->in_child = 1;
 		for (i = first; i < m->nin; i += stride) {
 			struct probe_msg msg;
-			size_t off = 0;
 
 			memset(&msg, 0, sizeof(msg));
 			msg.idx = i;
 			msg.f = m->fi[i];
 			check_file(m, &msg.f, msg.user, msg.cluster);
-			(void)off;
 			if (sh5_fd_write_all(pfd[1], &msg, sizeof(msg)) < 0 ||
 			    (msg.f.nents &&
 			     sh5_fd_write_all(pfd[1], msg.f.ents, msg.f.nents *
@@ -1278,6 +1267,19 @@ static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 	return 0;
 }
 
+/* Check inputs first, first + stride, ... in this process (no child
+ * could be started for them). */
+static void check_here(struct mstate *m, size_t first, size_t stride)
+{
+	size_t i;
+
+	for (i = first; i < m->nin; i += stride) {
+		check_file(m, &m->fi[i], m->user, m->cluster);
+		m->fi[i].probed = 1;
+		m->probe.done++;
+	}
+}
+
 /* Start the checking children: par of them (at most 4). */
 static void probe_start(struct mstate *m, size_t par)
 {
@@ -1298,11 +1300,7 @@ static void probe_start(struct mstate *m, size_t par)
 		if (spawn_prober(m, &ps->pr[k], k, par) < 0) {
 			/* No child: check this share here. */
 			ps->pr[k].live = 0;
-			for (i = k; i < m->nin; i += par) {
-				check_file(m, &m->fi[i], m->user, m->cluster);
-				m->fi[i].probed = 1;
-				ps->done++;
-			}
+			check_here(m, k, par);
 		}
 }
 
@@ -1423,15 +1421,8 @@ static void probe_poll(struct mstate *m)
 			ps->done++;
 		}
 		if (p->next + par < m->nin &&
-		    spawn_prober(m, p, p->next + par, par) < 0) {
-			size_t j;
-
-			for (j = p->next + par; j < m->nin; j += par) {
-				check_file(m, &m->fi[j], m->user, m->cluster);
-				m->fi[j].probed = 1;
-				ps->done++;
-			}
-		}
+		    spawn_prober(m, p, p->next + par, par) < 0)
+			check_here(m, p->next + par, par);
 	}
 }
 
@@ -1479,14 +1470,8 @@ static void probe_widen(struct mstate *m, size_t par)
 	ps->par = par;
 	for (k = 0; k < par; k++)
 		if (spawn_prober(m, &ps->pr[k], from + k, par) < 0) {
-			size_t i;
-
 			ps->pr[k].live = 0;
-			for (i = from + k; i < m->nin; i += par) {
-				check_file(m, &m->fi[i], m->user, m->cluster);
-				m->fi[i].probed = 1;
-				ps->done++;
-			}
+			check_here(m, from + k, par);
 		}
 }
 
@@ -2712,18 +2697,26 @@ out:
 	return rc;
 }
 
-/* Check the row counts of checks [lo, hi) in the reopened file f.  0, or
- * -1 with errp set.  The checks come node by node: each node group is
- * opened once. */
-static int verify_range(struct mstate *m, hid_t f, const char *tmp,
-			size_t lo, size_t hi)
+/* Reopen the written file and check every dataset's row count.  The
+ * checks come node by node: each node group is opened once. */
+static int verify(struct mstate *m, const char *tmp)
 {
+	hid_t f = H5Fopen(tmp, H5F_ACC_RDONLY, H5P_DEFAULT), g = -1;
 	char gname[512] = "";
-	hid_t g = -1;
+	long long v;
 	size_t i;
 	int rc = -1;
 
-	for (i = lo; i < hi; i++) {
+	if (f < 0)
+		return h5err(m->errp, "%s: verification: cannot reopen the "
+			     "written file", tmp);
+	if (sh5_attr_get_int(f, "Number of Steps", &v) < 0 ||
+	    v != (long long)m->nsteps_written) {
+		sh5_errprintf(m->errp, "%s: verification: wrong Number of "
+			      "Steps", tmp);
+		goto out;
+	}
+	for (i = 0; i < m->nchecks; i++) {
 		const char *path = m->checks[i].path, *rel = path;
 		const char *node = strstr(path, "/Nodes/");
 		size_t glen = 0;
@@ -2773,25 +2766,6 @@ static int verify_range(struct mstate *m, hid_t f, const char *tmp,
 out:
 	if (g >= 0)
 		H5Gclose(g);
-	return rc;
-}
-
-/* Reopen the written file and check every dataset's row count. */
-static int verify(struct mstate *m, const char *tmp)
-{
-	hid_t f = H5Fopen(tmp, H5F_ACC_RDONLY, H5P_DEFAULT);
-	long long v;
-	int rc = -1;
-
-	if (f < 0)
-		return h5err(m->errp, "%s: verification: cannot reopen the "
-			     "written file", tmp);
-	if (sh5_attr_get_int(f, "Number of Steps", &v) < 0 ||
-	    v != (long long)m->nsteps_written)
-		sh5_errprintf(m->errp, "%s: verification: wrong Number of "
-			      "Steps", tmp);
-	else
-		rc = verify_range(m, f, tmp, 0, m->nchecks);
 	H5Fclose(f);
 	return rc;
 }

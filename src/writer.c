@@ -556,13 +556,6 @@ void sh5_writer_stats(struct sh5_writer *w, struct sh5_writer_stats *st)
 	pthread_mutex_unlock(&w->lock);
 }
 
-/*
- * /<node>/Totals: the total of every series dataset as sh5merge writes it
- * in a job file (Totals/<path>, and Totals/AllTasks over the tasks), each
- * with the number of records it covers ("Rows").  sh5merge uses them
- * instead of decoding the series when they match the datasets.  io_lock
- * held, after a successful final flush.
- */
 /* The file type of the totals of series s: committed to the file
  * (anonymously: no link) once per kind of series and shared, so that each
  * total's object header refers to it instead of holding a copy (2.5 KiB
@@ -588,6 +581,13 @@ static hid_t total_type(struct sh5_writer *w, const struct sh5_series *s,
 	return t;
 }
 
+/*
+ * /<node>/Totals: the total of every series dataset as sh5merge writes it
+ * in a job file (Totals/<path>, and Totals/AllTasks over the tasks), each
+ * with the number of records it covers ("Rows").  sh5merge uses them
+ * instead of decoding the series when they match the datasets.  io_lock
+ * held, after a successful final flush.
+ */
 static int write_totals(struct sh5_writer *w, struct sh5_error *errp)
 {
 	struct sh5_totacc *all = NULL;
@@ -597,7 +597,7 @@ static int write_totals(struct sh5_writer *w, struct sh5_error *errp)
 						 sizeof(*kinds));
 	hid_t *types = calloc(w->ntables + 1, sizeof(*types));
 	hid_t gcpl = -1, g = -1;
-	int rc = -1;
+	int rc = -1, fr;
 
 	if (!kinds || !types) {
 		sh5_errprintf(errp, "%s: out of memory", w->path);
@@ -637,15 +637,16 @@ static int write_totals(struct sh5_writer *w, struct sh5_error *errp)
 			goto h5error;
 		if (strcmp(t->series->ops->name, "Task"))
 			continue;
-		task_rows += t->rows;
 		/* Tasks whose fields differ from the first task's are left
-		 * out: sh5merge then sees Series Count short and totals the
-		 * node itself. */
-		if (sh5_totacc_fold(&all, &nall, "AllTasks", t->series,
-				    t->total) < 0) {
+		 * out (and their rows): sh5merge then sees Series Count
+		 * short and totals the node itself. */
+		if ((fr = sh5_totacc_fold(&all, &nall, "AllTasks", t->series,
+					  t->total)) < 0) {
 			sh5_errprintf(errp, "%s: out of memory", w->path);
 			goto out;
 		}
+		if (!fr)
+			task_rows += t->rows;
 	}
 	if (nall && sh5_total_write(w->node_grp, "Totals/AllTasks", all[0].s,
 				    all[0].total, all[0].count, task_rows,
