@@ -6,6 +6,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
  libhdf5-dev hdf5-tools libcurl4-openssl-dev check libbrotli-dev libyajl-dev
  slurmctld slurmd slurm-client libslurm-dev munge slurm-wlm-hdf5-plugin
  influxdb chrony faketime python3-h5py python3-numpy
+ openmpi-bin libopenmpi-dev python3-schema
  iproute2 valgrind dpkg-dev curl openssl groff-base
  libdeflate0"
 missing=""
