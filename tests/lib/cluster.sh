@@ -34,9 +34,17 @@
 #   CLUSTER_ACCT_GATHER_CONF  full acct_gather.conf content (default empty)
 #   CLUSTER_FAKETIME_<i>   FAKETIME spec for node i (1-based), e.g.
 #                          '+2.5s x1.0001'; slurmd runs with libfaketime
+#   CLUSTER_TASK_FAKETIME  1: the tasks of node i run with the same faked
+#                          clock as its slurmd (a TaskProlog preloads
+#                          libfaketime with slurmd's FAKETIME and shared
+#                          start time, FAKETIME_SHARED), so events stamped
+#                          by tasks and the plugin's clock-offset
+#                          measurements describe one clock
 #   CLUSTER_SLURMD_DEBUG   SlurmdDebug (default debug)
 #   CLUSTER_START_TIMEOUT  seconds to wait for idle nodes (default 30)
 #   CLUSTER_STOP_TIMEOUT   seconds between TERM and KILL (default 10)
+#   Every node gets TmpFS=$CLUSTER_DIR/tmpfs/<node> (mode 1777): PMIx
+#   (srun --mpi=pmix) needs a directory of its own per node.
 #   CLUSTER_KEEP           1: keep CLUSTER_DIR after cleanup (it is always
 #                          kept when the test failed)
 #
@@ -159,7 +167,8 @@ cluster_init() {
 	chmod 755 "$CLUSTER_DIR"
 	CLUSTER_CONF_DIR=$CLUSTER_DIR/etc
 	mkdir -p "$CLUSTER_CONF_DIR" "$CLUSTER_DIR/munge" "$CLUSTER_DIR/state" \
-		"$CLUSTER_DIR/spool" "$CLUSTER_DIR/run" "$CLUSTER_DIR/log" || return 1
+		"$CLUSTER_DIR/spool" "$CLUSTER_DIR/run" "$CLUSTER_DIR/log" \
+		"$CLUSTER_DIR/tmpfs" || return 1
 	chmod 755 "$CLUSTER_DIR/munge"
 	: >>"$CLUSTER_DIR/cluster.created"
 
@@ -234,6 +243,8 @@ InactiveLimit=0
 KillWait=2
 MinJobAge=300
 MailProg=/bin/true
+TmpFS=$CLUSTER_DIR/tmpfs/%n
+${CLUSTER_TASK_FAKETIME:+TaskProlog=$CLUSTER_CONF_DIR/task_prolog}
 ${CLUSTER_EXTRA_CONF:-}
 NodeName=DEFAULT CPUs=$CLUSTER_CPUS State=UNKNOWN
 EOF
@@ -244,6 +255,10 @@ EOF
 	fi
 	echo "PartitionName=debug Nodes=$nodes Default=YES MaxTime=INFINITE State=UP" >>"$SLURM_CONF"
 
+	for n in $CLUSTER_NODE_NAMES; do
+		mkdir -p "$CLUSTER_DIR/tmpfs/$n" && chmod 1777 "$CLUSTER_DIR/tmpfs/$n"
+	done
+	[ "${CLUSTER_TASK_FAKETIME:-0}" = 1 ] && cluster_write_task_prolog
 	printf 'CgroupPlugin=cgroup/v1\nCgroupAutomount=no\n' \
 		>"$CLUSTER_CONF_DIR/cgroup.conf"
 	printf '%s\n' "${CLUSTER_ACCT_GATHER_CONF:-}" \
@@ -364,6 +379,44 @@ cluster_start_slurmd() {
 	fi
 }
 
+# The TaskProlog of CLUSTER_TASK_FAKETIME: prints the exports of the
+# task's node, from $CLUSTER_DIR/faketime/<node>.env (written by
+# cluster_task_faketime_env once the node's slurmd runs).  It runs as the
+# job's user, with an almost empty environment.
+cluster_write_task_prolog() {
+	mkdir -p "$CLUSTER_DIR/faketime" && chmod 755 "$CLUSTER_DIR/faketime"
+	cat >"$CLUSTER_CONF_DIR/task_prolog" <<EOF
+#!/bin/sh
+f=$CLUSTER_DIR/faketime/\$SLURMD_NODENAME.env
+[ -r "\$f" ] || exit 0
+/bin/cat "\$f"
+echo "export LD_PRELOAD=$CLUSTER_FAKETIME_LIB\${LD_PRELOAD:+:\$LD_PRELOAD}"
+EOF
+	chmod 755 "$CLUSTER_CONF_DIR/task_prolog"
+}
+
+# cluster_task_faketime_env I: write node I's task clock (FAKETIME and
+# slurmd's FAKETIME_SHARED) for the TaskProlog.  libfaketime (Debian
+# 0.9.10) names its shared start time after the pid of the first process
+# that loaded it (slurmd) and creates it for root only: the semaphore and
+# the segment are opened to the job's users.
+cluster_task_faketime_env() {
+	local i=$1 name ft var pid
+	name=$(echo "$CLUSTER_NODE_NAMES" | cut -d' ' -f"$i")
+	var=CLUSTER_FAKETIME_$i
+	ft=${!var:-}
+	[ -n "$ft" ] || return 0
+	var=_cluster_pid_slurmd_$name
+	pid=${!var}
+	cluster_wait_for "libfaketime state of slurmd on $name" 10 \
+		test -e "/dev/shm/faketime_shm_$pid" || return 1
+	chmod 666 "/dev/shm/faketime_shm_$pid" "/dev/shm/sem.faketime_sem_$pid" ||
+		return 1
+	printf 'export FAKETIME=%s\nexport FAKETIME_SHARED=/faketime_sem_%s /faketime_shm_%s\n' \
+		"$ft" "$pid" "$pid" >"$CLUSTER_DIR/faketime/$name.env"
+	chmod 644 "$CLUSTER_DIR/faketime/$name.env"
+}
+
 # cluster_wait_for WHAT SECONDS COMMAND...: poll COMMAND every 0.1 s until
 # it succeeds; status 1 (with a message) after SECONDS.
 cluster_wait_for() {
@@ -445,7 +498,12 @@ cluster_start() {
 	for i in $(seq 1 "$CLUSTER_NODES"); do
 		cluster_start_slurmd "$i"
 	done
-	cluster_wait_idle
+	cluster_wait_idle || return 1
+	if [ "${CLUSTER_TASK_FAKETIME:-0}" = 1 ]; then
+		for i in $(seq 1 "$CLUSTER_NODES"); do
+			cluster_task_faketime_env "$i" || return 1
+		done
+	fi
 }
 
 cluster_ctld_up() {
