@@ -1,0 +1,89 @@
+#!/bin/bash
+# mpi_events_multinode.sh - application events on three nodes whose
+# clocks are skewed: n1 on the real clock, n2 12.5 s ahead and 500 ppm
+# fast, n3 20 s behind and 1000 ppm slow (libfaketime in slurmd, and in
+# the tasks through a TaskProlog sharing slurmd's faked clock, see
+# tests/lib/cluster.sh); chronyd on the controller's address is the
+# clock server the plugin measures against.  An unmodified MPI program
+# runs on 6 ranks (2 per node) under `srun --mpi=pmix` with the preload
+# library; `sh5merge merge --sync clc` maps every event through its
+# node's offset measurements and applies the controlled logical clock.
+# Asserted: the program's output and exit status are those of a run
+# without the library; the raw events show clock-condition violations and
+# barrier ends about 32.5 s apart (the skew); after the correction there
+# are no violations, local order is kept, the ends of each barrier lie
+# within 1 ms; every message is matched and the bytes per pair equal the
+# program's; the LBDatafile's communications equal them per phase.
+set -u
+. "$top_srcdir/tests/lib/common.sh"
+. "$top_srcdir/tests/lib/cluster.sh"
+. "$top_srcdir/tests/lib/chrony.sh"
+. "$top_srcdir/tests/e2e/mpi_events_lib.sh"
+
+mpi_events_need
+need_cmd chronyd ip unshare
+[ -f "$CLUSTER_FAKETIME_LIB" ] || skip "needs faketime ($CLUSTER_FAKETIME_LIB)"
+ip netns add "sh5-mprobe-$$" 2>/dev/null || skip "cannot create network namespaces"
+ip netns del "sh5-mprobe-$$"
+
+trap 'rc=$?; chrony_stop; (exit $rc); cluster_cleanup' EXIT
+CLUSTER_NODES=3
+CLUSTER_CPUS=2
+CLUSTER_FAKETIME_2='+12.5s x1.0005'
+CLUSTER_FAKETIME_3='-20s x0.999'
+CLUSTER_TASK_FAKETIME=1
+CLUSTER_PLUGIN_DIR=$top_builddir/plugins/.libs
+CLUSTER_EXTRA_CONF="AcctGatherProfileType=acct_gather_profile/sh5
+JobAcctGatherFrequency=task=1"
+cluster_init || fail "cluster_init"
+PROFDIR=$CLUSTER_DIR/profile
+port=$(cluster_free_port) || fail "no free port"
+CLUSTER_ACCT_GATHER_CONF="ProfileSH5Dir=$PROFDIR
+ProfileSH5FlushInterval=2
+ProfileSH5ClockServer=$CLUSTER_CTLD_ADDR:$port
+ProfileSH5ClockInterval=1
+ProfileSH5ClockSamples=8
+ProfileSH5ClockTimeout=500"
+cluster_write_conf
+cluster_start || fail "3-node cluster did not start"
+chrony_start "$CLUSTER_CTLD_ADDR" "$port" "$CLUSTER_DIR/chrony" ||
+	fail "chronyd did not start on $CLUSTER_CTLD_ADDR:$port"
+mpi_events_bin
+RUN="srun -N3 -n6 --overcommit --mpi=pmix --profile=task"
+ARGS="-n 6 -w 400"
+
+as_user $RUN "$BIN/sh5_mpitest" $ARGS -j "$OUT/plain.json" \
+	>"$OUT/plain.out" 2>"$OUT/plain.err"
+rc0=$?
+as_user $RUN --export="ALL,LD_PRELOAD=$BIN/libsh5mpi.so" \
+	"$BIN/sh5_mpitest" $ARGS -j "$OUT/truth.json" \
+	>"$OUT/ev.out" 2>"$OUT/ev.err"
+rc1=$?
+cat "$OUT/ev.err" >&2
+assert_eq 0 "$rc0" "exit status without the library"
+assert_eq "$rc0" "$rc1" "exit status with the library"
+cmp -s "$OUT/plain.out" "$OUT/ev.out" ||
+	fail "output changed by the library: $(diff "$OUT/plain.out" "$OUT/ev.out" | head -5)"
+cmp -s "$OUT/plain.json" "$OUT/truth.json" ||
+	fail "the program's report changed by the library"
+job=$(last_job_id)
+[ -n "$job" ] || fail "no job id"
+for i in 1 2 3; do
+	assert_file "$PROFDIR/$JOBUSER/${job}_0_n$i.h5"
+done
+
+"$SH5MERGE" merge -j "$job" -p "$PROFDIR" -u "$JOBUSER" --sync clc \
+	-o "$OUT/job.h5" --lbdata "$OUT/lb" 2>"$OUT/merge.err" ||
+	{ cat "$OUT/merge.err" >&2; fail "merge --sync clc"; }
+cat "$OUT/merge.err" >&2
+"$SH5MERGE" events "$OUT/job.h5" --raw -o "$OUT/raw.csv" || fail "events --raw"
+"$SH5MERGE" events "$OUT/job.h5" -o "$OUT/corr.csv" || fail "events"
+"$SH5MERGE" sync "$OUT/raw.csv" -o "$OUT/resync.csv" >/dev/null 2>&1 ||
+	fail "sync of the raw events"
+cmp -s "$OUT/resync.csv" "$OUT/corr.csv" ||
+	fail "sh5merge sync of the raw events differs from the merge's correction"
+# n2 - n3: 12.5 s + 20 s apart, plus drift of well under a second.
+$CHECK csv "$OUT/raw.csv" "$OUT/corr.csv" "$OUT/truth.json" --skew 32.5 ||
+	fail "events against the program and the clocks"
+$CHECK lbdata "$OUT/lb" "$OUT/truth.json" || fail "LBDatafile communications"
+exit 0
