@@ -73,15 +73,18 @@ struct sh5ev_file_header {
 	int64_t created_ns;	/* CLOCK_REALTIME when the file was made */
 	char prefix[128];	/* SH5_EVENTS_PREFIX, NUL-terminated */
 	char lib_version[32];	/* sh5 version of the library, NUL-term. */
-	uint8_t reserved[32];	/* zero */
+	uint8_t reserved[40];	/* zero */
 	uint64_t checksum;	/* sh5ev_checksum() of the bytes before */
-};
+};				/* SH5EV_HEADER_SIZE bytes in all */
 
 struct sh5ev_block_header {
 	uint32_t magic;		/* SH5EV_BLOCK_MAGIC */
 	uint32_t seq;		/* 0, 1, 2, ... in file order */
 	uint32_t nrec;		/* records used, <= sh5ev_block_capacity() */
-	uint32_t reserved;	/* zero */
+	uint32_t cont;		/* leading records that continue the
+				 * payload of a definition begun in an
+				 * earlier block (0 when none), so a reader
+				 * that dropped that block can skip them */
 	uint64_t checksum;	/* sh5ev_checksum() of the nrec records */
 	int64_t last_ns;	/* TimeNs of the last event record, or 0 */
 };
@@ -172,6 +175,12 @@ enum sh5ev_op {
 #define SH5EV_F_ANY_TAG 0x0010	   /* RECV posted with MPI_ANY_TAG */
 #define SH5EV_F_PCONTROL 0x0020	   /* PHASE from MPI_Pcontrol */
 #define SH5EV_F_ALL 0x003f
+
+_Static_assert(sizeof(struct sh5ev_file_header) == SH5EV_HEADER_SIZE,
+	       "file header size");
+_Static_assert(sizeof(struct sh5ev_block_header) == SH5EV_BLOCK_HEADER_SIZE,
+	       "block header size");
+_Static_assert(sizeof(struct sh5ev_rec) == SH5EV_REC_SIZE, "record size");
 
 /* Records per block of block_size bytes. */
 static inline uint32_t sh5ev_block_capacity(uint32_t block_size)

@@ -1,0 +1,620 @@
+/*
+ * evlog.c - the task-side event log (see evlog.h, doc/events.md).
+ *
+ * Runs inside the user's MPI processes: libc only, no allocation or
+ * system call on the hot path, nothing that can abort.  One process-wide
+ * log; the block being filled lives in memory and is written whole, with
+ * one write(), when full.
+ *
+ * Threads: the thread that opens the log owns it (tl_owner); only its
+ * calls append records (tl_on, cleared when recording stops or the
+ * file reached its cap).  Other threads only bump an atomic counter of
+ * lost records.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "events/evlog.h"
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
+#define MAX_DEFAULT (1ull << 30)
+#define REGIONS_MAX (1u << 20)	/* what the reader accepts */
+
+struct region {
+	char *name;		/* NULL: free slot */
+	uint32_t hash;
+	uint32_t id;
+	uint16_t flags;
+};
+
+struct evlog {
+	/* hot */
+	struct sh5ev_rec *recs;	/* records of the current block */
+	uint32_t n;		/* records used */
+	uint32_t limit;		/* block is full at n == limit */
+	int64_t last_ns;	/* time of the block's last event */
+	uint64_t recorded;
+	uint64_t lost_cap;	/* owner's records after the cap */
+
+	/* cold */
+	unsigned char *block;	/* block_size bytes */
+	uint32_t block_size;
+	uint32_t cap;		/* records per block */
+	uint32_t cont;		/* leading payload records of this block */
+	uint32_t seq;		/* of the current block */
+	uint64_t max_blocks;	/* blocks the size cap allows (>= 1) */
+	uint64_t blocks;	/* written */
+	uint64_t lost_err;	/* records in blocks that failed to write */
+	int capped;
+	int fd;			/* -1 until the first block is written */
+	pid_t pid;
+	uint32_t task;
+	char prefix[128];
+	char path[PATH_MAX];
+
+	struct region *regions;	/* open addressing, power-of-two size */
+	uint32_t nregions;
+	uint32_t region_slots;
+	uint32_t phase;
+};
+
+static struct evlog L = { .fd = -1 };
+static int g_result;		/* sh5_evlog_open()'s answer */
+static int g_recording;		/* 1 from open until stop/close/fork */
+static int g_reported;
+static uint64_t g_lost_other;	/* atomic: calls from other threads */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static TLS int tl_on;		/* owner thread, recording, not capped */
+static TLS int tl_owner;	/* owner thread */
+
+/* ---------------------------------------------------------------- misc */
+
+/* Report once on stderr (write(2): no stdio locks, safe at exit). */
+static void report(const char *what, const char *reason)
+{
+	char buf[PATH_MAX + 256];
+	int len;
+
+	if (g_reported)
+		return;
+	g_reported = 1;
+	len = snprintf(buf, sizeof(buf), "sh5ev: %s: %s\n", what, reason);
+	if (len < 0)
+		return;
+	if ((size_t)len >= sizeof(buf))
+		len = sizeof(buf) - 1;
+	if (write(STDERR_FILENO, buf, (size_t)len) < 0)
+		return;
+}
+
+/* Recording stops for good (error, close, forked child). */
+static void stop(void)
+{
+	__atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
+	tl_on = 0;
+}
+
+int64_t sh5_evlog_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- file */
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	ssize_t w;
+
+	while (len > 0) {
+		w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int create_file(void)
+{
+	struct sh5ev_file_header h;
+	int fd;
+
+	fd = open(L.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	if (fd < 0)
+		return -1;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, SH5EV_MAGIC, sizeof(h.magic));
+	h.byte_order = SH5EV_BYTE_ORDER;
+	h.version = SH5EV_FORMAT_VERSION;
+	h.header_size = SH5EV_HEADER_SIZE;
+	h.block_size = L.block_size;
+	h.rec_size = SH5EV_REC_SIZE;
+	h.task = L.task;
+	h.pid = (uint32_t)L.pid;
+	h.created_ns = sh5_evlog_now();
+	snprintf(h.prefix, sizeof(h.prefix), "%s", L.prefix);
+	snprintf(h.lib_version, sizeof(h.lib_version), "%s", PACKAGE_VERSION);
+	h.checksum = sh5ev_checksum(&h, offsetof(struct sh5ev_file_header,
+						 checksum));
+	if (write_all(fd, &h, sizeof(h)) < 0) {
+		int e = errno;
+
+		close(fd);
+		unlink(L.path);
+		errno = e;
+		return -1;
+	}
+	L.fd = fd;
+	return 0;
+}
+
+/* Write the current block (n records), start the next one.  Returns -1
+ * after stopping (reported) on failure. */
+static int write_block(void)
+{
+	struct sh5ev_block_header *bh = (struct sh5ev_block_header *)L.block;
+	size_t used = (size_t)L.n * SH5EV_REC_SIZE;
+
+	if (!__atomic_load_n(&g_recording, __ATOMIC_RELAXED) ||
+	    getpid() != L.pid) {
+		/* closed under us, or a child made without fork(): never
+		 * write into the parent's file */
+		stop();
+		return -1;
+	}
+	if (L.fd < 0 && create_file() < 0)
+		goto error;
+	memset((unsigned char *)L.recs + used, 0,
+	       (size_t)L.block_size - SH5EV_BLOCK_HEADER_SIZE - used);
+	bh->magic = SH5EV_BLOCK_MAGIC;
+	bh->seq = L.seq;
+	bh->nrec = L.n;
+	bh->cont = L.cont;
+	bh->checksum = sh5ev_checksum(L.recs, used);
+	bh->last_ns = L.last_ns;
+	if (write_all(L.fd, L.block, L.block_size) < 0)
+		goto error;
+	L.blocks++;
+	L.seq++;
+	L.n = 0;
+	L.cont = 0;
+	L.last_ns = 0;
+	L.limit = (uint64_t)L.seq + 1 >= L.max_blocks ? L.cap - 1 : L.cap;
+	return 0;
+error:
+	report(L.path, strerror(errno));
+	L.lost_err += L.n;
+	L.n = 0;
+	stop();
+	return -1;
+}
+
+/* The block reached its limit: write it, or, in the last block the cap
+ * allows, stop taking records (one slot stays free for LOST). */
+static void block_full(void)
+{
+	if ((uint64_t)L.seq + 1 >= L.max_blocks) {
+		L.capped = 1;
+		tl_on = 0;
+		return;
+	}
+	write_block();
+}
+
+/* ---------------------------------------------------------------- open */
+
+/* A size: decimal digits with an optional k/K, m/M or g/G (binary)
+ * suffix.  Returns -1 when not one. */
+static int parse_size(const char *s, uint64_t *v)
+{
+	unsigned long long x;
+	char *end;
+	int shift = 0;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if (*end || x > (UINT64_MAX >> shift))
+		return -1;
+	*v = (uint64_t)x << shift;
+	return 0;
+}
+
+static int config(void)
+{
+	const char *dir = getenv(SH5EV_ENV_DIR);
+	const char *prefix = getenv(SH5EV_ENV_PREFIX);
+	const char *s;
+	uint64_t v, bs;
+	int len;
+
+	if (!dir || !*dir)
+		return 0;
+	if (!prefix || !*prefix)
+		prefix = "events";
+	if (strlen(prefix) >= sizeof(L.prefix) || strchr(prefix, '/') ||
+	    prefix[0] == '.') {
+		report(SH5EV_ENV_PREFIX, "not a file name prefix");
+		return -1;
+	}
+	snprintf(L.prefix, sizeof(L.prefix), "%s", prefix);
+	L.task = 0;
+	s = getenv(SH5EV_ENV_TASK);
+	if (s && *s) {
+		if (parse_size(s, &v) < 0 || v > UINT32_MAX) {
+			report(SH5EV_ENV_TASK, "not a task number");
+			return -1;
+		}
+		L.task = (uint32_t)v;
+	}
+	bs = SH5EV_BLOCK_DEFAULT;
+	s = getenv(SH5EV_ENV_BUFFER);
+	if (s && *s) {
+		if (parse_size(s, &v) < 0) {
+			report(SH5EV_ENV_BUFFER, "not a size in bytes");
+			return -1;
+		}
+		for (bs = SH5EV_BLOCK_MIN; bs < v && bs < SH5EV_BLOCK_MAX;)
+			bs <<= 1;
+	}
+	L.block_size = (uint32_t)bs;
+	L.cap = sh5ev_block_capacity(L.block_size);
+	v = MAX_DEFAULT;
+	s = getenv(SH5EV_ENV_MAX);
+	if (s && *s && parse_size(s, &v) < 0) {
+		report(SH5EV_ENV_MAX, "not a size in bytes");
+		return -1;
+	}
+	/* 0: no cap; otherwise at least one block */
+	L.max_blocks = v ? (v > SH5EV_HEADER_SIZE ?
+			    (v - SH5EV_HEADER_SIZE) / bs : 0) : UINT32_MAX;
+	if (L.max_blocks < 1)
+		L.max_blocks = 1;
+	if (L.max_blocks > UINT32_MAX)
+		L.max_blocks = UINT32_MAX;
+	L.pid = getpid();
+	len = snprintf(L.path, sizeof(L.path), "%s/%s.%u.%ld%s", dir,
+		       L.prefix, L.task, (long)L.pid, SH5EV_SUFFIX);
+	if (len < 0 || (size_t)len >= sizeof(L.path)) {
+		report(SH5EV_ENV_DIR, "path too long");
+		return -1;
+	}
+	return 1;
+}
+
+/* A forked child never writes into its parent's file. */
+static void atfork_child(void)
+{
+	stop();
+	tl_owner = 0;
+	if (L.fd >= 0)
+		close(L.fd);
+	L.fd = -1;
+}
+
+static void open_once(void)
+{
+	int rc = config();
+
+	if (rc <= 0)
+		return;
+	L.block = aligned_alloc(64, L.block_size);
+	if (!L.block) {
+		report(L.path, strerror(errno));
+		return;
+	}
+	memset(L.block, 0, L.block_size);
+	L.recs = (struct sh5ev_rec *)(L.block + SH5EV_BLOCK_HEADER_SIZE);
+	L.limit = L.max_blocks == 1 ? L.cap - 1 : L.cap;
+	if (pthread_atfork(NULL, NULL, atfork_child) != 0 ||
+	    atexit(sh5_evlog_close) != 0) {
+		report(L.path, "cannot register fork and exit handlers");
+		return;
+	}
+	tl_owner = 1;
+	tl_on = 1;
+	g_result = 1;
+	__atomic_store_n(&g_recording, 1, __ATOMIC_RELEASE);
+}
+
+int sh5_evlog_open(void)
+{
+	pthread_once(&g_once, open_once);
+	return g_result;
+}
+
+int sh5_evlog_on(void)
+{
+	return tl_on;
+}
+
+/* ---------------------------------------------------------------- put */
+
+/* Not on the owner's fast path: count what is not recorded. */
+static void __attribute__((noinline)) put_lost(void)
+{
+	if (!__atomic_load_n(&g_recording, __ATOMIC_RELAXED))
+		return;
+	if (tl_owner)
+		L.lost_cap++;
+	else
+		__atomic_fetch_add(&g_lost_other, 1, __ATOMIC_RELAXED);
+}
+
+static inline __attribute__((always_inline)) void
+put_inline(const struct sh5ev_rec *r)
+{
+	if (likely(tl_on)) {
+		L.recs[L.n] = *r;
+		L.last_ns = r->time_ns;
+		L.recorded++;
+		if (unlikely(++L.n == L.limit))
+			block_full();
+	} else {
+		put_lost();
+	}
+}
+
+void sh5_evlog_put(const struct sh5ev_rec *r)
+{
+	put_inline(r);
+}
+
+void sh5_evlog_event(uint8_t kind, uint8_t op, uint16_t flags, uint32_t id,
+		     int32_t peer, int32_t tag, uint64_t bytes,
+		     int64_t time_ns)
+{
+	struct sh5ev_rec r;
+
+	if (unlikely(!tl_on)) {
+		put_lost();
+		return;
+	}
+	r.time_ns = time_ns ? time_ns : sh5_evlog_now();
+	r.kind = kind;
+	r.op = op;
+	r.flags = flags;
+	r.id = id;
+	r.peer = peer;
+	r.tag = tag;
+	r.bytes = bytes;
+	r.value = 0;
+	put_inline(&r);
+}
+
+/* ---------------------------------------------------------------- defs */
+
+/* Append a definition record and its payload (len bytes, zero padded to
+ * whole records), only if all of it fits under the cap. */
+static void put_def(const struct sh5ev_rec *head, const void *payload,
+		    size_t len)
+{
+	const unsigned char *p = payload;
+	uint64_t k = 1 + (len + SH5EV_REC_SIZE - 1) / SH5EV_REC_SIZE;
+	uint64_t room;
+	unsigned char rec[SH5EV_REC_SIZE];
+	size_t chunk;
+
+	if (!tl_on) {
+		put_lost();
+		return;
+	}
+	room = (L.max_blocks - L.seq) * L.cap - 1 - L.n;
+	if (k > room) {
+		L.capped = 1;
+		tl_on = 0;
+		L.lost_cap++;
+		return;
+	}
+	memcpy(&L.recs[L.n], head, SH5EV_REC_SIZE);
+	if (++L.n == L.limit)
+		block_full();
+	while (len > 0 && tl_on) {
+		chunk = len < SH5EV_REC_SIZE ? len : SH5EV_REC_SIZE;
+		memset(rec, 0, sizeof(rec));
+		memcpy(rec, p, chunk);
+		if (L.n == L.cont)
+			L.cont++;	/* continues into this block */
+		memcpy(&L.recs[L.n], rec, SH5EV_REC_SIZE);
+		if (++L.n == L.limit)
+			block_full();
+		p += chunk;
+		len -= chunk;
+	}
+}
+
+static uint32_t hash_name(const char *s, uint16_t flags)
+{
+	uint32_t h = 2166136261u ^ flags;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static int regions_grow(void)
+{
+	uint32_t slots = L.region_slots ? L.region_slots * 2 : 64;
+	struct region *t = calloc(slots, sizeof(*t));
+	uint32_t i, j;
+
+	if (!t)
+		return -1;
+	for (i = 0; i < L.region_slots; i++) {
+		if (!L.regions[i].name)
+			continue;
+		for (j = L.regions[i].hash & (slots - 1); t[j].name;
+		     j = (j + 1) & (slots - 1))
+			;
+		t[j] = L.regions[i];
+	}
+	free(L.regions);
+	L.regions = t;
+	L.region_slots = slots;
+	return 0;
+}
+
+int32_t sh5_evlog_region(const char *name, uint16_t flags)
+{
+	struct sh5ev_rec r;
+	struct region *e;
+	uint32_t h, j;
+	size_t len;
+
+	if (!tl_owner || !__atomic_load_n(&g_recording, __ATOMIC_RELAXED) ||
+	    !name)
+		return -1;
+	len = strnlen(name, SH5EV_NAME_MAX + 1);
+	if (len == 0 || len > SH5EV_NAME_MAX) {
+		report(L.path, len ? "region name longer than 127 bytes"
+				   : "empty region name");
+		return -1;
+	}
+	h = hash_name(name, flags);
+	if (L.region_slots) {
+		for (j = h & (L.region_slots - 1); L.regions[j].name;
+		     j = (j + 1) & (L.region_slots - 1)) {
+			e = &L.regions[j];
+			if (e->hash == h && e->flags == flags &&
+			    strcmp(e->name, name) == 0)
+				return (int32_t)e->id;
+		}
+	}
+	if (L.nregions >= REGIONS_MAX) {
+		report(L.path, "too many regions");
+		return -1;
+	}
+	if ((L.nregions + 1) * 2 > L.region_slots && regions_grow() < 0) {
+		report(L.path, strerror(errno));
+		return -1;
+	}
+	for (j = h & (L.region_slots - 1); L.regions[j].name;
+	     j = (j + 1) & (L.region_slots - 1))
+		;
+	e = &L.regions[j];
+	e->name = strdup(name);
+	if (!e->name) {
+		report(L.path, strerror(errno));
+		return -1;
+	}
+	e->hash = h;
+	e->flags = flags;
+	e->id = L.nregions++;
+
+	memset(&r, 0, sizeof(r));
+	r.time_ns = sh5_evlog_now();
+	r.kind = SH5EV_K_DEFREGION;
+	r.flags = flags;
+	r.id = e->id;
+	r.bytes = len;
+	put_def(&r, name, len);
+	return (int32_t)e->id;
+}
+
+void sh5_evlog_comm(uint32_t local, uint64_t global, int32_t size,
+		    int32_t myrank, const int32_t *members)
+{
+	struct sh5ev_rec r;
+
+	if (local < 2 || size < 1 || myrank < 0 || myrank >= size) {
+		put_lost();
+		return;
+	}
+	memset(&r, 0, sizeof(r));
+	r.time_ns = sh5_evlog_now();
+	r.kind = SH5EV_K_DEFCOMM;
+	r.flags = members ? SH5EV_F_MEMBERS : 0;
+	r.id = local;
+	r.peer = size;
+	r.tag = myrank;
+	r.bytes = global;
+	put_def(&r, members, members ? (size_t)size * sizeof(int32_t) : 0);
+}
+
+/* ---------------------------------------------------------------- phase */
+
+uint32_t sh5_evlog_phase(int32_t level, uint16_t flags)
+{
+	if (!tl_owner || !__atomic_load_n(&g_recording, __ATOMIC_RELAXED)) {
+		put_lost();
+		return 0;
+	}
+	L.phase++;
+	sh5_evlog_event(SH5EV_K_PHASE, 0, flags, L.phase, 0, level, 0, 0);
+	return L.phase;
+}
+
+uint32_t sh5_evlog_current_phase(void)
+{
+	return L.phase;
+}
+
+/* ---------------------------------------------------------------- close */
+
+void sh5_evlog_close(void)
+{
+	uint64_t lost;
+	struct sh5ev_rec r;
+
+	if (!__atomic_load_n(&g_recording, __ATOMIC_ACQUIRE))
+		return;
+	lost = L.lost_cap + L.lost_err +
+	       __atomic_load_n(&g_lost_other, __ATOMIC_RELAXED);
+	if (lost > 0 && L.n < L.cap) {
+		memset(&r, 0, sizeof(r));
+		r.time_ns = sh5_evlog_now();
+		if (r.time_ns < L.last_ns)
+			r.time_ns = L.last_ns;
+		r.kind = SH5EV_K_LOST;
+		r.bytes = lost;
+		L.recs[L.n++] = r;
+		L.last_ns = r.time_ns;
+	}
+	if (L.n > 0)
+		write_block();
+	stop();
+	if (L.fd >= 0 && close(L.fd) < 0)
+		report(L.path, strerror(errno));
+	L.fd = -1;
+}
+
+void sh5_evlog_stats(struct sh5_evlog_stats *st)
+{
+	st->recorded = L.recorded;
+	st->lost = L.lost_cap + L.lost_err +
+		   __atomic_load_n(&g_lost_other, __ATOMIC_RELAXED);
+	st->blocks = L.blocks;
+}
