@@ -280,10 +280,11 @@ static int absorb_one(const struct sh5_evabsorb_params *p,
 		}
 		return 0;
 	}
-	if (f->info.task != f->task || f->info.pid != f->pid) {
+	if (f->info.task != f->task || f->info.pid != f->pid ||
+	    strncmp(f->info.prefix, p->prefix, sizeof(f->info.prefix))) {
 		snprintf(f->reason, sizeof(f->reason), "its header is of task "
-			 "%" PRIu32 " pid %" PRIu32 ", not those of its name",
-			 f->info.task, f->info.pid);
+			 "%" PRIu32 " pid %" PRIu32 " of another step or node, "
+			 "not of its name", f->info.task, f->info.pid);
 		sh5_evstore_task_abort(es);
 		return 0;
 	}
@@ -389,10 +390,15 @@ void sh5_evabsorb_describe(const struct sh5_evabsorb_file *f, char *buf,
 	buf[0] = '\0';
 	if (f->status == SH5_EVABSORB_REFUSED ||
 	    f->status == SH5_EVABSORB_FAILED) {
+		const char *why = f->reason;
+		size_t n = strlen(f->name);
+
+		/* The reader's reasons begin with the name: say it once. */
+		if (!strncmp(why, f->name, n) && !strncmp(why + n, ": ", 2))
+			why += n + 2;
 		add(buf, len, &pos, "%s: %s: %s; kept", f->name,
 		    f->status == SH5_EVABSORB_REFUSED ? "refused" :
-							"not absorbed",
-		    f->reason);
+							"not absorbed", why);
 		return;
 	}
 	add(buf, len, &pos, "%s: task %" PRIu32 ": %" PRIu64 " events "
