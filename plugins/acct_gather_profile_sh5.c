@@ -575,9 +575,10 @@ static void events_absorb(void)
 	pthread_rwlock_unlock(&state_lock);
 	close(c.p.dirfd);
 	xfree(tasks);
-	if (rc < 0 && err.text[0])
-		error("%s: %s: events not absorbed: %s", plugin_type,
-		      file_path, err.text);
+	if (rc < 0)
+		error("%s: %s: events not absorbed, spill files %s.* kept: %s",
+		      plugin_type, file_path, ev.prefix,
+		      err.text[0] ? err.text : "profiling of the step stopped");
 	for (i = 0; i < c.nfiles; i++) {
 		struct sh5_evabsorb_file *f = &c.files[i];
 

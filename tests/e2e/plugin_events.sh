@@ -17,6 +17,13 @@ TASK=$top_builddir/tests/tools/sh5ev_task
 [ -x "$TASK" ] || fail "$TASK not built"
 plugin_cluster_setup "ProfileSH5EventsMax=64"
 UDIR=$PROFDIR/$JOBUSER
+# The two keys are declared (unknown ones would have stopped the daemons)
+# and shown.
+conf=$(scontrol show config 2>/dev/null)
+assert_match 'ProfileSH5Events +=  *yes' "$(grep ProfileSH5Events <<<"$conf")" \
+	"ProfileSH5Events shown"
+assert_match 'ProfileSH5EventsMax += 64 MiB' "$(grep ProfileSH5EventsMax <<<"$conf")" \
+	"ProfileSH5EventsMax shown"
 
 # wait_step_end JOB: until the slurmstepd of JOB.0 is gone (it absorbs
 # the spill files after the tasks ended, which is when srun returns).

@@ -22,6 +22,7 @@
 #include "events/evabsorb.h"
 #include "events/evformat.h"
 #include "events/evstore.h"
+#include "writer.h"
 
 #define PREFIX "42_0_node1"
 #define BLOCK 4096u
@@ -739,6 +740,67 @@ START_TEST(test_evabsorb_open_dir_refuses_symlink)
 }
 END_TEST
 
+/* sh5_writer_call: the absorption runs on the writer's node group, and
+ * the writer closes the file as always (totals after the events). */
+struct call_arg {
+	int dirfd;
+	struct sh5_evabsorb_file *files;
+	size_t n;
+};
+
+static int call_absorb(hid_t node, void *arg, struct sh5_error *errp)
+{
+	struct call_arg *a = arg;
+	struct sh5_evabsorb_params p;
+	struct sh5_evstore *es = sh5_evstore_open(node, 4, errp);
+	int rc;
+
+	if (!es)
+		return -1;
+	memset(&p, 0, sizeof(p));
+	p.dirfd = a->dirfd;
+	p.prefix = PREFIX;
+	p.uid = geteuid();
+	p.gid = getegid();
+	rc = sh5_evabsorb(&p, es, &a->files, &a->n, NULL, errp);
+	sh5_evstore_close(es);
+	return rc;
+}
+
+START_TEST(test_writer_call_absorbs_before_close)
+{
+	struct sh5_error err = { "" };
+	struct sh5_writer *w;
+	struct call_arg a = { -1, NULL, 0 };
+	char h5[512], spool[512];
+	size_t ev;
+	hid_t f;
+
+	snprintf(spool, sizeof(spool), "%s/spool", tmpdir);
+	ck_assert_int_eq(mkdir(spool, 0700), 0);
+	ev = make_spill(spool, 2, 300, 20, NULL);
+	snprintf(h5, sizeof(h5), "%s/w.h5", tmpdir);
+	w = sh5_writer_create(h5, -1, "node1", NULL, &err);
+	ck_assert_msg(w, "%s", err.text);
+	a.dirfd = open(spool, O_DIRECTORY | O_RDONLY);
+	ck_assert(a.dirfd >= 0);
+	ck_assert_msg(sh5_writer_call(w, call_absorb, &a, &err) == 0, "%s",
+		      err.text);
+	close(a.dirfd);
+	ck_assert_uint_eq(a.n, 1);
+	ck_assert_int_eq(a.files[0].status, SH5_EVABSORB_REMOVED);
+	free(a.files);
+	ck_assert_int_eq(sh5_writer_attr_int(w, "After", 1, &err), 0);
+	ck_assert_msg(sh5_writer_close(w, &err) == 0, "%s", err.text);
+	f = H5Fopen(h5, H5F_ACC_RDONLY, H5P_DEFAULT);
+	ck_assert(f >= 0);
+	ck_assert_uint_eq(rows(f, "node1/Events/2"), ev);
+	ck_assert(exists(f, "node1/Totals"));
+	ck_assert_int_eq(attr_i64(f, "node1", "After"), 1);
+	H5Fclose(f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("evstore");
@@ -752,6 +814,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_evabsorb_no_files_no_group);
 	tcase_add_test(tc, test_evabsorb_hostile_files);
 	tcase_add_test(tc, test_evabsorb_open_dir_refuses_symlink);
+	tcase_add_test(tc, test_writer_call_absorbs_before_close);
 	suite_add_tcase(s, tc);
 	return s;
 }
