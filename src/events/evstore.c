@@ -529,7 +529,8 @@ static int task_attrs(struct sh5_evstore *es,
 		      const char *spill_file)
 {
 	hid_t d = es->ev.dset;
-	char lib[sizeof(info->lib_version)], problem[sizeof(info->first_problem)];
+	char lib[sizeof(info->lib_version)];
+	char problem[sizeof(info->first_problem)];
 	char spill[256];
 	int rc = 0;
 

@@ -41,7 +41,8 @@ static void normal(unsigned procid)
 	for (i = 0; i < 50; i++) {
 		sh5_ev_phase();
 		sh5_ev_enter(solve);
-		sh5_ev_object((uint64_t)procid * 1000 + (uint64_t)i, i / 1000.0);
+		sh5_ev_object((uint64_t)procid * 1000 + (uint64_t)i,
+			      i / 1000.0);
 		sh5_ev_exit(solve);
 		sh5_ev_enter(io);
 		sh5_ev_exit(io);

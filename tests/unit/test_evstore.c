@@ -169,7 +169,8 @@ static void write_spill(const char *path, const struct stream *s,
 	ck_assert_uint_eq(fwrite(&h, sizeof(h), 1, f), 1);
 	while (i < s->n) {
 		struct sh5ev_block_header *bh = (void *)blk;
-		struct sh5ev_rec *recs = (void *)(blk + SH5EV_BLOCK_HEADER_SIZE);
+		struct sh5ev_rec *recs =
+			(void *)(blk + SH5EV_BLOCK_HEADER_SIZE);
 		uint32_t n = 0, cont = 0;
 
 		memset(blk, 0, BLOCK);
