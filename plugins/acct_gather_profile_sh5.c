@@ -39,6 +39,9 @@
 #include "src/slurmd/slurmstepd/slurmstepd_job.h"
 
 #include "error.h"
+#include "events/evabsorb.h"
+#include "events/evformat.h"
+#include "events/evstore.h"
 #include "layout.h"
 #include "ntp.h"
 #include "series.h"
@@ -69,7 +72,11 @@ static struct {
 	uint32_t stream_batch, stream_flush, stream_deadline;
 	uint64_t stream_spool_max;
 	bool stream_insecure;
+	/* Application events (ProfileSH5Events*). */
+	bool events;
+	uint32_t events_max;     /* MiB per task */
 } cfg = { .def = ACCT_GATHER_PROFILE_NONE, .compression = 4,
+	  .events = true, .events_max = 1024,
 	  .flush_interval = 10, .clock_interval = 60, .clock_samples = 4,
 	  .clock_timeout = 300, .stream_format = SH5_STREAM_INFLUX1 };
 
@@ -439,6 +446,163 @@ static void stream_stop(void)
 		log_flag(PROFILE, "%s: stream: %s", plugin_type, buf);
 }
 
+/* ------------------------------------------------------------------ */
+/* Application events: the tasks' spill files (src/events/evabsorb.h). */
+
+static struct {
+	bool on;                 /* the tasks were told where to write */
+	char prefix[SH5_NAME_MAX];
+	char *user;
+	uid_t uid;
+	gid_t gid;
+	stepd_step_rec_t *job;   /* lives until slurmstepd exits */
+} ev;
+
+/*
+ * Tell the tasks where to spill their events: SH5_EVENTS_DIR (the user's
+ * profile directory, made by sh5_layout_open_node_file()), _PREFIX (the
+ * node-step file's name without .h5) and _MAX.  job->env is copied into
+ * each task of a launched step after node_step_start; a batch step's
+ * environment is built later from the batch request (and would drop
+ * ours), so batch scripts get none: their sruns do.
+ */
+static void events_start(stepd_step_rec_t *job, const char *fname)
+{
+	char dir[4096], max[32];
+	size_t len = strlen(fname);
+
+	ev.on = false;
+	xfree(ev.user);
+	if (!cfg.events || job->batch)
+		return;
+	if (len < 4 || len - 3 >= sizeof(ev.prefix) ||
+	    len - 3 >= sizeof(((struct sh5ev_file_header *)0)->prefix)) {
+		error("%s: %ps: file name %s too long for the events' "
+		      "prefix: events off for this step", plugin_type,
+		      &job->step_id, fname);
+		return;
+	}
+	snprintf(ev.prefix, sizeof(ev.prefix), "%.*s", (int)(len - 3), fname);
+	snprintf(dir, sizeof(dir), "%s/%s", cfg.dir, job->user_name);
+	snprintf(max, sizeof(max), "%" PRIu64,
+		 (uint64_t)cfg.events_max << 20);
+	if (!env_array_overwrite(&job->env, SH5EV_ENV_DIR, dir) ||
+	    !env_array_overwrite(&job->env, SH5EV_ENV_PREFIX, ev.prefix) ||
+	    !env_array_overwrite(&job->env, SH5EV_ENV_MAX, max)) {
+		error("%s: %ps: cannot set the tasks' environment: events "
+		      "off for this step", plugin_type, &job->step_id);
+		return;
+	}
+	ev.user = xstrdup(job->user_name);
+	ev.uid = job->uid;
+	ev.gid = job->gid;
+	ev.job = job;
+	ev.on = true;
+}
+
+struct absorb_call {
+	struct sh5_evabsorb_params p;
+	struct sh5_evabsorb_file *files;
+	size_t nfiles, ignored;
+};
+
+/* Under the writer's lock (sh5_writer_call()). */
+static int absorb_fn(hid_t node, void *arg, struct sh5_error *errp)
+{
+	struct absorb_call *c = arg;
+	struct sh5_evstore *es = sh5_evstore_open(node, (int)cfg.compression,
+						  errp);
+	int rc;
+
+	if (!es)
+		return -1;
+	rc = sh5_evabsorb(&c->p, es, &c->files, &c->nfiles, &c->ignored,
+			  errp);
+	sh5_evstore_close(es);
+	return rc;
+}
+
+/* The SLURM_PROCID of each task of this node (xmalloc'd), or NULL. */
+static uint32_t *events_tasks(stepd_step_rec_t *job, size_t *n)
+{
+	uint32_t *v, off;
+	size_t i;
+
+	*n = 0;
+	if (!job || !job->task || !job->node_tasks)
+		return NULL;
+	off = job->het_job_task_offset == NO_VAL ? 0 :
+						   job->het_job_task_offset;
+	v = xcalloc(job->node_tasks, sizeof(*v));
+	for (i = 0; i < job->node_tasks; i++)
+		if (job->task[i])
+			v[(*n)++] = job->task[i]->gtid + off;
+	return v;
+}
+
+/*
+ * Absorb the tasks' spill files into the node-step file: after the
+ * workers stopped, before the writer closes.  Logs one line per file;
+ * never fails the step.
+ */
+static void events_absorb(void)
+{
+	struct absorb_call c;
+	struct sh5_error err = { "" };
+	uint32_t *tasks;
+	size_t i, absorbed = 0;
+	char line[1024];
+	int rc = -1;
+
+	if (!ev.on)
+		return;
+	ev.on = false;
+	memset(&c, 0, sizeof(c));
+	c.p.dirfd = sh5_evabsorb_open_dir(cfg.dir, ev.user, ev.uid, &err);
+	if (c.p.dirfd < 0) {
+		error("%s: events not absorbed: %s", plugin_type, err.text);
+		return;
+	}
+	tasks = events_tasks(ev.job, &c.p.ntasks);
+	c.p.tasks = tasks;
+	c.p.prefix = ev.prefix;
+	c.p.uid = ev.uid;
+	c.p.gid = ev.gid;
+	c.p.max_bytes = (uint64_t)cfg.events_max << 20;
+	pthread_rwlock_rdlock(&state_lock);
+	if (writer)
+		rc = sh5_writer_call(writer, absorb_fn, &c, &err);
+	pthread_rwlock_unlock(&state_lock);
+	close(c.p.dirfd);
+	xfree(tasks);
+	if (rc < 0)
+		error("%s: %s: events not absorbed, spill files %s.* kept: %s",
+		      plugin_type, file_path, ev.prefix,
+		      err.text[0] ? err.text : "profiling of the step stopped");
+	for (i = 0; i < c.nfiles; i++) {
+		struct sh5_evabsorb_file *f = &c.files[i];
+
+		sh5_evabsorb_describe(f, line, sizeof(line));
+		if (f->status == SH5_EVABSORB_REFUSED ||
+		    f->status == SH5_EVABSORB_FAILED)
+			error("%s: events: %s", plugin_type, line);
+		else if (sh5_evabsorb_notable(f))
+			info("%s: events: %s", plugin_type, line);
+		else
+			log_flag(PROFILE, "%s: events: %s", plugin_type, line);
+		if (f->status <= SH5_EVABSORB_KEPT)
+			absorbed++;
+	}
+	if (c.ignored)
+		error("%s: events: %zu more files named like spill files of "
+		      "%s ignored", plugin_type, c.ignored, ev.prefix);
+	if (c.nfiles)
+		log_flag(PROFILE, "%s: events: %zu of %zu spill files absorbed "
+			 "into %s", plugin_type, absorbed, c.nfiles,
+			 file_path);
+	free(c.files);
+}
+
 extern int init(void)
 {
 	return SLURM_SUCCESS;
@@ -460,6 +624,7 @@ extern int fini(void)
 	xfree(cfg.stream_spool);
 	xfree(cfg.stream_ca);
 	xfree(cfg.clock_server);
+	xfree(ev.user);
 	return SLURM_SUCCESS;
 }
 
@@ -490,6 +655,8 @@ extern void acct_gather_profile_p_conf_options(s_p_options_t **full_options,
 		{ .key = "ProfileSH5StreamDeadline", .type = S_P_UINT32 },
 		{ .key = "ProfileSH5StreamCAFile", .type = S_P_STRING },
 		{ .key = "ProfileSH5StreamInsecure", .type = S_P_BOOLEAN },
+		{ .key = "ProfileSH5Events", .type = S_P_BOOLEAN },
+		{ .key = "ProfileSH5EventsMax", .type = S_P_UINT32 },
 		{ .key = NULL }
 	};
 
@@ -521,6 +688,8 @@ extern void acct_gather_profile_p_conf_set(s_p_hashtbl_t *tbl)
 	cfg.stream_deadline = 2000;
 	cfg.stream_spool_max = 0;
 	cfg.stream_insecure = false;
+	cfg.events = true;
+	cfg.events_max = 1024;
 	if (tbl) {
 		s_p_get_string(&cfg.dir, "ProfileSH5Dir", tbl);
 		if (s_p_get_string(&tmp, "ProfileSH5Default", tbl)) {
@@ -589,6 +758,12 @@ extern void acct_gather_profile_p_conf_set(s_p_hashtbl_t *tbl)
 		s_p_get_string(&cfg.stream_ca, "ProfileSH5StreamCAFile", tbl);
 		s_p_get_boolean(&cfg.stream_insecure,
 				"ProfileSH5StreamInsecure", tbl);
+		s_p_get_boolean(&cfg.events, "ProfileSH5Events", tbl);
+		if (s_p_get_uint32(&cfg.events_max, "ProfileSH5EventsMax",
+				   tbl) &&
+		    (cfg.events_max < 1 || cfg.events_max > 1048576))
+			fatal("%s: ProfileSH5EventsMax=%u is not 1-1048576 MiB",
+			      plugin_type, cfg.events_max);
 		if (cfg.stream_spool && cfg.stream_spool[0] != '/')
 			fatal("%s: ProfileSH5StreamSpoolDir=%s is not an "
 			      "absolute path", plugin_type, cfg.stream_spool);
@@ -748,6 +923,7 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 		worker_start(&clock_worker, "clock");
 	}
 	stream_start(job);
+	events_start(job, fname);
 	flush_worker.interval = cfg.flush_interval;
 	if (!worker_start(&flush_worker, "flush"))
 		error("%s: samples are written at step end only", plugin_type);
@@ -773,6 +949,7 @@ extern int acct_gather_profile_p_node_step_end(void)
 	worker_stop(&clock_worker);
 	worker_stop(&flush_worker);
 	stream_stop();
+	events_absorb();
 	pthread_rwlock_rdlock(&state_lock);
 	if (writer) {
 		write_frequencies(writer);
@@ -996,6 +1173,10 @@ extern void acct_gather_profile_p_conf_values(List *data)
 	add_pair(*data, "ProfileSH5StreamSpoolDir", xstrdup(cfg.stream_spool));
 	add_pair(*data, "ProfileSH5StreamDeadline",
 		 xstrdup_printf("%u ms", cfg.stream_deadline));
+	add_pair(*data, "ProfileSH5Events",
+		 xstrdup(cfg.events ? "yes" : "no"));
+	add_pair(*data, "ProfileSH5EventsMax",
+		 xstrdup_printf("%u MiB", cfg.events_max));
 }
 
 extern bool acct_gather_profile_p_is_active(uint32_t type)

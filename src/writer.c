@@ -549,6 +549,28 @@ int sh5_writer_flush(struct sh5_writer *w, struct sh5_error *errp)
 	return rc;
 }
 
+int sh5_writer_call(struct sh5_writer *w,
+		    int (*fn)(hid_t node, void *arg, struct sh5_error *errp),
+		    void *arg, struct sh5_error *errp)
+{
+	int rc, closed;
+
+	pthread_mutex_lock(&w->io_lock);
+	pthread_mutex_lock(&w->lock);
+	closed = w->closed;
+	pthread_mutex_unlock(&w->lock);
+	if (closed || w->failed) {
+		errno = closed ? ESHUTDOWN : EIO;
+		rc = sh5_errprintf(errp, "%s: %s", w->path,
+				   closed ? "file already closed" :
+					    "an earlier write failed");
+	} else {
+		rc = fn(w->node_grp, arg, errp);
+	}
+	pthread_mutex_unlock(&w->io_lock);
+	return rc;
+}
+
 void sh5_writer_stats(struct sh5_writer *w, struct sh5_writer_stats *st)
 {
 	pthread_mutex_lock(&w->lock);

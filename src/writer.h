@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <hdf5.h>
+
 #include "error.h"
 #include "series.h"
 
@@ -101,6 +103,21 @@ int sh5_writer_add_clock(struct sh5_writer *w,
  * what the last good flush wrote).
  */
 int sh5_writer_flush(struct sh5_writer *w, struct sh5_error *errp);
+
+/*
+ * Run fn(node, arg, errp) on the node group under the writer's rules:
+ * with the lock of every HDF5 call of the file held, so no flush or
+ * attribute write runs meanwhile.  For code that writes objects of its
+ * own under the node group (the Events of evstore.h); call it from the
+ * thread that flushes.  fn must close what it opens, leave the file
+ * consistent also when it fails, and not call the writer.  Returns fn's
+ * result (fn's failure does not fail the writer), or -1 with errp set
+ * and errno ESHUTDOWN (closed) or EIO (an earlier write failed) without
+ * calling fn.
+ */
+int sh5_writer_call(struct sh5_writer *w,
+		    int (*fn)(hid_t node, void *arg, struct sh5_error *errp),
+		    void *arg, struct sh5_error *errp);
 
 /* Counters. */
 struct sh5_writer_stats {

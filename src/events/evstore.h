@@ -42,6 +42,7 @@
 
 #include "error.h"
 #include "events/evformat.h"
+#include "events/evspill.h"
 
 #define SH5_EVSTORE_GROUP "Events"
 #define SH5_EVSTORE_SYNC "SyncTimeNs"
@@ -67,5 +68,69 @@ struct sh5_evstore_member {
 	uint64_t global;
 	int32_t rank, world_rank;
 };
+
+/*
+ * Writing the events of one node group (the plugin, absorbing spill
+ * files).  One task is open at a time: begin it, pass its definitions and
+ * events in any order, then end it (attributes written, rows committed)
+ * or abort it (its dataset unlinked, its rows of Regions, Comms and
+ * CommMembers cut off again).  Nothing is created before the first
+ * task begins: a node group without events gets no Events group, and
+ * when a store that made the group aborts its only task, the group goes
+ * too.  Errors name the node group and dataset ("/<node>/Events/<task>:
+ * ..."); the caller adds the file name.  Not thread-safe: the caller
+ * serializes every HDF5 call of the file (sh5_writer_call()).
+ */
+struct sh5_evstore;
+
+/* A writer of Events under node_group (not taken: it stays open and the
+ * caller's).  compression: deflate level 0-9 (0: shuffle and fletcher32
+ * only).  Returns NULL with errp set (EINVAL, ENOMEM, HDF5 errors when an
+ * existing Events group cannot be opened). */
+struct sh5_evstore *sh5_evstore_open(hid_t node_group, int compression,
+				     struct sh5_error *errp);
+
+/* Begin task's dataset Events/<task>.  -1 with errno EEXIST when that
+ * task already has one, EBUSY when another task is open. */
+int sh5_evstore_task_begin(struct sh5_evstore *es, uint32_t task,
+			   struct sh5_error *errp);
+
+/* A region or communicator definition of the open task (a row of
+ * Regions; a row of Comms and, when members is not NULL, size rows of
+ * CommMembers).  name is cut at SH5EV_NAME_MAX bytes.  0 or -1. */
+int sh5_evstore_region(struct sh5_evstore *es, uint32_t id, uint16_t flags,
+		       const char *name, struct sh5_error *errp);
+int sh5_evstore_comm(struct sh5_evstore *es, uint32_t local, uint64_t global,
+		     int32_t size, int32_t myrank, const int32_t *members,
+		     struct sh5_error *errp);
+
+/* Append n event records (kinds ENTER..LOST) to the open task.  The
+ * first RANK record gives the task's World Rank and World Size.  0 or
+ * -1. */
+int sh5_evstore_events(struct sh5_evstore *es, const struct sh5ev_rec *recs,
+		       size_t n, struct sh5_error *errp);
+
+/* Records appended to the open task so far (0 when none is open). */
+uint64_t sh5_evstore_task_records(const struct sh5_evstore *es);
+
+/* Write what is buffered and the attributes of the open task (info from
+ * sh5_evspill_read(), spill_file the name as found) and close it.  On
+ * failure the task is aborted.  0 or -1. */
+int sh5_evstore_task_end(struct sh5_evstore *es,
+			 const struct sh5_evspill_info *info,
+			 const char *spill_file, struct sh5_error *errp);
+
+/* Undo the open task (no-op when none is open). */
+void sh5_evstore_task_abort(struct sh5_evstore *es);
+
+/* Flush the file (H5Fflush, global scope).  0 or -1. */
+int sh5_evstore_flush(struct sh5_evstore *es, struct sh5_error *errp);
+
+/* Tasks ended (committed) through this store. */
+unsigned sh5_evstore_tasks(const struct sh5_evstore *es);
+
+/* Abort an open task, close the handles and free es (NULL-safe).  The
+ * file is not flushed. */
+void sh5_evstore_close(struct sh5_evstore *es);
 
 #endif /* SH5_EVSTORE_H */
