@@ -1,0 +1,495 @@
+/*
+ * sh5_mpitest.c - a plain MPI program for the tests of the preload library
+ * libsh5mpi (tests/tools/mpi_preload.sh) and the end-to-end tests.
+ *
+ *     sh5_mpitest [-n ITERATIONS] [-j JSON]
+ *
+ * Each iteration: MPI_Pcontrol(1) (a phase mark), a ring of MPI_Send /
+ * MPI_Recv, a non-blocking exchange with both neighbours (Isend, Irecv,
+ * then Waitall, Testall, Waitany or Waitsome), messages to rank 0 received
+ * with MPI_ANY_SOURCE / MPI_ANY_TAG (Recv, Irecv + Wait, Irecv + Waitsome),
+ * every collective operation libsh5mpi records (the rooted ones with
+ * changing roots), and work in communicators from MPI_Comm_split (even /
+ * odd ranks) and MPI_Comm_dup.  Rank 0 prints one deterministic line (a
+ * checksum of everything received) and, with -j, writes a JSON file of
+ * what the ranks sent: p2p messages and bytes per (from, to) and phase,
+ * collective calls per operation and rank, the world size.  With one
+ * rank there are no p2p messages.  It calls sh5_ev_region/enter/exit when
+ * they are linked in (weak).  Exit 0, 1 on a wrong result, 2 on usage.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+int sh5_ev_region(const char *name) __attribute__((weak));
+void sh5_ev_enter(int region) __attribute__((weak));
+void sh5_ev_exit(int region) __attribute__((weak));
+
+/* The operations, in the order of enum sh5ev_op (1..11). */
+enum op { BARRIER, BCAST, SCATTER, GATHER, REDUCE, ALLREDUCE, ALLGATHER,
+	  ALLTOALL, REDUCE_SCATTER, SCAN, EXSCAN, NOPS };
+static const char *const op_names[NOPS] = {
+	"barrier", "bcast", "scatter", "gather", "reduce", "allreduce",
+	"allgather", "alltoall", "reduce_scatter", "scan", "exscan"
+};
+
+static int rank, size, iters = 3;
+static uint64_t coll[NOPS];	/* my calls per operation */
+static uint64_t *sent;		/* [phase][to][2]: messages, bytes */
+static uint64_t sum;		/* checksum of what I received */
+static uint64_t wildcards;	/* wildcard receives (rank 0) */
+
+static void fail(const char *what)
+{
+	fprintf(stderr, "sh5_mpitest: rank %d: %s\n", rank, what);
+	MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* Order-independent: wildcard receives arrive in any order. */
+static void mix(uint64_t v)
+{
+	sum += ((v ^ (v >> 7)) + 0x9e3779b97f4a7c15ull) * 0x100000001b3ull;
+}
+
+/* Count a message of n ints to world rank `to` in phase `phase`. */
+static void count_send(int phase, int to, int n)
+{
+	uint64_t *p = sent + ((size_t)phase * size + to) * 2;
+
+	p[0]++;
+	p[1] += (uint64_t)n * sizeof(int);
+}
+
+/* A message: n ints derived from (from, to, it, tag). */
+static void fill(int *buf, int n, int from, int to, int it, int tag)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		buf[i] = from * 1000003 + to * 10007 + it * 101 + tag * 7 + i;
+}
+
+static void check(const int *buf, int n, int from, int to, int it, int tag)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (buf[i] != from * 1000003 + to * 10007 + it * 101 +
+				      tag * 7 + i)
+			fail("received data differs from what was sent");
+	for (i = 0; i < n; i++)
+		mix((uint64_t)(unsigned)buf[i]);
+}
+
+#define MAXN 4096
+
+static int msglen(int from, int to, int it)
+{
+	return 16 + (from * 7 + to * 3 + it * 5) % 200;
+}
+
+/* The ring: even ranks send first, odd ranks receive first. */
+static void ring(int it, int phase)
+{
+	static int sbuf[MAXN], rbuf[MAXN];
+	int right = (rank + 1) % size, left = (rank + size - 1) % size;
+	int ns = msglen(rank, right, it), nr = msglen(left, rank, it);
+	int k;
+
+	fill(sbuf, ns, rank, right, it, 1);
+	for (k = 0; k < 2; k++) {
+		if ((k == 0) == (rank % 2 == 0)) {
+			MPI_Send(sbuf, ns, MPI_INT, right, 1, MPI_COMM_WORLD);
+			count_send(phase, right, ns);
+		} else {
+			MPI_Status st;
+
+			MPI_Recv(rbuf, nr, MPI_INT, left, 1, MPI_COMM_WORLD,
+				 &st);
+			check(rbuf, nr, left, rank, it, 1);
+		}
+	}
+}
+
+/* Both neighbours, non-blocking; the completion call varies. */
+static void exchange(int it, int phase)
+{
+	static int sbuf[2][MAXN], rbuf[2][MAXN];
+	int right = (rank + 1) % size, left = (rank + size - 1) % size;
+	int to[2] = { right, left }, from[2] = { left, right };
+	int tag[2] = { 10, 11 }, n, i, done, idx, out, ids[4];
+	MPI_Request req[4];
+	MPI_Status st[4];
+
+	for (i = 0; i < 2; i++) {
+		n = msglen(from[i], rank, it + 50);
+		MPI_Irecv(rbuf[i], n, MPI_INT, from[i], tag[i],
+			  MPI_COMM_WORLD, &req[i]);
+	}
+	for (i = 0; i < 2; i++) {
+		n = msglen(rank, to[i], it + 50);
+		fill(sbuf[i], n, rank, to[i], it, tag[i]);
+		MPI_Isend(sbuf[i], n, MPI_INT, to[i], tag[i], MPI_COMM_WORLD,
+			  &req[2 + i]);
+		count_send(phase, to[i], n);
+	}
+	switch (it % 4) {
+	case 0:
+		MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
+		break;
+	case 1:
+		do
+			MPI_Testall(4, req, &done, st);
+		while (!done);
+		break;
+	case 2:
+		for (i = 0; i < 4; i++)
+			MPI_Waitany(4, req, &idx, MPI_STATUS_IGNORE);
+		break;
+	default:
+		for (done = 0; done < 4; done += out)
+			MPI_Waitsome(4, req, &out, ids, st);
+		break;
+	}
+	for (i = 0; i < 2; i++)
+		check(rbuf[i], msglen(from[i], rank, it + 50), from[i], rank,
+		      it, tag[i]);
+}
+
+/* Every rank but 0 sends one message; rank 0 takes them in any order. */
+static void wildcard(int it, int phase)
+{
+	static int buf[MAXN], rb[64][MAXN];
+	MPI_Request req[64];
+	MPI_Status st;
+	int i, n, got, out, ids[64];
+	MPI_Status sts[64];
+
+	if (rank != 0) {
+		n = msglen(rank, 0, it + 90);
+		fill(buf, n, rank, 0, it, 100 + rank);
+		MPI_Send(buf, n, MPI_INT, 0, 100 + rank, MPI_COMM_WORLD);
+		count_send(phase, 0, n);
+		return;
+	}
+	if (size - 1 > 64 || it % 3 == 0 || it % 3 == 1) {
+		for (i = 1; i < size; i++) {
+			if (it % 3 == 1) {
+				MPI_Request r;
+
+				MPI_Irecv(buf, MAXN, MPI_INT, MPI_ANY_SOURCE,
+					  MPI_ANY_TAG, MPI_COMM_WORLD, &r);
+				MPI_Wait(&r, &st);
+			} else {
+				MPI_Recv(buf, MAXN, MPI_INT, MPI_ANY_SOURCE,
+					 MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+			}
+			MPI_Get_count(&st, MPI_INT, &n);
+			if (st.MPI_TAG != 100 + st.MPI_SOURCE)
+				fail("wildcard receive: wrong tag");
+			check(buf, n, st.MPI_SOURCE, 0, it, st.MPI_TAG);
+			wildcards++;
+		}
+		return;
+	}
+	for (i = 1; i < size; i++)
+		MPI_Irecv(rb[i - 1], MAXN, MPI_INT, MPI_ANY_SOURCE,
+			  MPI_ANY_TAG, MPI_COMM_WORLD, &req[i - 1]);
+	for (got = 0; got < size - 1; got += out) {
+		MPI_Waitsome(size - 1, req, &out, ids, sts);
+		for (i = 0; i < out; i++) {
+			MPI_Get_count(&sts[i], MPI_INT, &n);
+			check(rb[ids[i]], n, sts[i].MPI_SOURCE, 0, it,
+			      sts[i].MPI_TAG);
+			wildcards++;
+		}
+	}
+}
+
+/* Every collective operation once on comm (rank r of n), roots moving
+ * with it. */
+static void collectives(MPI_Comm comm, int it)
+{
+	int r, n, i, root, *a, *b, *cnt, *dis, total;
+	double d[4], e[4];
+
+	MPI_Comm_rank(comm, &r);
+	MPI_Comm_size(comm, &n);
+	a = calloc((size_t)n * 8, sizeof(int));
+	b = calloc((size_t)n * 8, sizeof(int));
+	cnt = calloc((size_t)n, sizeof(int));
+	dis = calloc((size_t)n, sizeof(int));
+	if (!a || !b || !cnt || !dis)
+		fail("out of memory");
+	for (i = 0, total = 0; i < n; i++) {
+		cnt[i] = 1 + (i + it) % 3;
+		dis[i] = total;
+		total += cnt[i];
+	}
+	for (i = 0; i < n * 8; i++)
+		a[i] = r * 31 + i + it;
+
+	MPI_Barrier(comm);
+	coll[BARRIER]++;
+	root = it % n;
+	MPI_Bcast(a, 4, MPI_INT, root, comm);
+	coll[BCAST]++;
+	mix((uint64_t)a[3]);
+	root = (it + 1) % n;
+	MPI_Scatter(a, 2, MPI_INT, b, 2, MPI_INT, root, comm);
+	coll[SCATTER]++;
+	mix((uint64_t)b[1]);
+	MPI_Scatterv(a, cnt, dis, MPI_INT, b, cnt[r], MPI_INT, root, comm);
+	coll[SCATTER]++;
+	mix((uint64_t)b[0]);
+	root = (it + 2) % n;
+	MPI_Gather(a, 2, MPI_INT, b, 2, MPI_INT, root, comm);
+	coll[GATHER]++;
+	if (r == root)
+		mix((uint64_t)b[2 * n - 1]);
+	MPI_Gatherv(a, cnt[r], MPI_INT, b, cnt, dis, MPI_INT, root, comm);
+	coll[GATHER]++;
+	if (r == root)
+		mix((uint64_t)b[total - 1]);
+	for (i = 0; i < 4; i++)
+		d[i] = r + i * 0.5 + it;
+	MPI_Reduce(d, e, 4, MPI_DOUBLE, MPI_SUM, root, comm);
+	coll[REDUCE]++;
+	if (r == root)
+		mix((uint64_t)(e[3] * 2));
+	if (it % 2) {
+		MPI_Allreduce(MPI_IN_PLACE, d, 4, MPI_DOUBLE, MPI_MAX, comm);
+		mix((uint64_t)(d[2] * 2));
+	} else {
+		MPI_Allreduce(d, e, 4, MPI_DOUBLE, MPI_MAX, comm);
+		mix((uint64_t)(e[2] * 2));
+	}
+	coll[ALLREDUCE]++;
+	MPI_Allgather(a, 1, MPI_INT, b, 1, MPI_INT, comm);
+	coll[ALLGATHER]++;
+	mix((uint64_t)b[n - 1]);
+	MPI_Allgatherv(a, cnt[r], MPI_INT, b, cnt, dis, MPI_INT, comm);
+	coll[ALLGATHER]++;
+	mix((uint64_t)b[total - 1]);
+	MPI_Alltoall(a, 2, MPI_INT, b, 2, MPI_INT, comm);
+	coll[ALLTOALL]++;
+	mix((uint64_t)b[2 * n - 1]);
+	for (i = 0; i < n; i++)
+		dis[i] = i * 8;
+	for (i = 0; i < n; i++)
+		cnt[i] = 1 + (r + i) % 4;
+	{
+		int rc[n], rd[n];
+
+		for (i = 0; i < n; i++) {
+			rc[i] = 1 + (i + r) % 4;
+			rd[i] = i * 8;
+		}
+		MPI_Alltoallv(a, cnt, dis, MPI_INT, b, rc, rd, MPI_INT, comm);
+		coll[ALLTOALL]++;
+		mix((uint64_t)b[(n - 1) * 8]);
+		for (i = 0; i < n; i++)
+			rc[i] = 1;
+		MPI_Reduce_scatter(a, b, rc, MPI_INT, MPI_SUM, comm);
+		coll[REDUCE_SCATTER]++;
+		mix((uint64_t)b[0]);
+	}
+	MPI_Scan(a, b, 2, MPI_INT, MPI_SUM, comm);
+	coll[SCAN]++;
+	mix((uint64_t)b[1]);
+	b[0] = b[1] = 0;
+	MPI_Exscan(a, b, 2, MPI_INT, MPI_SUM, comm);
+	coll[EXSCAN]++;
+	if (r > 0)
+		mix((uint64_t)b[1]);
+	free(a);
+	free(b);
+	free(cnt);
+	free(dis);
+}
+
+/* Work in sub-communicators: even / odd ranks, and a duplicate. */
+static void subcomms(int it, int phase)
+{
+	MPI_Comm half, dup;
+	int r, n, to, from, sv[8], rv[8], i, v;
+	MPI_Status st;
+
+	MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half);
+	MPI_Comm_rank(half, &r);
+	MPI_Comm_size(half, &n);
+	to = (r + 1) % n;
+	from = (r + n - 1) % n;
+	for (i = 0; i < 8; i++)
+		sv[i] = rank * 100 + i + it;
+	MPI_Sendrecv(sv, 8, MPI_INT, to, 5, rv, 8, MPI_INT, from, 5, half,
+		     &st);
+	{
+		/* the world rank of `to` in half: ranks sorted by key
+		 * size - rank, so descending world rank of my parity */
+		MPI_Group hg, wg;
+		int w;
+
+		MPI_Comm_group(half, &hg);
+		MPI_Comm_group(MPI_COMM_WORLD, &wg);
+		MPI_Group_translate_ranks(hg, 1, &to, wg, &w);
+		MPI_Group_free(&hg);
+		MPI_Group_free(&wg);
+		count_send(phase, w, 8);
+	}
+	mix((uint64_t)rv[7]);
+	v = rank + it;
+	MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_SUM, half);
+	coll[ALLREDUCE]++;
+	mix((uint64_t)v);
+	MPI_Comm_dup(half, &dup);
+	collectives(dup, it + 7);
+	MPI_Comm_free(&dup);
+	MPI_Comm_free(&half);
+}
+
+static int write_json(const char *path, const uint64_t *allsent,
+		      const uint64_t *allcoll)
+{
+	char tmp[4096];
+	FILE *f;
+	int p, a, b, o, first;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -1;
+	f = fopen(tmp, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "{\n  \"world_size\": %d,\n  \"iterations\": %d,\n",
+		size, iters);
+	fprintf(f, "  \"wildcard_receives\": %" PRIu64 ",\n", wildcards);
+	fprintf(f, "  \"p2p\": [");
+	first = 1;
+	for (a = 0; a < size; a++)
+		for (p = 0; p <= iters; p++)
+			for (b = 0; b < size; b++) {
+				const uint64_t *x = allsent +
+					(((size_t)a * (iters + 1) + p) * size +
+					 b) * 2;
+
+				if (!x[0])
+					continue;
+				fprintf(f,
+					"%s\n    {\"from\": %d, \"to\": %d, "
+					"\"phase\": %d, \"messages\": %" PRIu64
+					", \"bytes\": %" PRIu64 "}",
+					first ? "" : ",", a, b, p, x[0], x[1]);
+				first = 0;
+			}
+	fprintf(f, "\n  ],\n  \"collectives\": {");
+	for (o = 0; o < NOPS; o++) {
+		fprintf(f, "%s\n    \"%s\": [", o ? "," : "", op_names[o]);
+		for (a = 0; a < size; a++)
+			fprintf(f, "%s%" PRIu64, a ? ", " : "",
+				allcoll[(size_t)a * NOPS + o]);
+		fprintf(f, "]");
+	}
+	fprintf(f, "\n  }\n}\n");
+	if (fflush(f) != 0 || ferror(f)) {
+		fclose(f);
+		unlink(tmp);
+		return -1;
+	}
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *json = NULL;
+	uint64_t *allsent = NULL, *allcoll = NULL, total;
+	int c, it, region = -1;
+	size_t nsent;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	while ((c = getopt(argc, argv, "n:j:")) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'n':
+			errno = 0;
+			iters = (int)strtol(optarg, &end, 10);
+			if (errno || *end || iters < 1 || iters > 100000)
+				goto usage;
+			break;
+		case 'j':
+			json = optarg;
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (optind != argc)
+		goto usage;
+	if (sh5_ev_region)
+		region = sh5_ev_region("mpitest_iteration");
+	nsent = (size_t)(iters + 1) * size * 2;
+	sent = calloc(nsent, sizeof(*sent));
+	if (!sent)
+		fail("out of memory");
+	for (it = 0; it < iters; it++) {
+		MPI_Pcontrol(1);
+		if (sh5_ev_enter)
+			sh5_ev_enter(region);
+		if (size > 1) {
+			ring(it, it + 1);
+			exchange(it, it + 1);
+			wildcard(it, it + 1);
+		}
+		collectives(MPI_COMM_WORLD, it);
+		subcomms(it, it + 1);
+		if (sh5_ev_exit)
+			sh5_ev_exit(region);
+	}
+	/* The report: two gathers and one reduce, counted first. */
+	coll[GATHER] += 2;
+	coll[REDUCE] += 1;
+	if (rank == 0) {
+		allsent = calloc(nsent * size, sizeof(*allsent));
+		allcoll = calloc((size_t)NOPS * size, sizeof(*allcoll));
+		if (!allsent || !allcoll)
+			fail("out of memory");
+	}
+	MPI_Gather(sent, (int)nsent, MPI_UINT64_T, allsent, (int)nsent,
+		   MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	MPI_Gather(coll, NOPS, MPI_UINT64_T, allcoll, NOPS, MPI_UINT64_T, 0,
+		   MPI_COMM_WORLD);
+	MPI_Reduce(&sum, &total, 1, MPI_UINT64_T, MPI_BXOR, 0,
+		   MPI_COMM_WORLD);
+	if (rank == 0) {
+		printf("sh5_mpitest: ranks %d iterations %d checksum %016" PRIx64
+		       "\n", size, iters, total);
+		if (json && write_json(json, allsent, allcoll) < 0) {
+			fprintf(stderr, "sh5_mpitest: %s: cannot write: %s\n",
+				json, strerror(errno));
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+	}
+	free(allsent);
+	free(allcoll);
+	free(sent);
+	MPI_Finalize();
+	return 0;
+usage:
+	if (rank == 0)
+		fprintf(stderr, "usage: sh5_mpitest [-n ITERATIONS] "
+				"[-j JSON]\n");
+	MPI_Finalize();
+	return 2;
+}
