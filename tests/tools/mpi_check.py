@@ -23,13 +23,15 @@ F_MPI, F_MEMBERS, F_NB, F_ANYSRC, F_ANYTAG, F_PCONTROL = 1, 2, 4, 8, 16, 32
 # The calls sh5_mpitest makes (all wrapped).
 USED = ["Init", "Finalize", "Pcontrol", "Send", "Recv", "Isend", "Irecv",
         "Wait", "Waitall", "Testall", "Waitany", "Waitsome", "Sendrecv",
-        "Comm_split", "Comm_dup", "Comm_free", "Barrier", "Bcast",
+        "Comm_split", "Comm_dup", "Comm_free", "Cart_create", "Cart_sub",
+        "Comm_split_type", "Comm_create", "Comm_create_group", "Barrier", "Bcast",
         "Scatter", "Scatterv", "Gather", "Gatherv", "Reduce", "Allreduce",
         "Allgather", "Allgatherv", "Alltoall", "Alltoallv",
         "Reduce_scatter", "Scan", "Exscan"]
 # ... of which these with one rank.
 SINGLE = ["Init", "Finalize", "Pcontrol", "Sendrecv", "Comm_split",
-          "Comm_dup", "Comm_free", "Barrier", "Allreduce"]
+          "Comm_dup", "Comm_free", "Barrier", "Allreduce", "Cart_create",
+          "Cart_sub", "Comm_split_type", "Comm_create", "Comm_create_group"]
 
 fails = []
 
@@ -219,10 +221,14 @@ def main():
                      % (g, r, c["rank"], members[c["rank"]]))
             if c["members"] and c["rank"] != 0:
                 fail("comm %x: members from rank %d" % (g, c["rank"]))
-    # Per iteration: split + dup.
-    if ncomm != 2 * prog["iterations"] * (2 if n > 1 else 1):
-        fail("%d communicators defined, want %d"
-             % (ncomm, 2 * prog["iterations"] * (2 if n > 1 else 1)))
+    if ncomm != sum(prog["communicators_made"]):
+        fail("%d communicators defined, the program made %d"
+             % (ncomm, sum(prog["communicators_made"])))
+    for r in range(n):
+        mine = sum(1 for g in comms if (g >> 32) - 1 == r)
+        if mine != prog["communicators_made"][r]:
+            fail("rank %d is rank 0 of %d communicators, program says %d"
+                 % (r, mine, prog["communicators_made"][r]))
     if not fails:
         print("ok: %d ranks, %d sends, %d receives, %d communicators"
               % (n, sum(v for k, v in sent.items() if len(k) == 3),

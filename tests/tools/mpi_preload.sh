@@ -93,6 +93,12 @@ run pre4 4 LD_PRELOAD="$LIB" SH5_EVENTS_DIR="$tmp/ev4"
 same pre4 plain
 events pre4 4 "$tmp/ev4"
 [ -s "$tmp/pre4.err" ] && fail "pre4: stderr: $(head -5 "$tmp/pre4.err")"
+# The check catches a report that differs in one message's size.
+sed '0,/"bytes": /s/"bytes": \([0-9]*\)/"bytes": 1\1/' "$tmp/pre4.json" \
+	>"$tmp/wrong.json"
+cmp -s "$tmp/wrong.json" "$tmp/pre4.json" && fail "could not alter the report"
+/usr/bin/python3 "$CHECK" "$tmp/wrong.json" "$tmp"/ev4/*.txt >/dev/null &&
+	fail "mpi_check.py passed a wrong report"
 
 # 2. Blocks of 4 KiB: a file is many blocks, definitions cross them.
 mkdir "$tmp/ev4s"

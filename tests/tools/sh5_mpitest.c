@@ -10,10 +10,13 @@
  * with MPI_ANY_SOURCE / MPI_ANY_TAG (Recv, Irecv + Wait, Irecv + Waitsome),
  * every collective operation libsh5mpi records (the rooted ones with
  * changing roots), and work in communicators from MPI_Comm_split (even /
- * odd ranks) and MPI_Comm_dup.  Rank 0 prints one deterministic line (a
+ * odd ranks) and MPI_Comm_dup; in the first, also in communicators from
+ * MPI_Cart_create, MPI_Cart_sub, MPI_Comm_split_type, MPI_Comm_create and
+ * MPI_Comm_create_group.  Rank 0 prints one deterministic line (a
  * checksum of everything received) and, with -j, writes a JSON file of
  * what the ranks sent: p2p messages and bytes per (from, to) and phase,
- * collective calls per operation and rank, the world size.  With one
+ * collective calls per operation and rank, the communicators each rank
+ * was rank 0 of, the world size.  With one
  * rank there are no p2p messages.  It calls sh5_ev_region/enter/exit when
  * they are linked in (weak).  Exit 0, 1 on a wrong result, 2 on usage.
  */
@@ -40,10 +43,23 @@ static const char *const op_names[NOPS] = {
 };
 
 static int rank, size, iters = 3;
-static uint64_t coll[NOPS];	/* my calls per operation */
+static uint64_t coll[NOPS + 1];	/* my calls per operation, made */
 static uint64_t *sent;		/* [phase][to][2]: messages, bytes */
 static uint64_t sum;		/* checksum of what I received */
 static uint64_t wildcards;	/* wildcard receives (rank 0) */
+static uint64_t made;		/* communicators I am rank 0 of */
+
+/* Count comm in `made` when I am its rank 0. */
+static void count_made(MPI_Comm comm)
+{
+	int r;
+
+	if (comm == MPI_COMM_NULL)
+		return;
+	MPI_Comm_rank(comm, &r);
+	if (r == 0)
+		made++;
+}
 
 static void fail(const char *what)
 {
@@ -322,6 +338,7 @@ static void subcomms(int it, int phase)
 	MPI_Status st;
 
 	MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half);
+	count_made(half);
 	MPI_Comm_rank(half, &r);
 	MPI_Comm_size(half, &n);
 	to = (r + 1) % n;
@@ -349,9 +366,82 @@ static void subcomms(int it, int phase)
 	coll[ALLREDUCE]++;
 	mix((uint64_t)v);
 	MPI_Comm_dup(half, &dup);
+	count_made(dup);
 	collectives(dup, it + 7);
 	MPI_Comm_free(&dup);
 	MPI_Comm_free(&half);
+}
+
+/* The other constructors: a periodic 1-D Cartesian grid of all ranks and
+ * its MPI_Cart_sub, the ranks of this node, and the first half of the
+ * ranks from MPI_Comm_create and MPI_Comm_create_group. */
+static void topologies(int it, int phase)
+{
+	int dims[1] = { size }, periods[1] = { 1 }, remain[1] = { 1 };
+	int range[1][3] = { { 0, (size + 1) / 2 - 1, 1 } };
+	int r, n, src, dst, w, v[4], u[4], i;
+	MPI_Comm cart, line, node, part, grp = MPI_COMM_NULL;
+	MPI_Group wg, g;
+	MPI_Status st;
+
+	MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &cart);
+	count_made(cart);
+	MPI_Cart_sub(cart, remain, &line);
+	count_made(line);
+	MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+			    MPI_INFO_NULL, &node);
+	count_made(node);
+	MPI_Comm_group(MPI_COMM_WORLD, &wg);
+	MPI_Group_range_incl(wg, 1, range, &g);
+	MPI_Comm_create(MPI_COMM_WORLD, g, &part);
+	count_made(part);
+	if (rank < (size + 1) / 2) {
+		MPI_Comm_create_group(MPI_COMM_WORLD, g, 7, &grp);
+		count_made(grp);
+	}
+
+	/* a shift by 2 along the grid (world ranks: no reorder) */
+	MPI_Cart_shift(cart, 0, 2, &src, &dst);
+	for (i = 0; i < 4; i++)
+		v[i] = rank + i + it;
+	MPI_Sendrecv(v, 4, MPI_INT, dst, 3, u, 4, MPI_INT, src, 3, cart, &st);
+	count_send(phase, dst, 4);
+	mix((uint64_t)u[3]);
+	/* a Bcast from the last rank of the line, not rank 0 */
+	MPI_Comm_size(line, &n);
+	MPI_Comm_rank(line, &r);
+	v[0] = r == n - 1 ? 1000 + it : 0;
+	MPI_Bcast(v, 1, MPI_INT, n - 1, line);
+	coll[BCAST]++;
+	mix((uint64_t)v[0]);
+	v[0] = 1;
+	MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_SUM, node);
+	coll[ALLREDUCE]++;
+	if (part != MPI_COMM_NULL) {
+		MPI_Barrier(part);
+		coll[BARRIER]++;
+		MPI_Comm_free(&part);
+	}
+	if (grp != MPI_COMM_NULL) {
+		/* root: world rank 0 is rank 0 of grp; use the last one */
+		MPI_Comm_size(grp, &n);
+		v[0] = rank;
+		MPI_Reduce(v, u, 1, MPI_INT, MPI_MAX, n - 1, grp);
+		coll[REDUCE]++;
+		MPI_Comm_rank(grp, &r);
+		if (r == n - 1) {
+			w = (size + 1) / 2 - 1;
+			if (u[0] != w)
+				fail("reduce on MPI_Comm_create_group");
+			mix((uint64_t)u[0]);
+		}
+		MPI_Comm_free(&grp);
+	}
+	MPI_Group_free(&g);
+	MPI_Group_free(&wg);
+	MPI_Comm_free(&node);
+	MPI_Comm_free(&line);
+	MPI_Comm_free(&cart);
 }
 
 static int write_json(const char *path, const uint64_t *allsent,
@@ -392,10 +482,14 @@ static int write_json(const char *path, const uint64_t *allsent,
 		fprintf(f, "%s\n    \"%s\": [", o ? "," : "", op_names[o]);
 		for (a = 0; a < size; a++)
 			fprintf(f, "%s%" PRIu64, a ? ", " : "",
-				allcoll[(size_t)a * NOPS + o]);
+				allcoll[(size_t)a * (NOPS + 1) + o]);
 		fprintf(f, "]");
 	}
-	fprintf(f, "\n  }\n}\n");
+	fprintf(f, "\n  },\n  \"communicators_made\": [");
+	for (a = 0; a < size; a++)
+		fprintf(f, "%s%" PRIu64, a ? ", " : "",
+			allcoll[(size_t)a * (NOPS + 1) + NOPS]);
+	fprintf(f, "]\n}\n");
 	if (fflush(f) != 0 || ferror(f)) {
 		fclose(f);
 		unlink(tmp);
@@ -454,6 +548,8 @@ int main(int argc, char **argv)
 		}
 		collectives(MPI_COMM_WORLD, it);
 		subcomms(it, it + 1);
+		if (it == 0)
+			topologies(it, it + 1);
 		if (sh5_ev_exit)
 			sh5_ev_exit(region);
 	}
@@ -462,14 +558,16 @@ int main(int argc, char **argv)
 	coll[REDUCE] += 1;
 	if (rank == 0) {
 		allsent = calloc(nsent * size, sizeof(*allsent));
-		allcoll = calloc((size_t)NOPS * size, sizeof(*allcoll));
+		allcoll = calloc((size_t)(NOPS + 1) * size,
+				 sizeof(*allcoll));
 		if (!allsent || !allcoll)
 			fail("out of memory");
 	}
 	MPI_Gather(sent, (int)nsent, MPI_UINT64_T, allsent, (int)nsent,
 		   MPI_UINT64_T, 0, MPI_COMM_WORLD);
-	MPI_Gather(coll, NOPS, MPI_UINT64_T, allcoll, NOPS, MPI_UINT64_T, 0,
-		   MPI_COMM_WORLD);
+	coll[NOPS] = made;
+	MPI_Gather(coll, NOPS + 1, MPI_UINT64_T, allcoll, NOPS + 1,
+		   MPI_UINT64_T, 0, MPI_COMM_WORLD);
 	MPI_Reduce(&sum, &total, 1, MPI_UINT64_T, MPI_BXOR, 0,
 		   MPI_COMM_WORLD);
 	if (rank == 0) {
