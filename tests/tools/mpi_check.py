@@ -27,11 +27,13 @@ USED = ["Init", "Finalize", "Pcontrol", "Send", "Recv", "Isend", "Irecv",
         "Comm_split_type", "Comm_create", "Comm_create_group", "Barrier", "Bcast",
         "Scatter", "Scatterv", "Gather", "Gatherv", "Reduce", "Allreduce",
         "Allgather", "Allgatherv", "Alltoall", "Alltoallv",
-        "Reduce_scatter", "Scan", "Exscan"]
+        "Reduce_scatter", "Scan", "Exscan", "Ssend", "Issend", "Bsend",
+        "Testany", "Testsome", "Sendrecv_replace", "Comm_dup_with_info"]
 # ... of which these with one rank.
 SINGLE = ["Init", "Finalize", "Pcontrol", "Sendrecv", "Comm_split",
           "Comm_dup", "Comm_free", "Barrier", "Allreduce", "Cart_create",
-          "Cart_sub", "Comm_split_type", "Comm_create", "Comm_create_group"]
+          "Cart_sub", "Comm_split_type", "Comm_create", "Comm_create_group",
+          "Sendrecv_replace", "Comm_dup_with_info"]
 
 fails = []
 

@@ -39,7 +39,7 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ITERS=4
+ITERS=6
 
 # run NAME NP [VAR=VALUE...]: sh5_mpitest under mpirun, the variables
 # exported to every rank; stdout in $tmp/NAME.out, report $tmp/NAME.json.
@@ -86,7 +86,7 @@ run plain 4
 	cat "$tmp/plain.err"
 	fail "sh5_mpitest without the library failed"
 }
-grep -q '^sh5_mpitest: ranks 4 iterations 4 checksum ' "$tmp/plain.out" ||
+grep -q '^sh5_mpitest: ranks 4 iterations 6 checksum ' "$tmp/plain.out" ||
 	fail "plain: no result line"
 mkdir "$tmp/ev4"
 run pre4 4 LD_PRELOAD="$LIB" SH5_EVENTS_DIR="$tmp/ev4"

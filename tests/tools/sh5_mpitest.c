@@ -6,8 +6,9 @@
  *
  * Each iteration: MPI_Pcontrol(1) (a phase mark), a ring of MPI_Send /
  * MPI_Recv, a non-blocking exchange with both neighbours (Isend, Irecv,
- * then Waitall, Testall, Waitany or Waitsome), messages to rank 0 received
- * with MPI_ANY_SOURCE / MPI_ANY_TAG (Recv, Irecv + Wait, Irecv + Waitsome),
+ * then Waitall, Testall, Waitany, Waitsome, Testany or Testsome), messages
+ * to rank 0 (Send, Ssend, Issend or Bsend) received with MPI_ANY_SOURCE /
+ * MPI_ANY_TAG (Recv, Irecv + Wait, Irecv + Waitsome),
  * every collective operation libsh5mpi records (the rooted ones with
  * changing roots), and work in communicators from MPI_Comm_split (even /
  * odd ranks) and MPI_Comm_dup; in the first, also in communicators from
@@ -104,6 +105,9 @@ static void check(const int *buf, int n, int from, int to, int it, int tag)
 }
 
 #define MAXN 4096
+/* MPI_Bsend's buffer: one message at a time. */
+#define BSEND_SIZE (MAXN * (int)sizeof(int) + MPI_BSEND_OVERHEAD)
+static void *bsend_buf;
 
 static int msglen(int from, int to, int it)
 {
@@ -155,7 +159,7 @@ static void exchange(int it, int phase)
 			  &req[2 + i]);
 		count_send(phase, to[i], n);
 	}
-	switch (it % 4) {
+	switch (it % 6) {
 	case 0:
 		MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
 		break;
@@ -168,9 +172,20 @@ static void exchange(int it, int phase)
 		for (i = 0; i < 4; i++)
 			MPI_Waitany(4, req, &idx, MPI_STATUS_IGNORE);
 		break;
-	default:
+	case 3:
 		for (done = 0; done < 4; done += out)
 			MPI_Waitsome(4, req, &out, ids, st);
+		break;
+	case 4:
+		for (done = 0; done < 4;) {
+			MPI_Testany(4, req, &idx, &i, MPI_STATUS_IGNORE);
+			if (i && idx != MPI_UNDEFINED)
+				done++;
+		}
+		break;
+	default:
+		for (done = 0; done < 4; done += out)
+			MPI_Testsome(4, req, &out, ids, MPI_STATUSES_IGNORE);
 		break;
 	}
 	for (i = 0; i < 2; i++)
@@ -190,7 +205,29 @@ static void wildcard(int it, int phase)
 	if (rank != 0) {
 		n = msglen(rank, 0, it + 90);
 		fill(buf, n, rank, 0, it, 100 + rank);
-		MPI_Send(buf, n, MPI_INT, 0, 100 + rank, MPI_COMM_WORLD);
+		/* each kind of send in turn */
+		switch ((it + rank) % 4) {
+		case 0:
+			MPI_Send(buf, n, MPI_INT, 0, 100 + rank,
+				 MPI_COMM_WORLD);
+			break;
+		case 1:
+			MPI_Ssend(buf, n, MPI_INT, 0, 100 + rank,
+				  MPI_COMM_WORLD);
+			break;
+		case 2: {
+			MPI_Request r;
+
+			MPI_Issend(buf, n, MPI_INT, 0, 100 + rank,
+				   MPI_COMM_WORLD, &r);
+			MPI_Wait(&r, MPI_STATUS_IGNORE);
+			break;
+		}
+		default:
+			MPI_Bsend(buf, n, MPI_INT, 0, 100 + rank,
+				  MPI_COMM_WORLD);
+			break;
+		}
 		count_send(phase, 0, n);
 		return;
 	}
@@ -345,8 +382,14 @@ static void subcomms(int it, int phase)
 	from = (r + n - 1) % n;
 	for (i = 0; i < 8; i++)
 		sv[i] = rank * 100 + i + it;
-	MPI_Sendrecv(sv, 8, MPI_INT, to, 5, rv, 8, MPI_INT, from, 5, half,
-		     &st);
+	if (it % 2) {
+		memcpy(rv, sv, sizeof(rv));
+		MPI_Sendrecv_replace(rv, 8, MPI_INT, to, 5, from, 5, half,
+				     MPI_STATUS_IGNORE);
+	} else {
+		MPI_Sendrecv(sv, 8, MPI_INT, to, 5, rv, 8, MPI_INT, from, 5,
+			     half, &st);
+	}
 	{
 		/* the world rank of `to` in half: ranks sorted by key
 		 * size - rank, so descending world rank of my parity */
@@ -365,7 +408,10 @@ static void subcomms(int it, int phase)
 	MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_SUM, half);
 	coll[ALLREDUCE]++;
 	mix((uint64_t)v);
-	MPI_Comm_dup(half, &dup);
+	if (it % 2)
+		MPI_Comm_dup_with_info(half, MPI_INFO_NULL, &dup);
+	else
+		MPI_Comm_dup(half, &dup);
 	count_made(dup);
 	collectives(dup, it + 7);
 	MPI_Comm_free(&dup);
@@ -533,6 +579,10 @@ int main(int argc, char **argv)
 		goto usage;
 	if (sh5_ev_region)
 		region = sh5_ev_region("mpitest_iteration");
+	bsend_buf = malloc(BSEND_SIZE);
+	if (!bsend_buf)
+		fail("out of memory");
+	MPI_Buffer_attach(bsend_buf, BSEND_SIZE);
 	nsent = (size_t)(iters + 1) * size * 2;
 	sent = calloc(nsent, sizeof(*sent));
 	if (!sent)
@@ -579,6 +629,8 @@ int main(int argc, char **argv)
 			MPI_Abort(MPI_COMM_WORLD, 1);
 		}
 	}
+	MPI_Buffer_detach(&bsend_buf, &c);
+	free(bsend_buf);
 	free(allsent);
 	free(allcoll);
 	free(sent);
