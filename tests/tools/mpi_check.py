@@ -21,16 +21,18 @@ OPS = ["barrier", "bcast", "scatter", "gather", "reduce", "allreduce",
 ROOTED = {"bcast", "scatter", "gather", "reduce"}
 F_MPI, F_MEMBERS, F_NB, F_ANYSRC, F_ANYTAG, F_PCONTROL = 1, 2, 4, 8, 16, 32
 # The calls sh5_mpitest makes (all wrapped).
-USED = ["Init", "Finalize", "Pcontrol", "Send", "Recv", "Isend", "Irecv",
+USED = ["Finalize", "Pcontrol", "Send", "Recv", "Isend", "Irecv",
         "Wait", "Waitall", "Testall", "Waitany", "Waitsome", "Sendrecv",
         "Comm_split", "Comm_dup", "Comm_free", "Cart_create", "Cart_sub",
         "Comm_split_type", "Comm_create", "Comm_create_group", "Barrier", "Bcast",
         "Scatter", "Scatterv", "Gather", "Gatherv", "Reduce", "Allreduce",
         "Allgather", "Allgatherv", "Alltoall", "Alltoallv",
         "Reduce_scatter", "Scan", "Exscan", "Ssend", "Issend", "Bsend",
-        "Testany", "Testsome", "Sendrecv_replace", "Comm_dup_with_info"]
+        "Testany", "Testsome", "Sendrecv_replace", "Comm_dup_with_info",
+        "Rsend", "Irsend", "Ibsend", "Request_free", "Intercomm_merge",
+        "Graph_create", "Dist_graph_create", "Dist_graph_create_adjacent"]
 # ... of which these with one rank.
-SINGLE = ["Init", "Finalize", "Pcontrol", "Sendrecv", "Comm_split",
+SINGLE = ["Finalize", "Pcontrol", "Sendrecv", "Comm_split",
           "Comm_dup", "Comm_free", "Barrier", "Allreduce", "Cart_create",
           "Cart_sub", "Comm_split_type", "Comm_create", "Comm_create_group",
           "Sendrecv_replace", "Comm_dup_with_info"]
@@ -162,7 +164,8 @@ def main():
                      % (r, regions.get(rid, (0, rid))[1], v))
         names = {name for flags, name in regions.values() if flags & F_MPI}
         all_names.update(names)
-        for c in ("Init", "Finalize", "Pcontrol", "Barrier"):
+        init = "Init_thread" if prog["init_thread"] else "Init"
+        for c in (init, "Finalize", "Pcontrol", "Barrier"):
             if "MPI_" + c not in names:
                 fail("rank %d: no region MPI_%s" % (r, c))
         if "mpitest_iteration" not in {nm for _, nm in regions.values()}:

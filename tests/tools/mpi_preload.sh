@@ -10,7 +10,8 @@
 #    totals, wildcard receives resolved, CBEGIN/CEND per operation,
 #    communicator definitions, MPI regions, PHASE marks from MPI_Pcontrol.
 # 2. The same with SH5_EVENTS_BUFFER=4096: many blocks per file.
-# 3. 3 ranks (odd) and 1 rank, preloaded, checked the same way.
+# 3. 3 ranks (odd; MPI_Init_thread) and 1 rank, preloaded, checked the
+#    same way.
 # 4. Preloaded without SH5_EVENTS_DIR: same output, no file written.
 # Exit 0 pass, 1 fail, 77 when the MPI parts are not built (HAVE_MPI off).
 set -u
@@ -41,14 +42,16 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ITERS=6
 
-# run NAME NP [VAR=VALUE...]: sh5_mpitest under mpirun, the variables
-# exported to every rank; stdout in $tmp/NAME.out, report $tmp/NAME.json.
+# run NAME NP [VAR=VALUE...]: sh5_mpitest (options: array OPT) under
+# mpirun, the variables exported to every rank; stdout in $tmp/NAME.out,
+# report $tmp/NAME.json.
+OPT=()
 run() {
 	local name=$1 np=$2 x=() v
 	shift 2
 	for v in "$@"; do x+=(-x "$v"); done
 	timeout 300 mpirun -np "$np" --oversubscribe "${x[@]}" "$PROG" \
-		-n $ITERS -j "$tmp/$name.json" >"$tmp/$name.out" \
+		"${OPT[@]}" -n $ITERS -j "$tmp/$name.json" >"$tmp/$name.out" \
 		2>"$tmp/$name.err"
 	echo $? >"$tmp/$name.rc"
 }
@@ -109,14 +112,17 @@ events small 4 "$tmp/ev4s"
 nb=$(awk '{print $2}' "$tmp/small.blocks" 2>/dev/null)
 [ "${nb:-0}" -ge 16 ] || fail "small: ${nb:-0} blocks in 4 files, want >= 16"
 
-# 3. Three ranks and one rank.
+# 3. Three ranks (started with MPI_Init_thread) and one rank.
 for np in 3 1; do
+	OPT=()
+	[ "$np" = 3 ] && OPT=(-t)
 	run "plain$np" "$np"
 	mkdir "$tmp/ev$np"
 	run "pre$np" "$np" LD_PRELOAD="$LIB" SH5_EVENTS_DIR="$tmp/ev$np"
 	same "pre$np" "plain$np"
 	events "pre$np" "$np" "$tmp/ev$np"
 done
+OPT=()
 
 # 4. Preloaded, not profiled: a pass-through that writes nothing.
 mkdir "$tmp/none"

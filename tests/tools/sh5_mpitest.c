@@ -2,7 +2,9 @@
  * sh5_mpitest.c - a plain MPI program for the tests of the preload library
  * libsh5mpi (tests/tools/mpi_preload.sh) and the end-to-end tests.
  *
- *     sh5_mpitest [-n ITERATIONS] [-j JSON]
+ *     sh5_mpitest [-t] [-n ITERATIONS] [-j JSON]
+ *
+ * -t: start with MPI_Init_thread(MPI_THREAD_FUNNELED), not MPI_Init.
  *
  * Each iteration: MPI_Pcontrol(1) (a phase mark), a ring of MPI_Send /
  * MPI_Recv, a non-blocking exchange with both neighbours (Isend, Irecv,
@@ -13,8 +15,9 @@
  * changing roots), and work in communicators from MPI_Comm_split (even /
  * odd ranks) and MPI_Comm_dup; in the first, also in communicators from
  * MPI_Cart_create, MPI_Cart_sub, MPI_Comm_split_type, MPI_Comm_create and
- * MPI_Comm_create_group.  Rank 0 prints one deterministic line (a
- * checksum of everything received) and, with -j, writes a JSON file of
+ * MPI_Comm_create_group; in the second, the rarer calls (extras()).
+ * Rank 0 prints one deterministic line (a checksum of everything
+ * received) and, with -j, writes a JSON file of
  * what the ranks sent: p2p messages and bytes per (from, to) and phase,
  * collective calls per operation and rank, the communicators each rank
  * was rank 0 of, the world size.  With one
@@ -49,6 +52,7 @@ static uint64_t *sent;		/* [phase][to][2]: messages, bytes */
 static uint64_t sum;		/* checksum of what I received */
 static uint64_t wildcards;	/* wildcard receives (rank 0) */
 static uint64_t made;		/* communicators I am rank 0 of */
+static int threaded;		/* -t: MPI_Init_thread */
 
 /* Count comm in `made` when I am its rank 0. */
 static void count_made(MPI_Comm comm)
@@ -106,7 +110,7 @@ static void check(const int *buf, int n, int from, int to, int it, int tag)
 
 #define MAXN 4096
 /* MPI_Bsend's buffer: one message at a time. */
-#define BSEND_SIZE (MAXN * (int)sizeof(int) + MPI_BSEND_OVERHEAD)
+#define BSEND_SIZE (4 * (MAXN * (int)sizeof(int) + MPI_BSEND_OVERHEAD))
 static void *bsend_buf;
 
 static int msglen(int from, int to, int it)
@@ -368,6 +372,98 @@ static void collectives(MPI_Comm comm, int it)
 }
 
 /* Work in sub-communicators: even / odd ranks, and a duplicate. */
+/*
+ * The rarer calls (second iteration, two ranks or more): MPI_Rsend and
+ * MPI_Irsend to a posted receive, MPI_Ibsend, MPI_Request_free of a send,
+ * a cancelled receive (no RECV), an intercommunicator (not recorded: a
+ * Barrier on it is no collective in the report) merged into an
+ * intracommunicator, and the graph constructors.
+ */
+static void extras(int it, int phase)
+{
+	int right = (rank + 1) % size, left = (rank + size - 1) % size;
+	int sv[4] = { rank, it, 1, 2 }, rv[4][4], dummy, i, flag, top[2];
+	int edges[2] = { left, right }, deg = 2, wts[2] = { 1, 1 };
+	MPI_Request req[4], sreq, cr;
+	MPI_Status st;
+	MPI_Comm half, inter, merged, graph, dg, dga;
+
+	/* Rsend / Irsend need the receive posted: a barrier between */
+	MPI_Irecv(rv[0], 4, MPI_INT, left, 20, MPI_COMM_WORLD, &req[0]);
+	MPI_Irecv(rv[1], 4, MPI_INT, left, 21, MPI_COMM_WORLD, &req[1]);
+	MPI_Irecv(rv[2], 4, MPI_INT, left, 22, MPI_COMM_WORLD, &req[2]);
+	MPI_Irecv(rv[3], 4, MPI_INT, left, 23, MPI_COMM_WORLD, &req[3]);
+	MPI_Irecv(&dummy, 1, MPI_INT, left, 99, MPI_COMM_WORLD, &cr);
+	MPI_Barrier(MPI_COMM_WORLD);
+	coll[BARRIER]++;
+	MPI_Rsend(sv, 4, MPI_INT, right, 20, MPI_COMM_WORLD);
+	MPI_Irsend(sv, 4, MPI_INT, right, 21, MPI_COMM_WORLD, &sreq);
+	MPI_Wait(&sreq, MPI_STATUS_IGNORE);
+	MPI_Ibsend(sv, 4, MPI_INT, right, 22, MPI_COMM_WORLD, &sreq);
+	MPI_Wait(&sreq, MPI_STATUS_IGNORE);
+	MPI_Isend(sv, 4, MPI_INT, right, 23, MPI_COMM_WORLD, &sreq);
+	MPI_Request_free(&sreq);
+	for (i = 0; i < 4; i++)
+		count_send(phase, right, 4);
+	MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
+	for (i = 0; i < 4; i++)
+		mix((uint64_t)rv[i][0] + (uint64_t)i);
+	MPI_Cancel(&cr);
+	MPI_Wait(&cr, &st);
+	MPI_Test_cancelled(&st, &flag);
+	if (!flag)
+		fail("receive not cancelled");
+	/* the Isend freed above has been received: safe to go on */
+	MPI_Barrier(MPI_COMM_WORLD);
+	coll[BARRIER]++;
+
+	/* halves of even and odd ranks, ordered by world rank; leaders:
+	 * world ranks 0 and 1 */
+	MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+	count_made(half);
+	MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 30,
+			     &inter);
+	MPI_Barrier(inter);	/* not recorded: not counted */
+	MPI_Intercomm_merge(inter, rank % 2, &merged);
+	count_made(merged);
+	top[0] = rank;
+	MPI_Allreduce(top, top + 1, 1, MPI_INT, MPI_MAX, merged);
+	coll[ALLREDUCE]++;
+	mix((uint64_t)top[1]);
+
+	/* graphs: a ring, each rank its own node (no reorder) */
+	{
+		int n = size, *gi = malloc(sizeof(int) * (size_t)n);
+		int *ge = malloc(sizeof(int) * 2 * (size_t)n);
+
+		if (!gi || !ge)
+			fail("out of memory");
+		for (i = 0; i < n; i++) {
+			gi[i] = 2 * (i + 1);
+			ge[2 * i] = (i + n - 1) % n;
+			ge[2 * i + 1] = (i + 1) % n;
+		}
+		MPI_Graph_create(MPI_COMM_WORLD, n, gi, ge, 0, &graph);
+		count_made(graph);
+		free(gi);
+		free(ge);
+	}
+	MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &rank, &deg, edges, wts,
+			      MPI_INFO_NULL, 0, &dg);
+	count_made(dg);
+	MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, edges, wts, 2,
+				       edges, wts, MPI_INFO_NULL, 0, &dga);
+	count_made(dga);
+	MPI_Barrier(dga);
+	coll[BARRIER]++;
+	MPI_Comm_free(&dga);
+	MPI_Comm_free(&dg);
+	MPI_Comm_free(&graph);
+	MPI_Comm_free(&merged);
+	MPI_Comm_free(&inter);
+	MPI_Comm_free(&half);
+}
+
 static void subcomms(int it, int phase)
 {
 	MPI_Comm half, dup;
@@ -505,6 +601,7 @@ static int write_json(const char *path, const uint64_t *allsent,
 	fprintf(f, "{\n  \"world_size\": %d,\n  \"iterations\": %d,\n",
 		size, iters);
 	fprintf(f, "  \"wildcard_receives\": %" PRIu64 ",\n", wildcards);
+	fprintf(f, "  \"init_thread\": %s,\n", threaded ? "true" : "false");
 	fprintf(f, "  \"p2p\": [");
 	first = 1;
 	for (a = 0; a < size; a++)
@@ -555,10 +652,17 @@ int main(int argc, char **argv)
 	int c, it, region = -1;
 	size_t nsent;
 
-	MPI_Init(&argc, &argv);
+	for (c = 1; c < argc; c++)
+		if (strcmp(argv[c], "-t") == 0)
+			threaded = 1;
+	if (threaded) {
+		MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &c);
+	} else {
+		MPI_Init(&argc, &argv);
+	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	while ((c = getopt(argc, argv, "n:j:")) != -1) {
+	while ((c = getopt(argc, argv, "n:j:t")) != -1) {
 		char *end;
 
 		switch (c) {
@@ -570,6 +674,8 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			json = optarg;
+			break;
+		case 't':
 			break;
 		default:
 			goto usage;
@@ -600,6 +706,8 @@ int main(int argc, char **argv)
 		subcomms(it, it + 1);
 		if (it == 0)
 			topologies(it, it + 1);
+		if (it == 1 && size > 1)
+			extras(it, it + 1);
 		if (sh5_ev_exit)
 			sh5_ev_exit(region);
 	}
@@ -638,7 +746,7 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	if (rank == 0)
-		fprintf(stderr, "usage: sh5_mpitest [-n ITERATIONS] "
+		fprintf(stderr, "usage: sh5_mpitest [-t] [-n ITERATIONS] "
 				"[-j JSON]\n");
 	MPI_Finalize();
 	return 2;
