@@ -115,6 +115,8 @@ int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest,
 		send_start(comm, dest, tag, count, datatype,                \
 			   SH5EV_F_NONBLOCKING);                            \
 		ret_ = call;                                                \
+		if (ret_ == MPI_SUCCESS)                                    \
+			sh5mpi_req_forget(*request);                        \
 		sh5mpi_exit(SH5MPI_##fn);                                   \
 		return ret_;                                                \
 	} while (0)

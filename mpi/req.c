@@ -25,18 +25,25 @@ static struct sh5mpi_map reqs;	/* request -> local << 16 | flags */
 
 void sh5mpi_req_recv(MPI_Request req, struct sh5mpi_comm *c, uint16_t flags)
 {
-	uint64_t key = SH5MPI_KEY(req), old;
-	struct sh5mpi_comm *oc;
+	uint64_t key = SH5MPI_KEY(req);
 
 	if (req == MPI_REQUEST_NULL)
 		return;
-	/* A stale entry (completed by a call from another thread). */
-	if (sh5mpi_map_del(&reqs, key, &old) &&
-	    (oc = sh5mpi_comm_by_local((uint32_t)(old >> 16))) != NULL)
-		sh5mpi_comm_release(oc);
+	/* A stale entry (completed by a call not seen here). */
+	sh5mpi_req_forget(req);
 	if (sh5mpi_map_put(&reqs, key, (uint64_t)c->local << 16 | flags) < 0)
 		return;
 	sh5mpi_comm_hold(c);
+}
+
+void sh5mpi_req_forget(MPI_Request req)
+{
+	uint64_t v;
+	struct sh5mpi_comm *c;
+
+	if (reqs.n && sh5mpi_map_del(&reqs, SH5MPI_KEY(req), &v) &&
+	    (c = sh5mpi_comm_by_local((uint32_t)(v >> 16))) != NULL)
+		sh5mpi_comm_release(c);
 }
 
 void sh5mpi_req_fini(void)
@@ -315,8 +322,6 @@ int MPI_Testsome(int incount, MPI_Request array_of_requests[],
 int MPI_Request_free(MPI_Request *request)
 {
 	MPI_Request saved = *request;
-	uint64_t v;
-	struct sh5mpi_comm *c;
 	int ret;
 
 	if (!sh5_evlog_on())
@@ -324,10 +329,8 @@ int MPI_Request_free(MPI_Request *request)
 	sh5mpi_enter(SH5MPI_Request_free);
 	ret = PMPI_Request_free(request);
 	/* The receive completes unseen: no RECV. */
-	if (ret == MPI_SUCCESS && reqs.n &&
-	    sh5mpi_map_del(&reqs, SH5MPI_KEY(saved), &v) &&
-	    (c = sh5mpi_comm_by_local((uint32_t)(v >> 16))) != NULL)
-		sh5mpi_comm_release(c);
+	if (ret == MPI_SUCCESS)
+		sh5mpi_req_forget(saved);
 	sh5mpi_exit(SH5MPI_Request_free);
 	return ret;
 }

@@ -177,6 +177,10 @@ void sh5mpi_comm_release(struct sh5mpi_comm *c);
  * (SH5EV_F_NONBLOCKING | ANY_SOURCE | ANY_TAG). */
 void sh5mpi_req_recv(MPI_Request req, struct sh5mpi_comm *c, uint16_t flags);
 
+/* Forget req if remembered (a handle a send call just returned may be
+ * that of a receive completed by a call not wrapped here). */
+void sh5mpi_req_forget(MPI_Request req);
+
 /* Forget every request; called by MPI_Finalize. */
 void sh5mpi_req_fini(void);
 
