@@ -729,8 +729,8 @@ int main(int argc, char **argv)
 	MPI_Reduce(&sum, &total, 1, MPI_UINT64_T, MPI_BXOR, 0,
 		   MPI_COMM_WORLD);
 	if (rank == 0) {
-		printf("sh5_mpitest: ranks %d iterations %d checksum %016" PRIx64
-		       "\n", size, iters, total);
+		printf("sh5_mpitest: ranks %d iterations %d checksum "
+		       "%016" PRIx64 "\n", size, iters, total);
 		if (json && write_json(json, allsent, allcoll) < 0) {
 			fprintf(stderr, "sh5_mpitest: %s: cannot write: %s\n",
 				json, strerror(errno));
