@@ -13,6 +13,9 @@
 # 3. 3 ranks (odd; MPI_Init_thread) and 1 rank, preloaded, checked the
 #    same way.
 # 4. Preloaded without SH5_EVENTS_DIR: same output, no file written.
+# 5. MPI calls from two threads: only those of the thread that called
+#    MPI_Init_thread are recorded; the communicators the other thread
+#    makes leave no one waiting.
 # Exit 0 pass, 1 fail, 77 when the MPI parts are not built (HAVE_MPI off).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
@@ -129,6 +132,51 @@ mkdir "$tmp/none"
 ( cd "$tmp/none" && run off 4 LD_PRELOAD="$LIB" )
 same off plain
 [ -z "$(ls -A "$tmp/none")" ] || fail "off: files written: $(ls "$tmp/none")"
+
+# 5. Two threads making MPI calls (MPI_THREAD_MULTIPLE): same output;
+#    only the thread that called MPI_Init_thread is recorded: per rank 2
+#    (its duplicates of world) + THR communicators, THR Allreduce + 1
+#    Reduce, THR sends of MPI_Sendrecv and THR of MPI_Send.
+THR=50
+mpith() {
+	timeout 300 mpirun -np 3 --oversubscribe "$@" \
+		"$B/tests/tools/sh5_mpithreads" $THR
+}
+mpith >"$tmp/th.out" 2>"$tmp/th.err"
+th_rc=$?
+if [ "$th_rc" = 77 ] || grep -q 'no MPI_THREAD_MULTIPLE' "$tmp/th.out"; then
+	echo "note: OpenMPI without MPI_THREAD_MULTIPLE: thread check skipped"
+else
+	[ "$th_rc" = 0 ] || fail "sh5_mpithreads failed: $(cat "$tmp/th.err")"
+	mkdir "$tmp/evth"
+	mpith -x LD_PRELOAD="$LIB" -x SH5_EVENTS_DIR="$tmp/evth" \
+		>"$tmp/thp.out" 2>"$tmp/thp.err"
+	[ $? = 0 ] || fail "threads, preloaded: failed: $(cat "$tmp/thp.err")"
+	cmp -s "$tmp/th.out" "$tmp/thp.out" || fail "threads: stdout differs"
+	n=0
+	for f in "$tmp"/evth/*.sh5ev; do
+		[ -e "$f" ] || continue
+		n=$((n + 1))
+		"$DUMP" "$f" | awk -v thr=$THR -v f="$f" '
+			/^COMM/ { comms++ }
+			/^EV/ && $3 == "CBEGIN" { coll++ }
+			/^EV/ && $3 == "SEND" { send++ }
+			/^EV/ && $3 == "RECV" { recv++ }
+			/^INFO/ { info = $0 }
+			END {
+				want = "comms " thr + 2 " coll " thr + 1 \
+				       " send " 2 * thr " recv " 2 * thr
+				got = "comms " comms + 0 " coll " coll + 0 \
+				      " send " send + 0 " recv " recv + 0
+				if (got != want || info !~ / bad=0 .* lost=0 /) {
+					print "FAIL: threads: " f ": " got \
+					      ", want " want "; " info
+					exit 1
+				}
+			}' || fails=$((fails + 1))
+	done
+	[ "$n" = 3 ] || fail "threads: $n spill files for 3 ranks"
+fi
 
 if [ "$fails" -gt 0 ]; then
 	echo "$fails failure(s)"
