@@ -154,32 +154,40 @@ static int64_t median_of(int64_t *v, size_t n)
 	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
-static int pt_cmp(const void *pa, const void *pb)
-{
-	const struct sh5_offset_point *a = pa, *b = pb;
+struct pt_rtt {
+	struct sh5_offset_point p;
+	int64_t rtt;
+};
 
-	return a->local_ns < b->local_ns ? -1 : a->local_ns > b->local_ns;
+static int ptr_cmp(const void *pa, const void *pb)
+{
+	const struct pt_rtt *a = pa, *b = pb;
+
+	return a->p.local_ns < b->p.local_ns ? -1 :
+	       a->p.local_ns > b->p.local_ns;
 }
 
-/*
- * Load the usable measurements of node into ms->pts (sorted by local
- * time).  A measurement is usable when its round trip is not negative and
- * the server was synchronised (stratum 1-15).  Returns the number loaded,
- * or -1 with why set (the node then keeps its times).
- */
-static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
-			size_t whylen)
+void sh5_clock_points_free(struct sh5_clock_points *cp)
+{
+	if (!cp)
+		return;
+	free(cp->pts);
+	free(cp->rtt);
+	memset(cp, 0, sizeof(*cp));
+}
+
+long sh5_clock_points_read(hid_t node, struct sh5_clock_points *cp,
+			   char *why, size_t whylen)
 {
 	hid_t d = -1, sp = -1, mt = -1;
 	hsize_t dims[1] = { 0 };
 	struct clock_rec *r = NULL;
+	struct pt_rtt *pr = NULL;
 	int64_t *rtt = NULL, median;
-	size_t i, k, n, bad = 0;
+	size_t i, k, n;
 	long rc = -1;
 
-	ms->npts = 0;
-	ms->node_err = 0;
-	ms->node_dropped = 0;
+	memset(cp, 0, sizeof(*cp));
 	if (H5Lexists(node, "ClockOffsets", H5P_DEFAULT) <= 0)
 		return 0;
 	if ((d = H5Dopen2(node, "ClockOffsets", H5P_DEFAULT)) < 0 ||
@@ -190,8 +198,10 @@ static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
 		goto out;
 	}
 	n = (size_t)dims[0];
-	if (n && (!(r = malloc(n * sizeof(*r))) ||
-		  !(rtt = malloc(n * sizeof(*rtt))))) {
+	if (dims[0] > (hsize_t)(SIZE_MAX / 64) ||
+	    (n && (!(r = malloc(n * sizeof(*r))) ||
+		   !(rtt = malloc(n * sizeof(*rtt))) ||
+		   !(pr = malloc(n * sizeof(*pr)))))) {
 		snprintf(why, whylen, "out of memory");
 		goto out;
 	}
@@ -200,55 +210,55 @@ static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
 			 "LocalTimeNs, OffsetNs, RoundTripNs, Stratum, Phase?)");
 		goto out;
 	}
-	if (n > ms->cap) {
-		struct sh5_offset_point *np = realloc(ms->pts, n * sizeof(*np));
-
-		if (!np) {
-			snprintf(why, whylen, "out of memory");
-			goto out;
-		}
-		ms->pts = np;
-		ms->cap = n;
-	}
 	/* Usable: a synchronised server, a round trip >= 0.  Their median
 	 * round trip sets the bar for noisy ones (see below). */
 	for (i = 0, k = 0; i < n; i++) {
 		if (r[i].rtt_ns < 0 || r[i].stratum < 1 || r[i].stratum > 15)
-			bad++;
+			cp->bad++;
 		else
 			rtt[k++] = r[i].rtt_ns;
 	}
 	median = k ? median_of(rtt, k) : -1;
-	for (i = 0; i < n; i++) {
+	for (i = 0, k = 0; i < n; i++) {
 		if (r[i].rtt_ns < 0 || r[i].stratum < 1 || r[i].stratum > 15)
 			continue;
 		/* A round trip far above the node's usual one (a busy
 		 * network or host) bounds the offset's error by half of
 		 * it: leave it out while better measurements exist. */
 		if (median >= 0 && r[i].rtt_ns > 4 * median + RTT_SLACK_NS) {
-			ms->node_dropped++;
+			cp->dropped++;
 			continue;
 		}
-		ms->pts[ms->npts].local_ns = r[i].local_ns;
-		ms->pts[ms->npts].offset_ns = r[i].offset_ns;
-		ms->npts++;
-		if (r[i].rtt_ns / 2 > ms->node_err)
-			ms->node_err = r[i].rtt_ns / 2;
+		pr[k].p.local_ns = r[i].local_ns;
+		pr[k].p.offset_ns = r[i].offset_ns;
+		pr[k].rtt = r[i].rtt_ns;
+		k++;
+		if (r[i].rtt_ns / 2 > cp->err_ns)
+			cp->err_ns = r[i].rtt_ns / 2;
 	}
-	if (bad)
-		warn(ms, ms->in->path, "%zu of %zu clock-offset measurements "
-		     "left out (unsynchronised server or negative round trip)",
-		     bad, n);
+	cp->total = n;
 	/* The plugin writes them in time order; sort only if not. */
-	for (i = 1; i < ms->npts; i++)
-		if (ms->pts[i].local_ns < ms->pts[i - 1].local_ns)
+	for (i = 1; i < k; i++)
+		if (pr[i].p.local_ns < pr[i - 1].p.local_ns)
 			break;
-	if (i < ms->npts)
-		qsort(ms->pts, ms->npts, sizeof(*ms->pts), pt_cmp);
-	rc = (long)ms->npts;
+	if (i < k)
+		qsort(pr, k, sizeof(*pr), ptr_cmp);
+	if (k && (!(cp->pts = malloc(k * sizeof(*cp->pts))) ||
+		  !(cp->rtt = malloc(k * sizeof(*cp->rtt))))) {
+		sh5_clock_points_free(cp);
+		snprintf(why, whylen, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < k; i++) {
+		cp->pts[i] = pr[i].p;
+		cp->rtt[i] = pr[i].rtt;
+	}
+	cp->n = k;
+	rc = (long)k;
 out:
 	free(r);
 	free(rtt);
+	free(pr);
 	if (mt >= 0)
 		H5Tclose(mt);
 	if (sp >= 0)
@@ -256,6 +266,38 @@ out:
 	if (d >= 0)
 		H5Dclose(d);
 	return rc;
+}
+
+/*
+ * Load the usable measurements of node into ms->pts (sorted by local
+ * time): sh5_clock_points_read().  Returns the number loaded, or -1 with
+ * why set (the node then keeps its times).
+ */
+static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
+			size_t whylen)
+{
+	struct sh5_clock_points cp;
+	long n;
+
+	ms->npts = 0;
+	ms->node_err = 0;
+	ms->node_dropped = 0;
+	n = sh5_clock_points_read(node, &cp, why, whylen);
+	if (n < 0)
+		return -1;
+	free(ms->pts);
+	ms->pts = cp.pts;
+	ms->cap = cp.n;
+	ms->npts = cp.n;
+	cp.pts = NULL;
+	ms->node_err = cp.err_ns;
+	ms->node_dropped = cp.dropped;
+	if (cp.bad)
+		warn(ms, ms->in->path, "%zu of %zu clock-offset measurements "
+		     "left out (unsynchronised server or negative round trip)",
+		     cp.bad, cp.total);
+	sh5_clock_points_free(&cp);
+	return n;
 }
 
 /* ------------------------------------------------------------------ */
