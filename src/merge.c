@@ -2469,6 +2469,22 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 	 * a damaged file (H5Ocopy crashes on some damaged objects). */
 	ocpy = H5Pcreate(H5P_OBJECT_COPY);
 	lcpl = lcpl_intermediate();
+	/* Application events: the group with its attributes, then its
+	 * datasets as others below. */
+	if (ns->has_events) {
+		hid_t es = H5Gopen2(ns->node, "Events", H5P_DEFAULT);
+		hid_t ed = es >= 0 ? make_group(g, "Events") : -1;
+
+		if (es >= 0 && ed >= 0)
+			copy_attrs(es, ed);
+		else
+			report(m, 1, f->in->path, "Events: cannot copy the "
+			       "group");
+		if (ed >= 0)
+			H5Gclose(ed);
+		if (es >= 0)
+			H5Gclose(es);
+	}
 	for (i = 0; i < ns->nother; i++) {
 		H5O_info_t oi;
 		int bad = 0;
