@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "events/jobevents.h"
+#include "merge.h"	/* sh5_step_cmp() */
 #include "mergesync.h"	/* sh5_clock_points_read(): --sync offset's filter */
 #include "reader.h"	/* sh5_attr_get_int(), sh5_attr_get_str() */
 #include "trace.h"	/* sh5_trace_op_class() */
@@ -1141,6 +1142,86 @@ error:
 	if (!errno)
 		errno = EINVAL;
 	return NULL;
+}
+
+static int step_cmp(const void *pa, const void *pb)
+{
+	return sh5_step_cmp(*(char *const *)pa, *(char *const *)pb);
+}
+
+int sh5_evjob_steps(hid_t file, char ***names, size_t *n,
+		    struct sh5_error *errp)
+{
+	struct names st = { 0 }, nd = { 0 };
+	size_t i, k, j = 0;
+	hid_t steps;
+
+	*names = NULL;
+	*n = 0;
+	if (H5Lexists(file, "Steps", H5P_DEFAULT) <= 0)
+		return 0;
+	if ((steps = H5Gopen2(file, "Steps", H5P_DEFAULT)) < 0) {
+		errno = EINVAL;
+		return sh5_errprintf(errp, "/Steps: not a group");
+	}
+	if (names_list(steps, "/Steps", &st, errp) < 0) {
+		H5Gclose(steps);
+		return -1;
+	}
+	for (i = 0; i < st.n; i++) {
+		char path[300];
+		hid_t g;
+		int any = 0;
+
+		join(path, sizeof(path), st.v[i], "Nodes", NULL);
+		if (H5Lexists(steps, st.v[i], H5P_DEFAULT) <= 0 ||
+		    H5Lexists(steps, path, H5P_DEFAULT) <= 0 ||
+		    (g = H5Gopen2(steps, path, H5P_DEFAULT)) < 0) {
+			free(st.v[i]);
+			st.v[i] = NULL;
+			continue;
+		}
+		if (names_list(g, path, &nd, errp) == 0) {
+			for (k = 0; k < nd.n && !any; k++) {
+				hid_t ng = H5Gopen2(g, nd.v[k], H5P_DEFAULT);
+
+				if (ng < 0)
+					continue;
+				any = H5Lexists(ng, SH5_EVSTORE_GROUP,
+						H5P_DEFAULT) > 0;
+				H5Gclose(ng);
+			}
+			names_free(&nd);
+		}
+		H5Gclose(g);
+		if (any) {
+			char *keep = st.v[i];
+
+			st.v[i] = NULL;
+			st.v[j++] = keep;
+		} else {
+			free(st.v[i]);
+			st.v[i] = NULL;
+		}
+	}
+	H5Gclose(steps);
+	qsort(st.v, j, sizeof(*st.v), step_cmp);
+	*names = st.v;
+	*n = j;
+	if (!j) {
+		free(st.v);
+		*names = NULL;
+	}
+	return 0;
+}
+
+void sh5_evjob_steps_free(char **names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
 }
 
 void sh5_evstep_free(struct sh5_evstep *s)
