@@ -888,8 +888,11 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 	f->status = "merged";
 	f->kind = ns->kind;
 	if (m->o->hooks && m->o->hooks->probe)
-		f->probe_hit = m->o->hooks->probe(m->o->hooks->arg,
-						  ns->node) > 0;
+	{
+		int hit = m->o->hooks->probe(m->o->hooks->arg, ns->node);
+
+		f->probe_hit = hit > 0 ? hit : 0;
+	}
 	f->node_index = ns->node_index;
 	f->ntasks = ns->ntasks;
 	{
@@ -2872,7 +2875,7 @@ static int pass1_done(struct mstate *m)
 	sync_maybe = hk && hk->sync_rows && !hk->never_sync;
 	if (hk && hk->checked) {
 		for (i = 0; i < m->nin; i++)
-			any |= m->fi[i].usable && m->fi[i].probe_hit;
+			any |= m->fi[i].usable ? m->fi[i].probe_hit : 0;
 		if ((sync_maybe = hk->checked(hk->arg, any, m->errp)) < 0)
 			return -1;
 		sync_maybe = sync_maybe && hk->sync_rows;
