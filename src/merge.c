@@ -374,6 +374,18 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 			H5Dvlen_reclaim(nt, sp, H5P_DEFAULT, buf);
 	} else {
 		H5Sget_simple_extent_dims(sp, dims, NULL);
+		/* A claimed size far beyond what is stored (a task's data
+		 * is untrusted: a sparse dataset of 2^40 rows) would be
+		 * read as fill values for ever: refused. */
+		if ((double)dims[0] * (double)esz > 64.0 * 1024 * 1024 &&
+		    (double)dims[0] * (double)esz / 1024.0 >
+			    (double)H5Dget_storage_size(d)) {
+			sh5_errprintf(err, "claims %llu rows of %zu bytes but "
+				      "stores %llu bytes",
+				      (unsigned long long)dims[0], esz,
+				      (unsigned long long)H5Dget_storage_size(d));
+			goto out;
+		}
 		rows = SH5_MERGE_BUFFER / (esz ? esz : 1);
 		if (!rows)
 			rows = 1;

@@ -57,6 +57,7 @@ struct sh5_mergesync {
 	size_t tcap;
 	/* clc: the events' synchronization (hook_finish). */
 	struct sh5_evsync_stats ev;
+	const char *output;		/* the job file's name */
 };
 
 int sh5_sync_method_parse(const char *name, enum sh5_sync_method *out)
@@ -475,10 +476,8 @@ static int hook_finish(void *arg, hid_t fout, struct sh5_error *errp)
 	if (g < 0)
 		return sh5_errprintf_h5(errp, "cannot open /Merge");
 	if (ms->method == SH5_SYNC_CLC) {
-		char fname[1024];
+		const char *fname = ms->output ? ms->output : "job file";
 
-		if (H5Fget_name(fout, fname, sizeof(fname)) < 0)
-			snprintf(fname, sizeof(fname), "job file");
 		if (sh5_evsync_job(fout, fname, &ms->ev, ms->report,
 				   ms->report_arg, errp) < 0) {
 			H5Gclose(g);
@@ -546,13 +545,13 @@ struct sh5_mergesync *sh5_mergesync_create(
 		sh5_errprintf(errp, "unknown sync method %d", (int)method);
 		return NULL;
 	}
-	(void)opts;
 	if (!(ms = calloc(1, sizeof(*ms)))) {
 		errno = ENOMEM;
 		sh5_errprintf(errp, "out of memory");
 		return NULL;
 	}
 	ms->requested = method;
+	ms->output = opts ? opts->output : NULL;
 	ms->report = report;
 	ms->report_arg = report_arg;
 	/* auto is decided by hook_checked() from the merge's first pass,

@@ -535,13 +535,28 @@ out:
 	return rc;
 }
 
-static int read_members(struct rd *r, hid_t ev, const char *evpath,
-			struct sh5_error *errp)
+static int mem_cmp(const void *pa, const void *pb);
+
+/* Size of communicator g as the Comms rows of s->tasks[from..] say; -1
+ * when none does. */
+static long comm_size_on(const struct sh5_evstep *s, size_t from, uint64_t g)
+{
+	size_t i, k;
+
+	for (i = from; i < s->ntasks; i++)
+		for (k = 0; k < s->tasks[i].ncomms; k++)
+			if (s->tasks[i].comms[k].global == g)
+				return s->tasks[i].comms[k].size;
+	return -1;
+}
+
+static int read_members(struct rd *r, size_t from, hid_t ev,
+			const char *evpath, struct sh5_error *errp)
 {
 	char path[320];
 	const struct member *m;
 	struct sh5_evstore_member *mem, *v;
-	size_t nm, n;
+	size_t nm, n, i, k;
 
 	if (H5Lexists(ev, "CommMembers", H5P_DEFAULT) <= 0)
 		return 0;
@@ -553,6 +568,29 @@ static int read_members(struct rd *r, hid_t ev, const char *evpath,
 		return -1;
 	if (!n)
 		return 0;
+	/* Each dataset on its own: one row per member of each of its
+	 * communicators, which this node's Comms rows define. */
+	qsort(mem, n, sizeof(*mem), mem_cmp);
+	for (i = 0; i < n; i = k) {
+		long size = comm_size_on(r->s, from, mem[i].global);
+
+		for (k = i; k < n && mem[k].global == mem[i].global; k++)
+			;
+		if (size < 0 || (size_t)size != k - i) {
+			uint64_t g = mem[i].global;
+
+			free(mem);
+			errno = EINVAL;
+			if (size < 0)
+				return sh5_errprintf(errp, "%s: rows for "
+					"communicator %" PRIu64 ", which no "
+					"Comms row of this node defines",
+					path, g);
+			return sh5_errprintf(errp, "%s: communicator %" PRIu64
+				" has %zu member rows, its size is %ld",
+				path, g, k - i, size);
+		}
+	}
 	if (!(v = realloc(r->mem, (r->nmem + n) * sizeof(*v)))) {
 		free(mem);
 		errno = ENOMEM;
@@ -716,7 +754,7 @@ static int read_node(struct rd *r, hid_t nodes, const char *nodes_path,
 			goto out;
 	}
 	if (assign_defs(r, from, ev, evpath, errp) < 0 ||
-	    read_members(r, ev, evpath, errp) < 0 ||
+	    read_members(r, from, ev, evpath, errp) < 0 ||
 	    read_sync(r, from, ev, evpath, errp) < 0)
 		goto out;
 	rc = 0;

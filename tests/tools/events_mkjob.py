@@ -22,7 +22,7 @@ collective operation (rooted ones with a root moving with the iteration)
 on MPI_COMM_WORLD and on the even/odd sub-communicators.
 
 --damage WHAT spoils node 1's events: kind (a record of kind 99), type
-(Events/<task> an int array), members (CommMembers one row short), region
+(Events/<task> an int array), members (CommMembers one row too many), region
 (an ENTER of an undefined region), huge (a task dataset claiming 2^40
 records), notgroup (Events a dataset).
 
@@ -393,7 +393,7 @@ def write_node(a, sim, k, skew, drift, path, damage):
             if any((t, gl) in sim.local for t in tasks):
                 rows = [(gl, i, w) for i, w in enumerate(ms)]
                 if damage == "members":
-                    rows = rows[:-1]
+                    rows.append((gl, len(ms), ms[0]))
                 members += rows
         ev.create_dataset("Regions", data=np.array(regions, REGION))
         ev.create_dataset("Comms", data=np.array(comms, COMM))
