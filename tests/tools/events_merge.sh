@@ -66,6 +66,11 @@ $PY "$T/events_check.py" barriers "$W/raw.csv" "$W/sync.csv" \
 $PY "$T/events_check.py" job "$W/job.h5" "$W/sync.csv" "$W/truth.json" &&
 	ok "/Merge records, SyncTimeNs" || bad "job file"
 
+"$SH5MERGE" list -i "$W/job.h5" | grep -q '^  events: 6 tasks, [0-9]* events (corrected: SyncTimeNs)$' &&
+	ok "list: the events line" || bad "list: no events line"
+"$SH5MERGE" events -i "$W/job.h5" -o "$W/sync_i.csv" &&
+	cmp "$W/sync_i.csv" "$W/sync.csv" && ok "events -i" || bad "events -i"
+
 # auto picks clc; none keeps the events (raw only)
 merge "$W/in" "$W/auto.h5" 2>"$W/auto.err" &&
 	grep -q 'sync clc' "$W/auto.err" && ok "auto: clc with events" ||
