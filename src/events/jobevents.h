@@ -80,6 +80,24 @@ struct sh5_evstep *sh5_evstep_read(hid_t step, const char *step_name,
 
 void sh5_evstep_free(struct sh5_evstep *s);
 
+/*
+ * The steps of job file `file` (/Steps/<step>) one of whose node groups
+ * has an Events member, in the job file's order (sh5_step_cmp): *names
+ * gets a malloc'd array of *n malloc'd names (free with
+ * sh5_evjob_steps_free()).  Returns 0, or -1 with errno and errp set.
+ */
+int sh5_evjob_steps(hid_t file, char ***names, size_t *n,
+		    struct sh5_error *errp);
+void sh5_evjob_steps_free(char **names, size_t n);
+
+/*
+ * Count the events of step group `step` of a job file without reading
+ * them: *tasks task datasets, *events records (their sizes), *synced 1
+ * when each has its SyncTimeNs.  Unreadable parts are not counted.
+ */
+void sh5_evstep_count(hid_t step, size_t *tasks, uint64_t *events,
+		      int *synced);
+
 /* Location (task id) of world rank r; -1 when unknown. */
 int64_t sh5_evstep_loc(const struct sh5_evstep *s, int32_t r);
 
