@@ -84,6 +84,13 @@ static void print_summary(const char *dir, const char *stem,
 	printf("lbdata: %" PRIu64 " samples, %" PRIu64 " bytes of JSON, %"
 	       PRIu64 " bytes written\n",
 	       s->samples, s->json_bytes, s->file_bytes);
+	if (s->events)
+		printf("lbdata: events: phases from %s, %" PRIu64
+		       " communications (%" PRIu64 " matched messages, %"
+		       PRIu64 " sends/receives unmatched), %" PRIu64
+		       " objects\n", s->marks ? "marks" : "windows",
+		       s->comm_edges, s->p2p_matched, s->unmatched,
+		       s->objects);
 	if (!s->phases)
 		return;
 	printf("%-6s %-19s %12s %12s %9s %8s %12s %12s %9s %s\n", "phase",

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -844,4 +845,54 @@ int sh5_evlb_write_phase(const struct sh5_evlb *m, int64_t task, int64_t k,
 	if (write_objects(m, r, k, f, tmpl, errp) < 0)
 		return -1;
 	return write_edges(m, r->task, k, f, tmpl, errp);
+}
+
+double sh5_evlb_rank_load(const struct sh5_evlb *m, int64_t task, int64_t k,
+			  double fallback)
+{
+	const struct sh5_evlb_rank *r = sh5_evlb_rank(m, task);
+	const struct sh5_evlb_cell *c;
+	double v;
+
+	if (!r || !r->cell || k < 0 || k >= m->nphases)
+		return fallback;
+	c = &r->cell[k];
+	v = c->wall - c->mpi - c->objects;
+	return v > 0 ? v : 0.0;
+}
+
+struct sh5_evstep *sh5_evlb_read_step(const char *path, const char *step,
+				      struct sh5_error *errp)
+{
+	struct sh5_evstep *s = NULL;
+	hid_t f, g = H5I_INVALID_HID;
+	char name[320];
+
+	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (f < 0) {
+		errno = EIO;
+		sh5_errprintf_h5(errp, "%s: cannot open", path);
+		return NULL;
+	}
+	snprintf(name, sizeof(name), "/Steps/%s", step);
+	g = H5Gopen2(f, name, H5P_DEFAULT);
+	if (g < 0) {
+		errno = ENOENT;
+		sh5_errprintf_h5(errp, "%s: no step %s", path, step);
+		goto out;
+	}
+	s = sh5_evstep_read(g, step, errp);
+	if (!s) {
+		char text[sizeof(errp->text)];
+
+		if (errp) {
+			snprintf(text, sizeof(text), "%s", errp->text);
+			sh5_errprintf(errp, "%s: %s", path, text);
+		}
+	}
+out:
+	if (g >= 0)
+		H5Gclose(g);
+	H5Fclose(f);
+	return s;
 }

@@ -108,6 +108,19 @@ struct sh5_evlb {
 	uint32_t max_task;
 };
 
+/*
+ * Read the events of step `step` of the job file at path (a step
+ * without events gives ntasks 0).  Returns the step (free with
+ * sh5_evstep_free()) or NULL with errno and errp set.
+ */
+struct sh5_evstep *sh5_evlb_read_step(const char *path, const char *step,
+				      struct sh5_error *errp);
+
+/* Load of the rank entity of task in phase k as written (outside-MPI
+ * time minus objects, >= 0), or fallback when the task has no events. */
+double sh5_evlb_rank_load(const struct sh5_evlb *m, int64_t task, int64_t k,
+			  double fallback);
+
 /* 1 when any task of s has a PHASE record. */
 int sh5_evlb_has_marks(const struct sh5_evstep *s);
 
