@@ -865,10 +865,18 @@ struct sh5_evstep *sh5_evlb_read_step(const char *path, const char *step,
 				      struct sh5_error *errp)
 {
 	struct sh5_evstep *s = NULL;
-	hid_t f, g = H5I_INVALID_HID;
+	hid_t f, g = H5I_INVALID_HID, fapl;
 	char name[320];
 
-	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	/* as jobread.c (the same file is open there) */
+	fapl = H5Pcreate(H5P_FILE_ACCESS);
+#ifdef HAVE_H5PSET_FILE_LOCKING
+	if (fapl >= 0)
+		H5Pset_file_locking(fapl, 0, 1);
+#endif
+	f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+	if (fapl >= 0)
+		H5Pclose(fapl);
 	if (f < 0) {
 		errno = EIO;
 		sh5_errprintf_h5(errp, "%s: cannot open", path);
