@@ -10,6 +10,7 @@
 #include "export/evlb.h"
 #include "export/evstack.h"
 #include "lbdata.h"
+#include "trace.h"	/* sh5_trace_op_class(): rooted operations */
 
 struct msg {			/* a SEND or a RECV */
 	uint32_t src, dst;
@@ -435,6 +436,7 @@ static int attribute_colls(struct build *b)
 {
 	struct coll *c = b->colls.p, key, *root;
 	size_t i, n = b->colls.n, inst = 0;
+	enum sh5_coll_class cls;
 	int64_t phase;
 
 	qsort(c, n, sizeof(*c), cmp_coll);
@@ -450,14 +452,15 @@ static int attribute_colls(struct build *b)
 		if (c[i].root < 0 || c[i].root == c[i].task ||
 		    c[i].comm == UINT64_MAX)
 			continue;
-		if (c[i].op == SH5EV_OP_GATHER || c[i].op == SH5EV_OP_REDUCE) {
+		cls = sh5_trace_op_class((unsigned)c[i].op);
+		if (cls == SH5_COLL_NTO1) {
 			if (add_edge(b, c[i].phase, SH5_EVLB_TONODE,
 				     c[i].task, (uint32_t)c[i].root,
 				     (double)c[i].bytes) < 0)
 				return -1;
 			continue;
 		}
-		if (c[i].op != SH5EV_OP_BCAST && c[i].op != SH5EV_OP_SCATTER)
+		if (cls != SH5_COLL_1TON)
 			continue;
 		key = c[i];
 		key.task = (uint32_t)c[i].root;
