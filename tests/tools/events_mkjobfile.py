@@ -81,7 +81,7 @@ class Rank:
         assert er == rid
         name, fl = RNAME[rid]
         self.calls.append((("MPI." if fl & F_MPI else "Region.") + name,
-                           (self.t - t0) / 1e9))
+                           t0, self.t))
         if fl & F_MPI:
             self.mpi.append((t0, self.t))
 
@@ -172,7 +172,13 @@ def simulate(nranks, truth):
     return ranks, sends, recvs, coll, objects
 
 
-def truth_of(truth, ranks, sends, recvs, coll, objects, nranks):
+def sync_of(t, node):
+    """SyncTimeNs of --sync: a node offset and a 0.2 % drift, so that
+    durations differ from the raw ones (the exports must use these)."""
+    return t + 3000 * node + (t - START) // 500
+
+
+def truth_of(truth, ranks, sends, recvs, coll, objects, nranks, f):
     # p2p: match per (src, dst, tag) in order
     edges = {}
     queue = {}
@@ -209,19 +215,20 @@ def truth_of(truth, ranks, sends, recvs, coll, objects, nranks):
     nph = 1 + max(max(p for p, _ in k.marks) for k in ranks)
     rank_time = {}
     for k in ranks:
-        b = [k.recs[0][0]] + [t for p, t in k.marks[1:]] + [k.last]
+        b = [f(k, t) for t in
+             [k.recs[0][0]] + [t for p, t in k.marks[1:]] + [k.last]]
         for p in range(len(k.marks)):
             lo, hi = b[p], b[p + 1]
             wall = (hi - lo) / 1e9
-            mpi = sum(max(0, min(hi, t1) - max(lo, t0))
+            mpi = sum(max(0, min(hi, f(k, t1)) - max(lo, f(k, t0)))
                       for t0, t1 in k.mpi) / 1e9
             ol = sum(v for (r, ph, _), v in objs.items()
                      if r == k.r and ph == p)
             rank_time["%d:%d" % (k.r, p)] = max(0.0, wall - mpi - ol)
     calls = {}
     for k in ranks:
-        for name, d in k.calls:
-            calls.setdefault(name, []).append(d)
+        for name, t0, t1 in k.calls:
+            calls.setdefault(name, []).append((f(k, t1) - f(k, t0)) / 1e9)
     truth["nranks"] = nranks
     truth["phases"] = list(range(nph))
     truth["edges"] = [dict(phase=p, type=ty, frm=f, to=t, messages=m,
@@ -253,7 +260,13 @@ def main():
     n = a.nodes * a.tasks
     truth = {"job": a.job, "step": a.step}
     ranks, sends, recvs, coll, objects = simulate(n, truth)
-    truth_of(truth, ranks, sends, recvs, coll, objects, n)
+    if a.sync:
+        def f(k, t):
+            return sync_of(t, k.r // a.tasks)
+    else:
+        def f(k, t):
+            return t
+    truth_of(truth, ranks, sends, recvs, coll, objects, n, f)
     with h5py.File(a.out, "w") as f:
         f.attrs["sh5 Format Version"] = np.int32(1)
         f.attrs["Job ID"] = a.job
@@ -278,7 +291,7 @@ def main():
                 if a.sync:
                     sg = ev.require_group("SyncTimeNs")
                     sg.create_dataset(str(k.r),
-                                      data=recs["TimeNs"] + 3000 * ni)
+                                      data=sync_of(recs["TimeNs"], ni))
                 for rid, name, fl in REGIONS:
                     regs.append((k.r, rid, fl, name.encode()))
                 comms.append((k.r, 0, 0, n, k.r))
