@@ -138,7 +138,8 @@ def simulate(nranks, truth):
             k.enter(10)
             k.adv(200000 + 10000 * k.r + 5000 * p)
             k.enter(11)
-            k.adv(50000 * (k.r + 1))
+            # one slow solve (rank 2, phase 2): the anomaly
+            k.adv(50000 * (k.r + 1) * (100 if (k.r, p) == (2, 2) else 1))
             k.exit(11)
             k.adv(30000)
             k.exit(10)
@@ -242,6 +243,14 @@ def truth_of(truth, ranks, sends, recvs, coll, objects, nranks, f):
     truth["reached"] = {str(k.r): len(k.marks) for k in ranks}
     truth["counters"] = {n: dict(count=len(v), mean=float(np.mean(v)))
                          for n, v in sorted(calls.items())}
+    # SSTD at 3 sigma against the whole step (sample stddev)
+    nan = 0
+    for v in calls.values():
+        v = np.array(v)
+        sd = v.std(ddof=1) if len(v) > 1 else 0.0
+        if sd > 0:
+            nan += int(np.sum(np.abs(v - v.mean()) > 3 * sd))
+    truth["anomalies_sigma3"] = nan
 
 
 def main():

@@ -175,6 +175,14 @@ def counters(path, truth):
     if not fails:
         print("ok: %d region and MPI-call counters: counts and means "
               "equal the truth" % len(truth["counters"]))
+    if len(sys.argv) > 4 and sys.argv[4] == "--sigma3":
+        n = sum(len(a["data"]) for a in doc["anomaly_stats"]["anomaly"]
+                if a["key"].endswith(":regions"))
+        if n != truth["anomalies_sigma3"] or n == 0:
+            bad("%d call anomalies at 3 sigma, truth %d" %
+                (n, truth["anomalies_sigma3"]))
+        else:
+            print("ok: %d call anomalies at 3 sigma, as the truth" % n)
 
 
 def main():
