@@ -42,7 +42,50 @@ struct build {
 	struct sh5_evlb *m;
 	struct vec sends, recvs, colls, objs, edges;
 	struct sh5_evstack st;
+	struct wr *wr;		/* world rank -> task, by world rank */
+	size_t nwr;
 };
+
+struct wr {
+	int32_t rank;
+	uint32_t task;
+};
+
+static int cmp_wr(const void *a, const void *b)
+{
+	const struct wr *x = a, *y = b;
+
+	return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* sh5_evstep_loc() in O(log n): the task of world rank r, the task of
+ * the same number when no RANK record names r, -1 for r < 0. */
+static int64_t loc(const struct build *b, int32_t r)
+{
+	struct wr key = { r, 0 }, *w;
+
+	if (r < 0)
+		return -1;
+	w = b->nwr ? bsearch(&key, b->wr, b->nwr, sizeof(key), cmp_wr) :
+		     NULL;
+	return w ? (int64_t)w->task : (int64_t)r;
+}
+
+static int map_ranks(struct build *b)
+{
+	size_t i;
+
+	b->wr = malloc((b->s->ntasks + 1) * sizeof(*b->wr));
+	if (!b->wr)
+		return -1;
+	for (i = 0; i < b->s->ntasks; i++)
+		if (b->s->tasks[i].world_rank >= 0) {
+			b->wr[b->nwr].rank = b->s->tasks[i].world_rank;
+			b->wr[b->nwr++].task = b->s->tasks[i].task;
+		}
+	qsort(b->wr, b->nwr, sizeof(*b->wr), cmp_wr);
+	return 0;
+}
 
 static void *vec_add(struct vec *v)
 {
@@ -177,7 +220,7 @@ static int add_msg(struct build *b, const struct sh5_evtask *t, size_t i,
 		   int64_t phase)
 {
 	const struct sh5ev_rec *e = &t->ev[i];
-	int64_t peer = sh5_evstep_loc(b->s, e->peer);
+	int64_t peer = loc(b, e->peer);
 	uint64_t comm = sh5_evstep_comm(t, e->id);
 	struct msg *m;
 
@@ -211,7 +254,7 @@ static int add_coll(struct build *b, const struct sh5_evtask *t, size_t i,
 	x->task = t->task;
 	x->seq = i;
 	x->op = e->op;
-	x->root = e->peer >= 0 ? sh5_evstep_loc(b->s, e->peer) : -1;
+	x->root = e->peer >= 0 ? loc(b, e->peer) : -1;
 	if (e->peer >= 0 && x->root < 0)
 		b->m->unknown_peers++;
 	x->phase = phase;
@@ -594,6 +637,10 @@ struct sh5_evlb *sh5_evlb_build(const struct sh5_evstep *s,
 		goto error;
 	}
 	b.m->nranks = s->ntasks;
+	if (map_ranks(&b) < 0) {
+		nomem(errp);
+		goto error;
+	}
 	for (i = 0; i < s->ntasks; i++)
 		if (walk_task(&b, i, errp) < 0)
 			goto error;
@@ -610,6 +657,7 @@ struct sh5_evlb *sh5_evlb_build(const struct sh5_evstep *s,
 	free(b.sends.p);
 	free(b.recvs.p);
 	free(b.colls.p);
+	free(b.wr);
 	sh5_evstack_free(&b.st);
 	return b.m;
 error:
@@ -618,6 +666,7 @@ error:
 	free(b.colls.p);
 	free(b.objs.p);
 	free(b.edges.p);
+	free(b.wr);
 	sh5_evstack_free(&b.st);
 	sh5_evlb_free(b.m);
 	return NULL;
