@@ -16,11 +16,17 @@
 #include "h5attr.h"
 #include "mergesync.h"
 #include "reader.h"
+#include "sync/evsync.h"
+#include "sync/syncrun.h"
 #include "timesync.h"
 
 /* A measurement whose round trip exceeds 4 times the node's median plus
  * this is left out (its error bound is half its round trip). */
 #define RTT_SLACK_NS INT64_C(50000)
+
+/* What hook_probe() found in an input (merge ORs them over inputs). */
+#define PROBE_CLOCK 1
+#define PROBE_EVENTS 2
 
 /* One ClockOffsets record as read (HDF5 converts by member name). */
 struct clock_rec {
@@ -49,6 +55,9 @@ struct sh5_mergesync {
 	/* Scratch times for one row buffer. */
 	int64_t *tin, *tout;
 	size_t tcap;
+	/* clc: the events' synchronization (hook_finish). */
+	struct sh5_evsync_stats ev;
+	const char *output;		/* the job file's name */
 };
 
 int sh5_sync_method_parse(const char *name, enum sh5_sync_method *out)
@@ -303,20 +312,34 @@ static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
 /* ------------------------------------------------------------------ */
 /* Hooks. */
 
-/* The merge's first pass: does this input carry measurements? */
+/* The merge's first pass: does this input carry measurements (1),
+ * events (2)? */
 static int hook_probe(void *arg, hid_t in_node)
 {
 	(void)arg;
-	return clock_rows(in_node) > 0;
+	return (clock_rows(in_node) > 0 ? PROBE_CLOCK : 0) |
+	       (H5Lexists(in_node, "Events", H5P_DEFAULT) > 0 ? PROBE_EVENTS :
+								 0);
 }
 
 static int hook_checked(void *arg, int any, struct sh5_error *errp)
 {
 	struct sh5_mergesync *ms = arg;
 
-	(void)errp;
+	if (ms->method == SH5_SYNC_CLC && !(any & PROBE_EVENTS)) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "--sync clc needs events (message sends "
+			      "and receives, collectives), and no node-step "
+			      "file of this job carries any: use --sync "
+			      "offset");
+		return -1;
+	}
 	if (ms->method == SH5_SYNC_AUTO) {
-		if (any) {
+		if (any & PROBE_EVENTS) {
+			ms->method = SH5_SYNC_CLC;
+			ms->note = "auto: clc (the node-step files carry "
+				   "events)";
+		} else if (any) {
 			ms->method = SH5_SYNC_OFFSET;
 			ms->note = "auto: offset (the node-step files carry "
 				   "clock-offset measurements)";
@@ -327,7 +350,7 @@ static int hook_checked(void *arg, int any, struct sh5_error *errp)
 		}
 		ms->st.method = ms->method;
 	}
-	return ms->method == SH5_SYNC_OFFSET;
+	return ms->method == SH5_SYNC_OFFSET || ms->method == SH5_SYNC_CLC;
 }
 
 static int hook_node_begin(void *arg, const struct sh5_input *in,
@@ -348,7 +371,7 @@ static int hook_node_begin(void *arg, const struct sh5_input *in,
 	ms->node_dropped = 0;
 	ms->node_drift = NAN;
 	ms->st.nodes++;
-	if (ms->method != SH5_SYNC_OFFSET)
+	if (ms->method != SH5_SYNC_OFFSET && ms->method != SH5_SYNC_CLC)
 		return 0;
 	ms->node_sync = 1;
 	n = load_points(ms, in_node, why, sizeof(why));
@@ -452,12 +475,21 @@ static int hook_finish(void *arg, hid_t fout, struct sh5_error *errp)
 
 	if (g < 0)
 		return sh5_errprintf_h5(errp, "cannot open /Merge");
+	if (ms->method == SH5_SYNC_CLC) {
+		const char *fname = ms->output ? ms->output : "job file";
+
+		if (sh5_evsync_job(fout, fname, &ms->ev, ms->report,
+				   ms->report_arg, errp) < 0) {
+			H5Gclose(g);
+			return -1;
+		}
+	}
 	if (sh5_h5attr_put_str(g, "Sync Requested",
 		    sh5_sync_method_name(ms->requested)) < 0 ||
 	    sh5_h5attr_put_str(g, "Sync Method", sh5_sync_method_name(ms->method)) < 0 ||
 	    sh5_h5attr_put_str(g, "Sync Note", ms->note ? ms->note : "") < 0)
 		goto out;
-	if (ms->method == SH5_SYNC_OFFSET &&
+	if ((ms->method == SH5_SYNC_OFFSET || ms->method == SH5_SYNC_CLC) &&
 	    (sh5_h5attr_put_u32(g, "Sync Nodes Corrected", (uint32_t)ms->st.corrected) <
 		     0 ||
 	     sh5_h5attr_put_u32(g, "Sync Nodes Unmeasured",
@@ -465,6 +497,28 @@ static int hook_finish(void *arg, hid_t fout, struct sh5_error *errp)
 	     sh5_h5attr_put_i64(g, "Sync Max Correction ns",
 		     ms->st.max_correction_ns) < 0 ||
 	     sh5_h5attr_put_i64(g, "Sync Error Bound ns", ms->st.error_bound_ns) < 0))
+		goto out;
+	if (ms->method == SH5_SYNC_CLC &&
+	    (sh5_h5attr_put_u32(g, "Sync Event Steps", (uint32_t)ms->ev.steps) < 0 ||
+	     sh5_h5attr_put_u32(g, "Sync Event Steps Synchronized",
+		     (uint32_t)ms->ev.synced) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync Events", ms->ev.events) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync Messages Matched", ms->ev.messages) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync Problems", ms->ev.problems) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync P2P Violations Before",
+		     ms->ev.viol_p2p_before) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync Collective Violations Before",
+		     ms->ev.viol_coll_before) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync P2P Violations After",
+		     ms->ev.viol_p2p_after) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync Collective Violations After",
+		     ms->ev.viol_coll_after) < 0 ||
+	     sh5_h5attr_put_i64(g, "Sync Mu Intra ns", ms->ev.mu_intra) < 0 ||
+	     sh5_h5attr_put_i64(g, "Sync Mu Inter ns", ms->ev.mu_inter) < 0 ||
+	     sh5_h5attr_put_str(g, "Sync Mu Intra Source",
+		     sh5_syncrun_mu_source(ms->ev.src_intra)) < 0 ||
+	     sh5_h5attr_put_str(g, "Sync Mu Inter Source",
+		     sh5_syncrun_mu_source(ms->ev.src_inter)) < 0))
 		goto out;
 	rc = 0;
 out:
@@ -485,27 +539,19 @@ struct sh5_mergesync *sh5_mergesync_create(
 {
 	struct sh5_mergesync *ms;
 
-	if (method == SH5_SYNC_CLC) {
-		errno = ENOTSUP;
-		sh5_errprintf(errp, "--sync clc needs events (message sends "
-			      "and receives, collectives); profiles hold "
-			      "samples only: use --sync offset here, or "
-			      "'sh5merge sync --method clc' on an event trace");
-		return NULL;
-	}
 	if (method != SH5_SYNC_AUTO && method != SH5_SYNC_NONE &&
-	    method != SH5_SYNC_OFFSET) {
+	    method != SH5_SYNC_OFFSET && method != SH5_SYNC_CLC) {
 		errno = EINVAL;
 		sh5_errprintf(errp, "unknown sync method %d", (int)method);
 		return NULL;
 	}
-	(void)opts;
 	if (!(ms = calloc(1, sizeof(*ms)))) {
 		errno = ENOMEM;
 		sh5_errprintf(errp, "out of memory");
 		return NULL;
 	}
 	ms->requested = method;
+	ms->output = opts ? opts->output : NULL;
 	ms->report = report;
 	ms->report_arg = report_arg;
 	/* auto is decided by hook_checked() from the merge's first pass,
@@ -546,6 +592,7 @@ void sh5_mergesync_stats(const struct sh5_mergesync *ms,
 			 struct sh5_mergesync_stats *st)
 {
 	*st = ms->st;
+	st->ev = ms->ev;
 }
 
 void sh5_mergesync_destroy(struct sh5_mergesync *ms)

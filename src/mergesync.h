@@ -37,6 +37,7 @@
 
 #include "error.h"
 #include "merge.h"
+#include "sync/evsync.h"
 #include "timesync.h"	/* struct sh5_offset_point */
 
 enum sh5_sync_method {
@@ -62,6 +63,7 @@ struct sh5_mergesync_stats {
 					 * 4 x the node's median + 50 us */
 	int64_t max_correction_ns;	/* max |SyncTimeNs - EpochTimeNs| */
 	int64_t error_bound_ns;		/* max round trip / 2 used */
+	struct sh5_evsync_stats ev;	/* clc: the events */
 };
 
 struct sh5_mergesync;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "events/jobevents.h"
+#include "merge.h"	/* sh5_step_cmp() */
 #include "mergesync.h"	/* sh5_clock_points_read(): --sync offset's filter */
 #include "reader.h"	/* sh5_attr_get_int(), sh5_attr_get_str() */
 #include "trace.h"	/* sh5_trace_op_class() */
@@ -534,13 +535,28 @@ out:
 	return rc;
 }
 
-static int read_members(struct rd *r, hid_t ev, const char *evpath,
-			struct sh5_error *errp)
+static int mem_cmp(const void *pa, const void *pb);
+
+/* Size of communicator g as the Comms rows of s->tasks[from..] say; -1
+ * when none does. */
+static long comm_size_on(const struct sh5_evstep *s, size_t from, uint64_t g)
+{
+	size_t i, k;
+
+	for (i = from; i < s->ntasks; i++)
+		for (k = 0; k < s->tasks[i].ncomms; k++)
+			if (s->tasks[i].comms[k].global == g)
+				return s->tasks[i].comms[k].size;
+	return -1;
+}
+
+static int read_members(struct rd *r, size_t from, hid_t ev,
+			const char *evpath, struct sh5_error *errp)
 {
 	char path[320];
 	const struct member *m;
 	struct sh5_evstore_member *mem, *v;
-	size_t nm, n;
+	size_t nm, n, i, k;
 
 	if (H5Lexists(ev, "CommMembers", H5P_DEFAULT) <= 0)
 		return 0;
@@ -552,6 +568,29 @@ static int read_members(struct rd *r, hid_t ev, const char *evpath,
 		return -1;
 	if (!n)
 		return 0;
+	/* Each dataset on its own: one row per member of each of its
+	 * communicators, which this node's Comms rows define. */
+	qsort(mem, n, sizeof(*mem), mem_cmp);
+	for (i = 0; i < n; i = k) {
+		long size = comm_size_on(r->s, from, mem[i].global);
+
+		for (k = i; k < n && mem[k].global == mem[i].global; k++)
+			;
+		if (size < 0 || (size_t)size != k - i) {
+			uint64_t g = mem[i].global;
+
+			free(mem);
+			errno = EINVAL;
+			if (size < 0)
+				return sh5_errprintf(errp, "%s: rows for "
+					"communicator %" PRIu64 ", which no "
+					"Comms row of this node defines",
+					path, g);
+			return sh5_errprintf(errp, "%s: communicator %" PRIu64
+				" has %zu member rows, its size is %ld",
+				path, g, k - i, size);
+		}
+	}
 	if (!(v = realloc(r->mem, (r->nmem + n) * sizeof(*v)))) {
 		free(mem);
 		errno = ENOMEM;
@@ -715,7 +754,7 @@ static int read_node(struct rd *r, hid_t nodes, const char *nodes_path,
 			goto out;
 	}
 	if (assign_defs(r, from, ev, evpath, errp) < 0 ||
-	    read_members(r, ev, evpath, errp) < 0 ||
+	    read_members(r, from, ev, evpath, errp) < 0 ||
 	    read_sync(r, from, ev, evpath, errp) < 0)
 		goto out;
 	rc = 0;
@@ -1141,6 +1180,86 @@ error:
 	if (!errno)
 		errno = EINVAL;
 	return NULL;
+}
+
+static int step_cmp(const void *pa, const void *pb)
+{
+	return sh5_step_cmp(*(char *const *)pa, *(char *const *)pb);
+}
+
+int sh5_evjob_steps(hid_t file, char ***names, size_t *n,
+		    struct sh5_error *errp)
+{
+	struct names st = { 0 }, nd = { 0 };
+	size_t i, k, j = 0;
+	hid_t steps;
+
+	*names = NULL;
+	*n = 0;
+	if (H5Lexists(file, "Steps", H5P_DEFAULT) <= 0)
+		return 0;
+	if ((steps = H5Gopen2(file, "Steps", H5P_DEFAULT)) < 0) {
+		errno = EINVAL;
+		return sh5_errprintf(errp, "/Steps: not a group");
+	}
+	if (names_list(steps, "/Steps", &st, errp) < 0) {
+		H5Gclose(steps);
+		return -1;
+	}
+	for (i = 0; i < st.n; i++) {
+		char path[300];
+		hid_t g;
+		int any = 0;
+
+		join(path, sizeof(path), st.v[i], "Nodes", NULL);
+		if (H5Lexists(steps, st.v[i], H5P_DEFAULT) <= 0 ||
+		    H5Lexists(steps, path, H5P_DEFAULT) <= 0 ||
+		    (g = H5Gopen2(steps, path, H5P_DEFAULT)) < 0) {
+			free(st.v[i]);
+			st.v[i] = NULL;
+			continue;
+		}
+		if (names_list(g, path, &nd, errp) == 0) {
+			for (k = 0; k < nd.n && !any; k++) {
+				hid_t ng = H5Gopen2(g, nd.v[k], H5P_DEFAULT);
+
+				if (ng < 0)
+					continue;
+				any = H5Lexists(ng, SH5_EVSTORE_GROUP,
+						H5P_DEFAULT) > 0;
+				H5Gclose(ng);
+			}
+			names_free(&nd);
+		}
+		H5Gclose(g);
+		if (any) {
+			char *keep = st.v[i];
+
+			st.v[i] = NULL;
+			st.v[j++] = keep;
+		} else {
+			free(st.v[i]);
+			st.v[i] = NULL;
+		}
+	}
+	H5Gclose(steps);
+	qsort(st.v, j, sizeof(*st.v), step_cmp);
+	*names = st.v;
+	*n = j;
+	if (!j) {
+		free(st.v);
+		*names = NULL;
+	}
+	return 0;
+}
+
+void sh5_evjob_steps_free(char **names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
 }
 
 void sh5_evstep_free(struct sh5_evstep *s)
