@@ -107,5 +107,50 @@ else
 		ok "no output left behind"
 fi
 
+# 7. the whole pipeline: node-step files with events (events_mkjob.py,
+# another generator with its own truth: sub-communicators, non-blocking
+# and wildcard receives, skewed clocks) -> merge --sync clc -> lbdata and
+# counters; SendRecv messages and bytes per pair and per phase equal that
+# truth, every rank file validates.
+if [ -x "$T/events_mkjob.py" ]; then
+	$PY "$T/events_mkjob.py" "$W/in" --nodes 3 --tasks 2 --iterations 4 \
+		--seed 7 --skew-ms 3,-2.5,0.8 --truth "$W/mtruth.json" || exit 1
+	if "$SH5MERGE" merge -j 4343 -p "$W/in" -u "" -o "$W/mjob.h5" \
+		--sync clc 2>/dev/null &&
+		"$SH5MERGE" lbdata -i "$W/mjob.h5" -o "$W/mlb" &&
+		"$SH5MERGE" counters -i "$W/mjob.h5" -o "$W/mstats.json"; then
+		if $PY - "$W/mlb" "$W/mtruth.json" "$W/mstats.json" "$T" <<'PYEOF'
+import glob, json, os, sys
+sys.path.insert(0, sys.argv[4])
+from lbdata_schema import LBDatafile_schema
+t = json.load(open(sys.argv[2]))
+pairs, phases = {}, {}
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "data.*.json"))):
+    d = json.load(open(f))
+    LBDatafile_schema.validate(d)
+    for p in d["phases"]:
+        for c in p.get("communications", []):
+            if c["type"] != "SendRecv":
+                continue
+            k = "%d->%d" % (c["from"]["seq_id"], c["to"]["seq_id"])
+            m, b = pairs.get(k, (0, 0.0))
+            pairs[k] = (m + c["messages"], b + c["bytes"])
+            m, b = phases.get(str(p["id"]), (0, 0.0))
+            phases[str(p["id"])] = (m + c["messages"], b + c["bytes"])
+want = {k: (v["messages"], float(v["bytes"])) for k, v in t["pairs"].items()}
+assert pairs == want, (pairs, want)
+want = {k: (v["messages"], float(v["bytes"])) for k, v in t["phases"].items()}
+assert phases == want, (phases, want)
+s = json.load(open(sys.argv[3]))
+names = {c["counter"] for c in s["counter_stats"]}
+assert "Region.compute" in names and "MPI.MPI_Send" in names, names
+print("ok: %d pairs, %d phases of messages equal events_mkjob's truth"
+      % (len(pairs), len(phases)))
+PYEOF
+		then ok "merge --sync clc -> lbdata/counters"
+		else bad "merge --sync clc -> lbdata/counters: values"; fi
+	else bad "merge --sync clc -> lbdata/counters: exit status"; fi
+fi
+
 [ $fails -eq 0 ] || { echo "$fails failures"; exit 1; }
 echo "all ok"
