@@ -78,12 +78,22 @@ static void print_summary(const char *dir, const char *stem,
 
 	printf("lbdata: step %s: %" PRId64 " rank files %s/%s.<rank>.json "
 	       "(%" PRId64 " tasks with data), %zu nodes, %" PRId64
-	       " phases of %g s\n",
-	       s->step, s->nranks, dir, stem, s->ntasks, s->nnodes,
-	       s->nphases, s->phase_length);
+	       " phases", s->step, s->nranks, dir, stem, s->ntasks, s->nnodes,
+	       s->nphases);
+	if (s->marks)
+		printf(" (application phase marks)\n");
+	else
+		printf(" of %g s\n", s->phase_length);
 	printf("lbdata: %" PRIu64 " samples, %" PRIu64 " bytes of JSON, %"
 	       PRIu64 " bytes written\n",
 	       s->samples, s->json_bytes, s->file_bytes);
+	if (s->events)
+		printf("lbdata: events: phases from %s, %" PRIu64
+		       " communications (%" PRIu64 " matched messages, %"
+		       PRIu64 " sends/receives unmatched), %" PRIu64
+		       " objects\n", s->marks ? "marks" : "windows",
+		       s->comm_edges, s->p2p_matched, s->unmatched,
+		       s->objects);
 	if (!s->phases)
 		return;
 	printf("%-6s %-19s %12s %12s %9s %8s %12s %12s %9s %s\n", "phase",
@@ -92,7 +102,10 @@ static void print_summary(const char *dir, const char *stem,
 	for (k = 0; k < s->nphases; k++) {
 		const struct sh5_lbdata_phase_summary *p = &s->phases[k];
 
-		fmt_time(p->start, when, sizeof(when));
+		if (s->marks)	/* bounds differ from rank to rank */
+			snprintf(when, sizeof(when), "-");
+		else
+			fmt_time(p->start, when, sizeof(when));
 		printf("%-6" PRId64 " %-19s %12.3f %12.3f %9.3f %8" PRId64
 		       " %12.3f %12.3f %9.3f %s(%" PRId64 ")\n",
 		       p->id, when, p->rank_max, p->rank_avg,

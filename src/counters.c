@@ -10,6 +10,8 @@
 #include <sys/time.h>
 
 #include "counters.h"
+#include "export/evcounters.h"
+#include "export/evlb.h"	/* sh5_evlb_read_step() */
 #include "jobread.h"
 #include "json.h"
 #include "runstats.h"
@@ -25,6 +27,9 @@ struct app {
 	char name[96];
 	struct counter *c;
 	size_t n, cap;
+	/* application events: region and MPI-call counters */
+	struct sh5_evstep *evs;
+	struct sh5_evstats *evst;
 };
 
 struct ctx {
@@ -276,16 +281,38 @@ static void sift_down(struct sh5_counters_anomaly *h, size_t n, size_t i)
 }
 
 /* Keep the opts->top highest scores in a min-heap. */
-static void keep_top(struct ctx *x, const struct sh5_jobread_series *s,
-		     int64_t t, size_t k, double value, double score,
-		     const struct sh5_runstats *model)
+static void keep_top_rec(void *arg, const struct sh5_counters_anomaly *pa)
 {
-	struct sh5_counters_anomaly a, *h = x->top;
+	struct ctx *x = arg;
+	struct sh5_counters_anomaly a = *pa, *h = x->top;
 	size_t i;
 
 	if (!x->o->top)
 		return;
-	if (x->ntop == x->o->top && score <= h[0].score)
+	if (x->ntop == x->o->top && a.score <= h[0].score)
+		return;
+	if (x->ntop < x->o->top) {
+		i = x->ntop++;
+		h[i] = a;
+		while (i > 0 && heap_less(&h[i], &h[(i - 1) / 2])) {
+			heap_swap(h, i, (i - 1) / 2);
+			i = (i - 1) / 2;
+		}
+	} else {
+		h[0] = a;
+		sift_down(h, x->ntop, 0);
+	}
+}
+
+static void keep_top(struct ctx *x, const struct sh5_jobread_series *s,
+		     int64_t t, size_t k, double value, double score,
+		     const struct sh5_runstats *model)
+{
+	struct sh5_counters_anomaly a;
+
+	if (!x->o->top)
+		return;
+	if (x->ntop == x->o->top && score <= x->top[0].score)
 		return;
 	memset(&a, 0, sizeof(a));
 	a.time_ns = t;
@@ -298,17 +325,7 @@ static void keep_top(struct ctx *x, const struct sh5_jobread_series *s,
 	a.score = score;
 	a.mean = sh5_runstats_mean(model);
 	a.stddev = sh5_runstats_stddev(model);
-	if (x->ntop < x->o->top) {
-		i = x->ntop++;
-		h[i] = a;
-		while (i > 0 && heap_less(&h[i], &h[(i - 1) / 2])) {
-			heap_swap(h, i, (i - 1) / 2);
-			i = (i - 1) / 2;
-		}
-	} else {
-		h[0] = a;
-		sift_down(h, x->ntop, 0);
-	}
+	keep_top_rec(x, &a);
 }
 
 static void open_entry(struct ctx *x, const struct sh5_jobread_series *s)
@@ -395,6 +412,45 @@ static int p2_series_end(void *arg, const struct sh5_jobread_series *s,
 	return sh5_json_flush(x->j, errp) < 0 ? -1 : 0;
 }
 
+/* ------------------------------------------------------------ events */
+
+/* Region and MPI-call counters of every step with application events
+ * (export/evcounters.h): read after pass 1, kept for pass 2. */
+static int read_events(struct ctx *x, const char *path,
+		       struct sh5_error *errp)
+{
+	struct app *a;
+	size_t i;
+
+	for (i = 0; i < x->napps; i++) {
+		a = &x->apps[i];
+		a->evs = sh5_evlb_read_step(path, a->step, errp);
+		if (!a->evs)
+			return -1;
+		if (!a->evs->ntasks)
+			continue;
+		a->evst = sh5_evstats_build(a->evs, errp);
+		if (!a->evst)
+			return -1;
+		x->values += sh5_evstats_calls(a->evst);
+	}
+	return 0;
+}
+
+static void write_event_counters(struct sh5_json *j, const struct app *a)
+{
+	size_t k;
+
+	for (k = 0; k < sh5_evstats_count(a->evst); k++) {
+		sh5_json_object_open(j);
+		sh5_json_kv_string(j, "app", a->name);
+		sh5_json_kv_string(j, "counter", sh5_evstats_name(a->evst, k));
+		sh5_json_key(j, "stats");
+		sh5_json_runstats(j, sh5_evstats_stats(a->evst, k));
+		sh5_json_object_close(j);
+	}
+}
+
 /* ------------------------------------------------------------ export */
 
 static int cmp_top(const void *a, const void *b)
@@ -415,6 +471,8 @@ static void ctx_free(struct ctx *x)
 			free(x->apps[i].c[k].name);
 		free(x->apps[i].c);
 		free(x->apps[i].step);
+		sh5_evstats_free(x->apps[i].evst);
+		sh5_evstep_free(x->apps[i].evs);
 	}
 	free(x->apps);
 	free(x->map);
@@ -464,6 +522,8 @@ int sh5_counters_export(const char *path, struct sh5_json *j,
 		goto out;
 	if (sh5_jobread_walk(jr, opts->step, &pass1, &x, errp) < 0)
 		goto out;
+	if (read_events(&x, path, errp) < 0)
+		goto out;
 	values = x.values;
 	x.samples = 0;
 
@@ -471,7 +531,7 @@ int sh5_counters_export(const char *path, struct sh5_json *j,
 	sh5_json_kv_int(j, "version", 2);
 	sh5_json_kv_int(j, "created_at", x.created_at);
 	for (i = 0; i < x.napps; i++)
-		ncounters += x.apps[i].n;
+		ncounters += x.apps[i].n + sh5_evstats_count(x.apps[i].evst);
 	if (ncounters) {
 		sh5_json_key(j, "counter_stats");
 		sh5_json_array_open(j);
@@ -485,6 +545,7 @@ int sh5_counters_export(const char *path, struct sh5_json *j,
 				sh5_json_runstats(j, &x.apps[i].c[k].total);
 				sh5_json_object_close(j);
 			}
+			write_event_counters(j, &x.apps[i]);
 		}
 		sh5_json_array_close(j);
 	}
@@ -496,6 +557,13 @@ int sh5_counters_export(const char *path, struct sh5_json *j,
 		goto json_error;
 	if (sh5_jobread_walk(jr, opts->step, &pass2, &x, errp) < 0)
 		goto out;
+	for (i = 0; i < x.napps; i++)
+		if (x.apps[i].evst &&
+		    sh5_evstats_anomalies(x.apps[i].evst, x.apps[i].evs, j,
+					  x.apps[i].name, opts->sigma,
+					  keep_top_rec, &x, &x.anomalies,
+					  &x.nkeys, errp) < 0)
+			goto out;
 	sh5_json_array_close(j);
 	sh5_json_key(j, "func");
 	sh5_json_array_open(j);

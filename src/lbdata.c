@@ -12,6 +12,7 @@
 
 #include <brotli/encode.h>
 
+#include "export/evlb.h"
 #include "jobread.h"
 #include "json.h"
 #include "lbdata.h"
@@ -492,7 +493,26 @@ struct exporter {
 	int have_prev;
 	int64_t ntasks;
 	uint64_t samples, json_bytes, file_bytes;
+	/* application events of the step (NULL: none): phases from
+	 * marks or windows, tasks, objects, communications */
+	struct sh5_evlb *evm;
+	const struct sh5_evlb_rank *er;	/* of the series being read */
 };
+
+/* Marks mode: the phases of a task are its own (evm bounds). */
+static int marks(const struct exporter *x)
+{
+	return x->evm && x->evm->marks;
+}
+
+/* Start of phase k (its lower, open bound). */
+static int64_t phase_start(const struct exporter *x, int64_t k)
+{
+	if (marks(x))
+		return x->er ? x->er->bound[k] :
+			       k == 0 ? INT64_MIN : INT64_MAX;
+	return x->t0 + k * x->lns;
+}
 
 static int p1_series(void *arg, const struct sh5_jobread_series *s,
 		     struct sh5_error *errp)
@@ -530,6 +550,8 @@ static int64_t phase_of(const struct exporter *x, int64_t t)
 {
 	int64_t off = t - x->t0, k;
 
+	if (marks(x))
+		return sh5_evlb_phase_at(x->evm, x->er, t);
 	if (off <= 0)
 		return 0;
 	k = (off - 1) / x->lns;
@@ -554,8 +576,8 @@ static void spread(struct exporter *x, int64_t a, int64_t b, double d,
 		return;
 	}
 	for (k = ka; k <= kb; k++) {
-		lo = k == ka ? a : x->t0 + k * x->lns;
-		hi = k == kb ? b : x->t0 + (k + 1) * x->lns;
+		lo = k == ka ? a : phase_start(x, k);
+		hi = k == kb ? b : phase_start(x, k + 1);
 		if (hi > lo)
 			x->acc[k].d[which] += d * (double)(hi - lo) / total;
 	}
@@ -597,6 +619,7 @@ static int p2_series(void *arg, const struct sh5_jobread_series *s,
 	x->fvm = sh5_jobread_field(s, "VMSize");
 	x->futil = sh5_jobread_field(s, "CPUUtilization");
 	x->have_prev = 0;
+	x->er = x->evm ? sh5_evlb_rank(x->evm, s->task) : NULL;
 	return 0;
 }
 
@@ -660,7 +683,13 @@ static void fill_attrs(const struct exporter *x, const char *step,
 	kv[i++].s = step;
 	kv[i].key = "phase_length";
 	kv[i].kind = SH5_LBDATA_KV_DOUBLE;
-	kv[i++].d = (double)x->lns / 1e9;
+	kv[i++].d = marks(x) ? 0.0 : (double)x->lns / 1e9;
+	kv[i].key = "phases_from";
+	kv[i].kind = SH5_LBDATA_KV_STRING;
+	kv[i++].s = marks(x) ? "marks" : "windows";
+	kv[i].key = "events";
+	kv[i].kind = SH5_LBDATA_KV_INT;
+	kv[i++].i = x->evm ? 1 : 0;
 	if (node_name) {
 		kv[i].key = "node_name";
 		kv[i].kind = SH5_LBDATA_KV_STRING;
@@ -674,6 +703,8 @@ static int write_phase_head(struct exporter *x, struct sh5_lbdata_file *f,
 {
 	struct sh5_lbdata_kv kv[2];
 
+	if (marks(x))	/* the bounds differ from rank to rank */
+		return sh5_lbdata_file_phase(f, k, 0, NULL, errp);
 	kv[0].key = "start_time";
 	kv[0].kind = SH5_LBDATA_KV_DOUBLE;
 	kv[0].d = (double)(x->t0 + k * x->lns) / 1e9;
@@ -695,12 +726,24 @@ static int close_counted(struct exporter *x, struct sh5_lbdata_file *f,
 	return 0;
 }
 
+/* The task of a rank in phase k: with events, the rank's entity, its
+ * objects and the communications its file holds (export/evlb.h). */
+static int write_task(struct exporter *x, struct sh5_lbdata_file *f,
+		      const struct sh5_lbdata_task *t, int64_t k,
+		      struct sh5_error *errp)
+{
+	if (x->evm)
+		return sh5_evlb_write_phase(x->evm, t->entity.seq_id, k, f, t,
+					    errp);
+	return sh5_lbdata_file_task(f, t, errp);
+}
+
 static int p2_series_end(void *arg, const struct sh5_jobread_series *s,
 			 struct sh5_error *errp)
 {
 	struct exporter *x = arg;
 	struct sh5_lbdata_meta m;
-	struct sh5_lbdata_kv attrs[5], user[8];
+	struct sh5_lbdata_kv attrs[7], user[9];
 	struct sh5_lbdata_task t;
 	struct sh5_lbdata_file *f;
 	const struct acc *p;
@@ -755,21 +798,29 @@ static int p2_series_end(void *arg, const struct sh5_jobread_series *s,
 		user[i].key = "samples";
 		user[i].kind = SH5_LBDATA_KV_INT;
 		user[i++].i = p->n;
+		if (x->evm) {
+			user[i].key = "cpu_time";
+			user[i].kind = SH5_LBDATA_KV_DOUBLE;
+			user[i++].d = p->d[D_CPU];
+		}
 		t.nuser = i;
 		t.time = p->d[D_CPU];
 		if (write_phase_head(x, f, k, errp) < 0 ||
-		    sh5_lbdata_file_task(f, &t, errp) < 0) {
+		    write_task(x, f, &t, k, errp) < 0) {
 			sh5_lbdata_file_abort(f);
 			return -1;
 		}
 		if (x->rank_sum) {
-			x->rank_sum[k] += p->d[D_CPU];
-			if (p->d[D_CPU] > x->rank_max[k] ||
-			    x->rank_arg[k] < 0) {
-				x->rank_max[k] = p->d[D_CPU];
+			double load = x->evm ? sh5_evlb_rank_load(x->evm,
+						s->task, k, p->d[D_CPU]) :
+					       p->d[D_CPU];
+
+			x->rank_sum[k] += load;
+			if (load > x->rank_max[k] || x->rank_arg[k] < 0) {
+				x->rank_max[k] = load;
 				x->rank_arg[k] = s->task;
 			}
-			x->node_load[k] += p->d[D_CPU];
+			x->node_load[k] += load;
 		}
 	}
 	x->ntasks++;
@@ -804,8 +855,10 @@ static int write_empty_rank(struct exporter *x, const char *step,
 			    int64_t rank, struct sh5_error *errp)
 {
 	struct sh5_lbdata_meta m;
-	struct sh5_lbdata_kv attrs[5];
+	struct sh5_lbdata_kv attrs[7];
 	struct sh5_lbdata_file *f;
+	const struct sh5_evlb_rank *er = sh5_evlb_rank(x->evm, rank);
+	struct sh5_lbdata_task t;
 	int64_t k;
 
 	memset(&m, 0, sizeof(m));
@@ -817,8 +870,18 @@ static int write_empty_rank(struct exporter *x, const char *step,
 				 errp);
 	if (!f)
 		return -1;
+	memset(&t, 0, sizeof(t));
+	t.entity.type = "object";
+	t.entity.id = -1;
+	t.entity.seq_id = rank;
+	t.entity.collection_id = COLLECTION_ID;
+	t.entity.home = er ? er->node : 0;
+	t.entity.migratable = x->o->migratable ? 1 : 0;
+	t.node = t.entity.home;
+	t.resource = "cpu";
 	for (k = 0; k < x->nphases; k++) {
-		if (write_phase_head(x, f, k, errp) < 0) {
+		if (write_phase_head(x, f, k, errp) < 0 ||
+		    (er && write_task(x, f, &t, k, errp) < 0)) {
 			sh5_lbdata_file_abort(f);
 			return -1;
 		}
@@ -891,6 +954,7 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 	};
 	struct exporter x;
 	struct sh5_jobread *jr;
+	struct sh5_evstep *evs = NULL;
 	const char *const *steps;
 	const char *step;
 	size_t nsteps;
@@ -920,6 +984,13 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 	}
 	if (sh5_jobread_walk(jr, step, &pass1, &x, errp) < 0)
 		goto out;
+	evs = sh5_evlb_read_step(path, step, errp);
+	if (!evs)
+		goto out;
+	if (evs->ntasks && evs->tasks[evs->ntasks - 1].task > x.maxrank)
+		x.maxrank = evs->tasks[evs->ntasks - 1].task;
+	if (evs->ntasks && !x.have_time)
+		x.have_time = sh5_evlb_span(evs, &x.t0, &x.tend);
 	if (x.maxrank < 0) {
 		errno = ENOENT;
 		sh5_errprintf(errp, "%s: step %s has no Task series", path,
@@ -943,6 +1014,22 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 			      opts->phase_length, x.nphases,
 			      SH5_LBDATA_MAX_PHASES);
 		goto out;
+	}
+	if (evs->ntasks) {
+		struct sh5_evlb_windows w = { x.t0, x.lns, x.nphases };
+
+		x.evm = sh5_evlb_build(evs, &w, SH5_LBDATA_MAX_PHASES, errp);
+		if (!x.evm) {
+			char text[sizeof(errp->text)];
+
+			if (errp) {
+				snprintf(text, sizeof(text), "%s", errp->text);
+				sh5_errprintf(errp, "%s: step %s: %s", path,
+					      step, text);
+			}
+			goto out;
+		}
+		x.nphases = x.evm->nphases;
 	}
 	if (alloc_pass2(&x) < 0) {
 		errno = ENOMEM;
@@ -968,6 +1055,15 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 		sum->nphases = x.nphases;
 		sum->phase_length = (double)x.lns / 1e9;
 		sum->samples = x.samples;
+		if (x.evm) {
+			sum->events = 1;
+			sum->marks = x.evm->marks;
+			sum->comm_edges = x.evm->nedges;
+			sum->p2p_matched = x.evm->p2p_matched;
+			sum->unmatched = x.evm->unmatched_sends +
+					 x.evm->unmatched_recvs;
+			sum->objects = x.evm->nobjects;
+		}
 		sum->json_bytes = x.json_bytes;
 		sum->file_bytes = x.file_bytes;
 		if (opts->summary) {
@@ -1012,6 +1108,8 @@ out:
 			unlink_final(opts->dir, x.stem, r);
 	}
 	exporter_free(&x);
+	sh5_evlb_free(x.evm);
+	sh5_evstep_free(evs);
 	sh5_jobread_close(jr);
 	return rc;
 }

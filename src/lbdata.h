@@ -160,6 +160,12 @@ struct sh5_lbdata_summary {
 	int64_t nphases;
 	double phase_length;
 	uint64_t samples;	/* Task samples read */
+	int events;		/* the step has application events */
+	int marks;		/* phases from phase marks */
+	uint64_t comm_edges;	/* communications written (aggregated) */
+	uint64_t p2p_matched;	/* matched point-to-point messages */
+	uint64_t unmatched;	/* sends and receives without a partner */
+	uint64_t objects;	/* declared objects (per phase) */
 	uint64_t json_bytes;	/* uncompressed JSON written */
 	uint64_t file_bytes;	/* bytes on disk */
 	struct sh5_lbdata_phase_summary *phases; /* nphases, with opts.summary */
