@@ -2,9 +2,12 @@
  * sh5_mpitest.c - a plain MPI program for the tests of the preload library
  * libsh5mpi (tests/tools/mpi_preload.sh) and the end-to-end tests.
  *
- *     sh5_mpitest [-t] [-n ITERATIONS] [-j JSON]
+ *     sh5_mpitest [-t] [-n ITERATIONS] [-w MS] [-j JSON]
  *
  * -t: start with MPI_Init_thread(MPI_THREAD_FUNNELED), not MPI_Init.
+ * -w: each iteration first computes for MS milliseconds on even ranks and
+ * 2 x MS on odd ones (an imbalance for the load-balancing exports; it also
+ * makes the step long enough to be sampled).
  *
  * Each iteration: MPI_Pcontrol(1) (a phase mark), a ring of MPI_Send /
  * MPI_Recv, a non-blocking exchange with both neighbours (Isend, Irecv,
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -52,6 +56,24 @@ static uint64_t *sent;		/* [phase][to][2]: messages, bytes */
 static uint64_t sum;		/* checksum of what I received */
 static uint64_t wildcards;	/* wildcard receives (rank 0) */
 static uint64_t made;		/* communicators I am rank 0 of */
+static long work_ms;		/* -w: compute per iteration */
+
+/* Busy for ms milliseconds (not a sleep: the load is CPU time). */
+static void work(long ms)
+{
+	struct timespec a, b;
+	volatile double x = 1.0;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do {
+		int i;
+
+		for (i = 0; i < 10000; i++)
+			x = x * 1.0000001 + 1e-9;
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	} while ((b.tv_sec - a.tv_sec) * 1000 +
+			 (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+}
 static int threaded;		/* -t: MPI_Init_thread */
 
 /* Count comm in `made` when I am its rank 0. */
@@ -662,7 +684,7 @@ int main(int argc, char **argv)
 	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	while ((c = getopt(argc, argv, "n:j:t")) != -1) {
+	while ((c = getopt(argc, argv, "n:j:tw:")) != -1) {
 		char *end;
 
 		switch (c) {
@@ -674,6 +696,12 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			json = optarg;
+			break;
+		case 'w':
+			errno = 0;
+			work_ms = strtol(optarg, &end, 10);
+			if (errno || *end || work_ms < 0 || work_ms > 60000)
+				goto usage;
 			break;
 		case 't':
 			break;
@@ -697,6 +725,8 @@ int main(int argc, char **argv)
 		MPI_Pcontrol(1);
 		if (sh5_ev_enter)
 			sh5_ev_enter(region);
+		if (work_ms)
+			work(work_ms * (1 + rank % 2));
 		if (size > 1) {
 			ring(it, it + 1);
 			exchange(it, it + 1);
@@ -747,7 +777,7 @@ int main(int argc, char **argv)
 usage:
 	if (rank == 0)
 		fprintf(stderr, "usage: sh5_mpitest [-t] [-n ITERATIONS] "
-				"[-j JSON]\n");
+				"[-w MS] [-j JSON]\n");
 	MPI_Finalize();
 	return 2;
 }
