@@ -156,6 +156,11 @@ static int open_checked(int dirfd, const char *name, uid_t uid,
 	struct stat st0;
 	int fd;
 
+	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") ||
+	    !strcmp(name, "..")) {
+		errno = EINVAL;
+		return sh5_errprintf(errp, "%s: not a plain file name", name);
+	}
 	if (fstatat(dirfd, name, &st0, AT_SYMLINK_NOFOLLOW) < 0)
 		return sh5_errprintf(errp, "%s: %s", name, strerror(errno));
 	if (S_ISLNK(st0.st_mode)) {

@@ -625,6 +625,34 @@ START_TEST(test_evlog_never_follows_existing)
 }
 END_TEST
 
+/* A relative SH5_EVENTS_DIR means the working directory of the open,
+ * even when the process moves before the first block is written. */
+START_TEST(test_evlog_relative_dir)
+{
+	char path[512];
+	struct stat sb;
+	int i;
+
+	ck_assert_int_eq(chdir(evtest_dir), 0);
+	ck_assert_int_eq(mkdir("sub", 0700), 0);
+	setenv("SH5_EVENTS_DIR", "sub", 1);
+	unsetenv("SH5_EVENTS_PREFIX");
+	unsetenv("SLURM_PROCID");
+	unsetenv("SH5_EVENTS_BUFFER");
+	unsetenv("SH5_EVENTS_MAX");
+	ck_assert_int_eq(sh5_evlog_open(), 1);
+	ck_assert_int_eq(chdir("/"), 0);
+	for (i = 0; i < 10; i++)
+		sh5_evlog_event(SH5EV_K_PHASE, 0, 0, 1, 0, -1, 0, T0 + i);
+	sh5_evlog_close();
+	snprintf(path, sizeof(path), "%s/sub/events.0.%ld.sh5ev", evtest_dir,
+		 (long)getpid());
+	ck_assert_msg(stat(path, &sb) == 0, "%s", path);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(rmdir(evtest_path("sub")), 0);
+}
+END_TEST
+
 static Suite *evlog_suite(void)
 {
 	Suite *s = suite_create("evlog");
@@ -644,6 +672,7 @@ static Suite *evlog_suite(void)
 	tcase_add_test(tc, test_evlog_error_reported_once);
 	tcase_add_test(tc, test_evlog_bad_environment);
 	tcase_add_test(tc, test_evlog_never_follows_existing);
+	tcase_add_test(tc, test_evlog_relative_dir);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -264,6 +264,10 @@ START_TEST(test_evspill_refuses_links_fifos_owners)
 	ck_assert_int_eq(evtest_read("missing.sh5ev", 0, &got, &info, &err),
 			 -1);
 	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(evtest_read("../x.sh5ev", 0, &got, &info, &err), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(evtest_read("..", 0, &got, &info, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.text, "not a plain file name"));
 
 	ck_assert_int_eq(link(path, evtest_path("hard.sh5ev")), 0);
 	ck_assert_int_eq(evtest_read(g_name, 0, &got, &info, &err), -1);
