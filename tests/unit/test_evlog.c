@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -486,6 +487,43 @@ START_TEST(test_evlog_forked_child_records_nothing)
 }
 END_TEST
 
+/* kill -9 loses the current block only: the file holds whole blocks,
+ * none damaged. */
+START_TEST(test_evlog_kill9_loses_current_block)
+{
+	struct sh5_evspill_info info;
+	struct sh5_error err = { "" };
+	struct evtest_got got;
+	uint32_t cap = sh5ev_block_capacity(4096);
+	char name[256];
+	pid_t pid;
+	int i, status;
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		evtest_start("4096", NULL);
+		for (i = 0; i < 1000; i++)
+			sh5_evlog_event(SH5EV_K_PHASE, 0, 0, (uint32_t)i, 0,
+					-1, 0, T0 + i);
+		raise(SIGKILL);
+		_exit(3);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ck_assert_int_eq(evtest_files(name), 1);
+	ck_assert_msg(evtest_read(name, 0, &got, &info, &err) == 0, "%s",
+		      err.text);
+	ck_assert_uint_eq(info.blocks, 1000 / cap);
+	ck_assert_uint_eq(info.blocks_bad, 0);
+	ck_assert_int_eq(info.torn_tail, 0);
+	ck_assert_uint_eq(got.nevents, 1000 / cap * cap);
+	for (i = 0; i < (int)got.nevents; i++)
+		ck_assert_uint_eq(got.events[i].id, (uint32_t)i);
+	evtest_got_free(&got);
+}
+END_TEST
+
 static void *other_thread(void *arg)
 {
 	int i;
@@ -673,6 +711,7 @@ static Suite *evlog_suite(void)
 	tcase_add_test(tc, test_evlog_bad_environment);
 	tcase_add_test(tc, test_evlog_never_follows_existing);
 	tcase_add_test(tc, test_evlog_relative_dir);
+	tcase_add_test(tc, test_evlog_kill9_loses_current_block);
 	suite_add_tcase(s, tc);
 	return s;
 }
