@@ -53,7 +53,7 @@ struct evlog {
 	unsigned char *block;	/* block_size bytes */
 	uint32_t block_size;
 	uint32_t cap;		/* records per block */
-	uint32_t cont;		/* leading payload records of this block */
+	uint32_t cont;		/* leading payload records of the block */
 	uint32_t seq;		/* of the current block */
 	uint64_t max_blocks;	/* blocks the size cap allows (>= 1) */
 	uint64_t blocks;	/* written */

@@ -631,7 +631,8 @@ START_TEST(test_evlog_bad_environment)
 	char out[1024];
 
 	capture_stderr(bad_buffer, out, sizeof(out));
-	ck_assert_str_eq(out, "sh5ev: SH5_EVENTS_BUFFER: not a size in bytes\n");
+	ck_assert_str_eq(out,
+			 "sh5ev: SH5_EVENTS_BUFFER: not a size in bytes\n");
 	ck_assert_int_eq(evtest_files(NULL), 0);
 }
 END_TEST
