@@ -13,9 +13,10 @@
  *
  * and prints, per mode, the median and 99th percentile of the time per
  * event over batches of BATCH events (default 999), the fastest batch,
- * the mean (all batches: the amortized cost, block writes included), and
- * the ratio of the medians to the loop without the library.  The last line compares the
- * recording median with the target of 50 ns per recorded event.
+ * the mean (all batches: the amortized cost, block writes included),
+ * and the ratio of the medians to the loop without the library.  The
+ * last line compares the recording median with the target of 50 ns
+ * per recorded event.
  * Run by hand (bench/events_bench.sh); not a test.
  */
 #include "config.h"

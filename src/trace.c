@@ -512,7 +512,9 @@ static int comm_add(struct parser *p, int64_t id, uint32_t *idx)
 	if (v == HMAP_NOMEM)
 		return -1;
 	if (v == t->ncomm) {
-		int64_t *ids = grow(t->comm_id, &c, t->ncomm + 1,
+		/* Both arrays grow at the same need (ncomm + 2), so that the
+		 * one capacity kept describes both. */
+		int64_t *ids = grow(t->comm_id, &c, t->ncomm + 2,
 				    sizeof(*ids));
 		if (!ids)
 			return -1;

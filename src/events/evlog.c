@@ -53,7 +53,7 @@ struct evlog {
 	unsigned char *block;	/* block_size bytes */
 	uint32_t block_size;
 	uint32_t cap;		/* records per block */
-	uint32_t cont;		/* leading payload records of this block */
+	uint32_t cont;		/* leading payload records of the block */
 	uint32_t seq;		/* of the current block */
 	uint64_t max_blocks;	/* blocks the size cap allows (>= 1) */
 	uint64_t blocks;	/* written */
@@ -258,6 +258,7 @@ static int config(void)
 	const char *dir = getenv(SH5EV_ENV_DIR);
 	const char *prefix = getenv(SH5EV_ENV_PREFIX);
 	const char *s;
+	char cwd[PATH_MAX];
 	uint64_t v, bs;
 	int len;
 
@@ -306,8 +307,16 @@ static int config(void)
 	if (L.max_blocks > UINT32_MAX)
 		L.max_blocks = UINT32_MAX;
 	L.pid = getpid();
-	len = snprintf(L.path, sizeof(L.path), "%s/%s.%u.%ld%s", dir,
-		       L.prefix, L.task, (long)L.pid, SH5EV_SUFFIX);
+	/* the file is made later: a relative directory is taken from the
+	 * working directory of now, not of then */
+	cwd[0] = '\0';
+	if (dir[0] != '/' && !getcwd(cwd, sizeof(cwd))) {
+		report(SH5EV_ENV_DIR, strerror(errno));
+		return -1;
+	}
+	len = snprintf(L.path, sizeof(L.path), "%s%s%s/%s.%u.%ld%s", cwd,
+		       cwd[0] ? "/" : "", dir, L.prefix, L.task, (long)L.pid,
+		       SH5EV_SUFFIX);
 	if (len < 0 || (size_t)len >= sizeof(L.path)) {
 		report(SH5EV_ENV_DIR, "path too long");
 		return -1;

@@ -156,6 +156,11 @@ static int open_checked(int dirfd, const char *name, uid_t uid,
 	struct stat st0;
 	int fd;
 
+	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") ||
+	    !strcmp(name, "..")) {
+		errno = EINVAL;
+		return sh5_errprintf(errp, "%s: not a plain file name", name);
+	}
 	if (fstatat(dirfd, name, &st0, AT_SYMLINK_NOFOLLOW) < 0)
 		return sh5_errprintf(errp, "%s: %s", name, strerror(errno));
 	if (S_ISLNK(st0.st_mode)) {
@@ -223,8 +228,8 @@ static int check_header(struct reader *rd, const struct sh5ev_file_header *h,
 				     "magic)", name);
 	if (h->byte_order != SH5EV_BYTE_ORDER) {
 		errno = EPROTONOSUPPORT;
-		return sh5_errprintf(rd->errp, "%s: byte-order mark 0x%08" PRIx32
-				     ": written on a machine of another byte "
+		return sh5_errprintf(rd->errp, "%s: byte-order mark "
+				     "0x%08" PRIx32 ": written on a machine of another byte "
 				     "order", name, h->byte_order);
 	}
 	if (h->version != SH5EV_FORMAT_VERSION) {
@@ -365,7 +370,8 @@ static int start_def(struct reader *rd, const struct sh5ev_rec *r,
 	if (r->kind == SH5EV_K_DEFREGION) {
 		if (r->bytes < 1 || r->bytes > SH5EV_NAME_MAX) {
 			rd->info->rejected++;
-			problem(rd, rec, "region name length %" PRIu64, r->bytes);
+			problem(rd, rec, "region name length %" PRIu64,
+				r->bytes);
 			return 0;
 		}
 		d->len = (uint32_t)r->bytes;

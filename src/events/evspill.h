@@ -64,8 +64,9 @@ struct sh5_evspill_info {
 };
 
 /*
- * Open name in directory dirfd (a spill file), check it is a regular
- * file owned by uid with one link, and read it through cb.  max_bytes
+ * Open name (a plain file name: no '/') in directory dirfd (a spill
+ * file), check it is a regular file owned by uid with one link, and read
+ * it through cb.  max_bytes
  * caps what is read (0: no cap).  Returns 0 when the file was read
  * (info says what was dropped), or -1 with errno and errp naming the
  * file and the reason when it could not be read at all (wrong owner or

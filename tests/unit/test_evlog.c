@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -486,6 +487,43 @@ START_TEST(test_evlog_forked_child_records_nothing)
 }
 END_TEST
 
+/* kill -9 loses the current block only: the file holds whole blocks,
+ * none damaged. */
+START_TEST(test_evlog_kill9_loses_current_block)
+{
+	struct sh5_evspill_info info;
+	struct sh5_error err = { "" };
+	struct evtest_got got;
+	uint32_t cap = sh5ev_block_capacity(4096);
+	char name[256];
+	pid_t pid;
+	int i, status;
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		evtest_start("4096", NULL);
+		for (i = 0; i < 1000; i++)
+			sh5_evlog_event(SH5EV_K_PHASE, 0, 0, (uint32_t)i, 0,
+					-1, 0, T0 + i);
+		raise(SIGKILL);
+		_exit(3);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ck_assert_int_eq(evtest_files(name), 1);
+	ck_assert_msg(evtest_read(name, 0, &got, &info, &err) == 0, "%s",
+		      err.text);
+	ck_assert_uint_eq(info.blocks, 1000 / cap);
+	ck_assert_uint_eq(info.blocks_bad, 0);
+	ck_assert_int_eq(info.torn_tail, 0);
+	ck_assert_uint_eq(got.nevents, 1000 / cap * cap);
+	for (i = 0; i < (int)got.nevents; i++)
+		ck_assert_uint_eq(got.events[i].id, (uint32_t)i);
+	evtest_got_free(&got);
+}
+END_TEST
+
 static void *other_thread(void *arg)
 {
 	int i;
@@ -593,7 +631,8 @@ START_TEST(test_evlog_bad_environment)
 	char out[1024];
 
 	capture_stderr(bad_buffer, out, sizeof(out));
-	ck_assert_str_eq(out, "sh5ev: SH5_EVENTS_BUFFER: not a size in bytes\n");
+	ck_assert_str_eq(out,
+			 "sh5ev: SH5_EVENTS_BUFFER: not a size in bytes\n");
 	ck_assert_int_eq(evtest_files(NULL), 0);
 }
 END_TEST
@@ -625,6 +664,34 @@ START_TEST(test_evlog_never_follows_existing)
 }
 END_TEST
 
+/* A relative SH5_EVENTS_DIR means the working directory of the open,
+ * even when the process moves before the first block is written. */
+START_TEST(test_evlog_relative_dir)
+{
+	char path[512];
+	struct stat sb;
+	int i;
+
+	ck_assert_int_eq(chdir(evtest_dir), 0);
+	ck_assert_int_eq(mkdir("sub", 0700), 0);
+	setenv("SH5_EVENTS_DIR", "sub", 1);
+	unsetenv("SH5_EVENTS_PREFIX");
+	unsetenv("SLURM_PROCID");
+	unsetenv("SH5_EVENTS_BUFFER");
+	unsetenv("SH5_EVENTS_MAX");
+	ck_assert_int_eq(sh5_evlog_open(), 1);
+	ck_assert_int_eq(chdir("/"), 0);
+	for (i = 0; i < 10; i++)
+		sh5_evlog_event(SH5EV_K_PHASE, 0, 0, 1, 0, -1, 0, T0 + i);
+	sh5_evlog_close();
+	snprintf(path, sizeof(path), "%s/sub/events.0.%ld.sh5ev", evtest_dir,
+		 (long)getpid());
+	ck_assert_msg(stat(path, &sb) == 0, "%s", path);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(rmdir(evtest_path("sub")), 0);
+}
+END_TEST
+
 static Suite *evlog_suite(void)
 {
 	Suite *s = suite_create("evlog");
@@ -644,6 +711,8 @@ static Suite *evlog_suite(void)
 	tcase_add_test(tc, test_evlog_error_reported_once);
 	tcase_add_test(tc, test_evlog_bad_environment);
 	tcase_add_test(tc, test_evlog_never_follows_existing);
+	tcase_add_test(tc, test_evlog_relative_dir);
+	tcase_add_test(tc, test_evlog_kill9_loses_current_block);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -129,7 +129,7 @@ START_TEST(test_evspill_definition_cut_by_dropped_block)
 		sh5_evlog_event(SH5EV_K_OBJECT, 0, 0, 0, 0, 0, i, T0 + i);
 	memset(name, 'n', SH5EV_NAME_MAX);
 	name[SH5EV_NAME_MAX] = '\0';
-	r = sh5_evlog_region(name, 0);	/* records CAP-2, CAP-1 | 0, 1, 2 */
+	r = sh5_evlog_region(name, 0);	/* CAP-2, CAP-1 | 0, 1, 2 */
 	for (i = 0; i < 150; i++)
 		sh5_evlog_event(SH5EV_K_ENTER, 0, 0, (uint32_t)r, 0, 0, 0,
 				T0 + CAP + i);
@@ -224,9 +224,9 @@ START_TEST(test_evspill_bad_header)
 		break;
 	case 7:	/* a prefix without its NUL */
 		patch_header(g_name, offsetof(struct sh5ev_file_header, prefix),
-			     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-			     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-			     "xxxxxxxxxxxxxxxxxxxxxxxx", 128, 1);
+			     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+			     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+			     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 128, 1);
 		ck_assert_int_eq(evtest_read(g_name, 0, &got, &info, &err), -1);
 		break;
 	}
@@ -264,6 +264,10 @@ START_TEST(test_evspill_refuses_links_fifos_owners)
 	ck_assert_int_eq(evtest_read("missing.sh5ev", 0, &got, &info, &err),
 			 -1);
 	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(evtest_read("../x.sh5ev", 0, &got, &info, &err), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(evtest_read("..", 0, &got, &info, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.text, "not a plain file name"));
 
 	ck_assert_int_eq(link(path, evtest_path("hard.sh5ev")), 0);
 	ck_assert_int_eq(evtest_read(g_name, 0, &got, &info, &err), -1);

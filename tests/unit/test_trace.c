@@ -372,6 +372,53 @@ START_TEST(test_trace_not_a_trace)
 }
 END_TEST
 
+/* Many communicators (the arrays of their ids and members grow many
+ * times); each keeps its id and members, and a collective on the last
+ * one is assembled. */
+START_TEST(test_trace_many_comms)
+{
+	struct sh5_error err = { "" };
+	struct sh5_trace *t;
+	char *buf;
+	size_t len = 0, cap = 1 << 16, i;
+	int n = 200, c;
+
+	buf = malloc(cap);
+	ck_assert_ptr_nonnull(buf);
+	len += (size_t)snprintf(buf + len, cap - len, "#sh5-trace 1\n");
+	for (c = 1; c <= n; c++)
+		len += (size_t)snprintf(buf + len, cap - len,
+					"#comm %d %d %d\n", c * 7, c % 3,
+					(c + 1) % 3);
+	for (i = 0; i < 2; i++) {
+		int l = (int)((n + i) % 3);
+
+		len += (size_t)snprintf(buf + len, cap - len,
+					"%d,%zu,CBEGIN,BARRIER,,%d,,0\n"
+					"%d,%zu,CEND,BARRIER,,%d,,0\n",
+					l, 10 + i, n * 7, l, 20 + i, n * 7);
+	}
+	t = sh5_trace_read_mem(buf, len, "mem", &err);
+	ck_assert_msg(t != NULL, "%s", err.text);
+	ck_assert_uint_eq(t->nproblems, 0);
+	ck_assert_uint_ge(t->ncomm, (size_t)n);
+	for (c = 1; c <= n; c++) {
+		size_t k;
+
+		for (k = 0; k < t->ncomm; k++)
+			if (t->comm_id[k] == c * 7)
+				break;
+		ck_assert_uint_lt(k, t->ncomm);
+		ck_assert_uint_eq(t->comm_first[k + 1] - t->comm_first[k], 2);
+		ck_assert_int_eq(t->loc_id[t->comm_members[t->comm_first[k]]],
+				 c % 3);
+	}
+	ck_assert_uint_eq(t->ninst, 1);
+	sh5_trace_destroy(t);
+	free(buf);
+}
+END_TEST
+
 START_TEST(test_trace_file_write_atomic)
 {
 	char dir[] = "/tmp/test_trace.XXXXXX", in[300], out[300], buf[256];
@@ -531,6 +578,7 @@ int main(void)
 	tcase_add_test(tc, test_trace_partial_flags);
 	tcase_add_test(tc, test_trace_not_a_trace);
 	tcase_add_test(tc, test_trace_file_write_atomic);
+	tcase_add_test(tc, test_trace_many_comms);
 	tcase_add_loop_test(tc, test_trace_blocks, 0, 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
