@@ -111,6 +111,27 @@ else
 	echo "note: no bench/gen_job: whole copy not tested"
 fi
 
+# two steps with events: each synchronized; events wants --step
+cp -r "$W/in" "$W/two"
+$PY "$T/events_mkjob.py" "$W/two" --step 1 --nodes 2 --tasks 2 \
+	--iterations 2 --seed 11 --truth "$W/two1.json" || exit 1
+rc=0
+if merge "$W/two" "$W/two.h5" --sync clc 2>"$W/two.err" &&
+	grep -q 'sync clc: 2 of 2 steps with events synchronized' "$W/two.err"
+then
+	"$SH5MERGE" events "$W/two.h5" -o "$W/two.csv" 2>"$W/two.e" || rc=$?
+	if clean_fail $rc && grep -q 'choose one with --step' "$W/two.e" &&
+		"$SH5MERGE" events "$W/two.h5" --step 1 -o "$W/two1.csv" &&
+		"$SH5MERGE" events --raw "$W/two.h5" -s 1 -o "$W/two1r.csv" &&
+		$PY "$T/events_check.py" raw "$W/two1r.csv" "$W/two1.json" \
+			>/dev/null &&
+		$PY "$T/sync_check.py" violations "$W/two1.csv" >/dev/null &&
+		"$SH5MERGE" events "$W/two.h5" --step 0 -o "$W/two0.csv" &&
+		cmp "$W/two0.csv" "$W/sync.csv"
+	then ok "two steps with events"
+	else cat "$W/two.e"; bad "two steps: events"; fi
+else cat "$W/two.err"; bad "two steps: merge"; fi
+
 # world ranks not in task order: mapped through the RANK records
 $PY "$T/events_mkjob.py" "$W/rev" --nodes 2 --tasks 3 --iterations 2 \
 	--seed 3 --reverse-ranks --truth "$W/rev.json" || exit 1
