@@ -450,42 +450,74 @@ static int set_ranks(struct sh5_evstep *s, struct sh5_error *errp)
 				break;
 			}
 	}
-	for (i = 0; i < s->ntasks; i++)
-		for (k = i + 1; k < s->ntasks; k++)
-			if (s->tasks[i].world_rank >= 0 &&
-			    s->tasks[i].world_rank == s->tasks[k].world_rank) {
-				errno = EINVAL;
-				return sh5_errprintf(errp, "%s: world rank %"
-					PRId32 " is also task %" PRIu32 "'s",
-					s->tasks[k].path,
-					s->tasks[k].world_rank,
-					s->tasks[i].task);
-			}
+	/* A map world rank -> location when the ranks are dense enough
+	 * (they are 0..n-1 in a sane step), else a search per lookup. */
+	for (i = 0, k = 0; i < s->ntasks; i++)
+		if (s->tasks[i].world_rank >= 0 &&
+		    (size_t)s->tasks[i].world_rank + 1 > k)
+			k = (size_t)s->tasks[i].world_rank + 1;
+	if (k && k <= 4 * s->ntasks + 1024 &&
+	    (s->rank_loc = malloc(k * sizeof(*s->rank_loc)))) {
+		s->nrank_loc = k;
+		for (i = 0; i < k; i++)
+			s->rank_loc[i] = -1;
+	}
+	for (i = 0; i < s->ntasks; i++) {
+		int32_t r = s->tasks[i].world_rank;
+		int64_t other = -1;
+
+		if (r < 0)
+			continue;
+		if (s->rank_loc) {
+			other = s->rank_loc[r];
+			s->rank_loc[r] = s->tasks[i].task;
+		} else {
+			for (k = 0; k < i; k++)
+				if (s->tasks[k].world_rank == r)
+					other = s->tasks[k].task;
+		}
+		if (other >= 0) {
+			errno = EINVAL;
+			return sh5_errprintf(errp, "%s: world rank %" PRId32
+					     " is also task %" PRId64 "'s",
+					     s->tasks[i].path, r, other);
+		}
+	}
 	return 0;
+}
+
+/* Location of world rank r >= 0 from a RANK record, or -1. */
+static int64_t ranked(const struct sh5_evstep *s, int32_t r)
+{
+	size_t i;
+
+	if (s->rank_loc)
+		return (size_t)r < s->nrank_loc ? s->rank_loc[r] : -1;
+	for (i = 0; i < s->ntasks; i++)
+		if (s->tasks[i].world_rank == r)
+			return s->tasks[i].task;
+	return -1;
 }
 
 int64_t sh5_evstep_loc(const struct sh5_evstep *s, int32_t r)
 {
-	size_t i;
+	int64_t l;
 
 	if (r < 0)
 		return -1;
-	for (i = 0; i < s->ntasks; i++)
-		if (s->tasks[i].world_rank == r)
-			return s->tasks[i].task;
-	return r;
+	l = ranked(s, r);
+	return l >= 0 ? l : r;
 }
 
 /* Same, warning once about the fallback. */
 static int64_t loc_of(struct sh5_evstep *s, int32_t r, int *warned)
 {
-	size_t i;
+	int64_t l;
 
 	if (r < 0)
 		return -1;
-	for (i = 0; i < s->ntasks; i++)
-		if (s->tasks[i].world_rank == r)
-			return s->tasks[i].task;
+	if ((l = ranked(s, r)) >= 0)
+		return l;
 	if (!*warned) {
 		sh5_jev_warnf(s, "world rank %" PRId32 " has no RANK record: taken as "
 		      "task %" PRId32, r, r);
@@ -857,5 +889,6 @@ void sh5_evstep_free(struct sh5_evstep *s)
 	free(s->tasks);
 	free(s->nodes);
 	free(s->comms);
+	free(s->rank_loc);
 	free(s);
 }
