@@ -1007,7 +1007,9 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 		x.lns = x.tend > x.t0 ? x.tend - x.t0 : 1000000000;
 	}
 	x.nphases = x.tend > x.t0 ? (x.tend - x.t0 - 1) / x.lns + 1 : 1;
-	if (x.nphases > SH5_LBDATA_MAX_PHASES) {
+	/* (with phase marks the windows are not used) */
+	if (x.nphases > SH5_LBDATA_MAX_PHASES &&
+	    !(evs->ntasks && sh5_evlb_has_marks(evs))) {
 		errno = EINVAL;
 		sh5_errprintf(errp, "%s: step %s: phase length %g s gives %"
 			      PRId64 " phases (at most %d)", path, step,
