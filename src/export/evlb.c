@@ -631,6 +631,14 @@ struct sh5_evlb *sh5_evlb_build(const struct sh5_evstep *s,
 	} else {
 		b.m->nphases = w->n;
 	}
+	if (s->ntasks && (uint64_t)b.m->nphases * s->ntasks > SH5_EVLB_MAX_CELLS) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "step %s: %" PRId64 " phases on %zu tasks "
+			      "(at most %llu task-phases)", s->step,
+			      b.m->nphases, s->ntasks,
+			      (unsigned long long)SH5_EVLB_MAX_CELLS);
+		goto error;
+	}
 	b.m->ranks = calloc(s->ntasks ? s->ntasks : 1, sizeof(*b.m->ranks));
 	if (!b.m->ranks) {
 		nomem(errp);

@@ -84,6 +84,11 @@ struct sh5_evlb_rank {
 				 * INT64_MAX past the last reached phase */
 };
 
+/* Task-phase cells at most (phases x tasks with events): bounds the
+ * memory a phase id written by a task can make the export allocate
+ * (about 70 bytes a cell). */
+#define SH5_EVLB_MAX_CELLS (UINT64_C(1) << 24)
+
 struct sh5_evlb_windows {
 	int64_t t0, lns;	/* window k: (t0 + k lns, t0 + (k+1) lns] */
 	int64_t n;		/* windows */
