@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,7 +269,7 @@ static int add_object(struct build *b, const struct sh5_evtask *t, size_t i,
 	const struct sh5ev_rec *e = &t->ev[i];
 	struct sh5_evlb_object *o;
 
-	if (e->bytes >= ((uint64_t)1 << 32) || !(e->value == e->value)) {
+	if (e->bytes >= ((uint64_t)1 << 32) || !isfinite(e->value)) {
 		b->m->objects_dropped++;
 		return 0;
 	}
@@ -278,7 +279,7 @@ static int add_object(struct build *b, const struct sh5_evtask *t, size_t i,
 	o->task = t->task;
 	o->phase = b->m->marks ? (int64_t)e->id : phase;
 	o->id = e->bytes;
-	o->load = e->value;
+	o->load = e->value > 0 ? e->value : 0.0;
 	return 0;
 }
 

@@ -109,7 +109,8 @@ struct sh5_evlb {
 	uint64_t unmatched_sends, unmatched_recvs;
 	uint64_t unknown_peers;		/* peer or root with no task */
 	uint64_t coll_mismatch;		/* root's instance not found */
-	uint64_t objects_dropped;	/* object id >= 2^32 (see seq_id) */
+	uint64_t objects_dropped;	/* object id >= 2^32 (see seq_id) or
+					 * a load that is not finite */
 	uint32_t max_task;
 };
 
