@@ -748,7 +748,7 @@ double sh5_evlb_rank_load(const struct sh5_evlb *m, int64_t task, int64_t k,
 	if (!r || !r->cell || k < 0 || k >= m->nphases)
 		return fallback;
 	c = &r->cell[k];
-	v = c->wall - c->mpi - c->objects;
+	v = c->wall - c->mpi;
 	return v > 0 ? v : 0.0;
 }
 

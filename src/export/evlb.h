@@ -122,8 +122,8 @@ struct sh5_evlb {
 struct sh5_evstep *sh5_evlb_read_step(const char *path, const char *step,
 				      struct sh5_error *errp);
 
-/* Load of the rank entity of task in phase k as written (outside-MPI
- * time minus objects, >= 0), or fallback when the task has no events. */
+/* Load of rank task in phase k: its time outside MPI (its entity's time
+ * plus its objects'), or fallback when the task has no events. */
 double sh5_evlb_rank_load(const struct sh5_evlb *m, int64_t task, int64_t k,
 			  double fallback);
 
