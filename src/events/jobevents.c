@@ -1182,6 +1182,77 @@ error:
 	return NULL;
 }
 
+void sh5_evstep_count(hid_t step, size_t *tasks, uint64_t *events,
+		      int *synced)
+{
+	struct names nd = { 0 }, ev = { 0 };
+	size_t i, k;
+	uint32_t id;
+
+	*tasks = 0;
+	*events = 0;
+	*synced = 1;
+	if (H5Lexists(step, "Nodes", H5P_DEFAULT) <= 0)
+		goto out;
+	{
+		hid_t g = H5Gopen2(step, "Nodes", H5P_DEFAULT);
+
+		if (g < 0)
+			goto out;
+		if (names_list(g, "Nodes", &nd, NULL) < 0) {
+			H5Gclose(g);
+			goto out;
+		}
+		for (i = 0; i < nd.n; i++) {
+			char p[300];
+			hid_t e;
+
+			join(p, sizeof(p), nd.v[i], SH5_EVSTORE_GROUP, NULL);
+			if (H5Lexists(g, nd.v[i], H5P_DEFAULT) <= 0 ||
+			    H5Lexists(g, p, H5P_DEFAULT) <= 0 ||
+			    obj_type(g, p) != H5O_TYPE_GROUP ||
+			    (e = H5Gopen2(g, p, H5P_DEFAULT)) < 0)
+				continue;
+			if (names_list(e, p, &ev, NULL) == 0) {
+				for (k = 0; k < ev.n; k++) {
+					char sp[64];
+					hid_t d, s;
+					hsize_t dims[1] = { 0 };
+
+					if (task_name(ev.v[k], &id) < 0 ||
+					    (d = H5Dopen2(e, ev.v[k],
+							  H5P_DEFAULT)) < 0)
+						continue;
+					s = H5Dget_space(d);
+					if (s >= 0 &&
+					    H5Sget_simple_extent_ndims(s) == 1 &&
+					    H5Sget_simple_extent_dims(s, dims,
+								      NULL) == 1) {
+						(*tasks)++;
+						*events += dims[0];
+					}
+					if (s >= 0)
+						H5Sclose(s);
+					H5Dclose(d);
+					snprintf(sp, sizeof(sp), "%s/%s",
+						 SH5_EVSTORE_SYNC, ev.v[k]);
+					if (H5Lexists(e, SH5_EVSTORE_SYNC,
+						      H5P_DEFAULT) <= 0 ||
+					    H5Lexists(e, sp, H5P_DEFAULT) <= 0)
+						*synced = 0;
+				}
+				names_free(&ev);
+			}
+			H5Gclose(e);
+		}
+		names_free(&nd);
+		H5Gclose(g);
+	}
+out:
+	if (!*tasks)
+		*synced = 0;
+}
+
 static int step_cmp(const void *pa, const void *pb)
 {
 	return sh5_step_cmp(*(char *const *)pa, *(char *const *)pb);
