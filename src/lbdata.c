@@ -684,12 +684,14 @@ static void fill_attrs(const struct exporter *x, const char *step,
 	kv[i].key = "phase_length";
 	kv[i].kind = SH5_LBDATA_KV_DOUBLE;
 	kv[i++].d = marks(x) ? 0.0 : (double)x->lns / 1e9;
-	kv[i].key = "phases_from";
-	kv[i].kind = SH5_LBDATA_KV_STRING;
-	kv[i++].s = marks(x) ? "marks" : "windows";
-	kv[i].key = "events";
-	kv[i].kind = SH5_LBDATA_KV_INT;
-	kv[i++].i = x->evm ? 1 : 0;
+	if (x->evm) {	/* application events (none: as before) */
+		kv[i].key = "phases_from";
+		kv[i].kind = SH5_LBDATA_KV_STRING;
+		kv[i++].s = marks(x) ? "marks" : "windows";
+		kv[i].key = "events";
+		kv[i].kind = SH5_LBDATA_KV_INT;
+		kv[i++].i = 1;
+	}
 	if (node_name) {
 		kv[i].key = "node_name";
 		kv[i].kind = SH5_LBDATA_KV_STRING;
