@@ -196,7 +196,13 @@ int merge_integ_end(struct merge_integ *mi, const struct sh5_merge_opts *o,
 			  err.text, o->output);
 		rc = 1;
 	} else if (!sh5merge_quiet) {
-		if (mi->ex.lbdata.dir)
+		if (mi->ex.lbdata.dir && ls.marks)
+			fprintf(stderr, "sh5merge: %s: step %s: %" PRId64
+				" rank files, %" PRId64 " phases from "
+				"application marks, %" PRIu64
+				" communications\n", mi->ex.lbdata.dir,
+				ls.step, ls.nranks, ls.nphases, ls.comm_edges);
+		else if (mi->ex.lbdata.dir)
 			fprintf(stderr, "sh5merge: %s: step %s: %" PRId64
 				" rank files, %" PRId64 " phases of %g s\n",
 				mi->ex.lbdata.dir, ls.step, ls.nranks,

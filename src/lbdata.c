@@ -684,12 +684,14 @@ static void fill_attrs(const struct exporter *x, const char *step,
 	kv[i].key = "phase_length";
 	kv[i].kind = SH5_LBDATA_KV_DOUBLE;
 	kv[i++].d = marks(x) ? 0.0 : (double)x->lns / 1e9;
-	kv[i].key = "phases_from";
-	kv[i].kind = SH5_LBDATA_KV_STRING;
-	kv[i++].s = marks(x) ? "marks" : "windows";
-	kv[i].key = "events";
-	kv[i].kind = SH5_LBDATA_KV_INT;
-	kv[i++].i = x->evm ? 1 : 0;
+	if (x->evm) {	/* application events (none: as before) */
+		kv[i].key = "phases_from";
+		kv[i].kind = SH5_LBDATA_KV_STRING;
+		kv[i++].s = marks(x) ? "marks" : "windows";
+		kv[i].key = "events";
+		kv[i].kind = SH5_LBDATA_KV_INT;
+		kv[i++].i = 1;
+	}
 	if (node_name) {
 		kv[i].key = "node_name";
 		kv[i].kind = SH5_LBDATA_KV_STRING;
@@ -1007,7 +1009,9 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 		x.lns = x.tend > x.t0 ? x.tend - x.t0 : 1000000000;
 	}
 	x.nphases = x.tend > x.t0 ? (x.tend - x.t0 - 1) / x.lns + 1 : 1;
-	if (x.nphases > SH5_LBDATA_MAX_PHASES) {
+	/* (with phase marks the windows are not used) */
+	if (x.nphases > SH5_LBDATA_MAX_PHASES &&
+	    !(evs->ntasks && sh5_evlb_has_marks(evs))) {
 		errno = EINVAL;
 		sh5_errprintf(errp, "%s: step %s: phase length %g s gives %"
 			      PRId64 " phases (at most %d)", path, step,

@@ -65,6 +65,9 @@ struct sh5_evstep {
 	int synced;			/* every task has SyncTimeNs */
 	size_t nwarnings;
 	char warning[8][200];		/* the first few */
+	int64_t *rank_loc;		/* internal: world rank -> location,
+					 * -1 none; NULL: search tasks */
+	size_t nrank_loc;
 };
 
 /*

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,7 +269,7 @@ static int add_object(struct build *b, const struct sh5_evtask *t, size_t i,
 	const struct sh5ev_rec *e = &t->ev[i];
 	struct sh5_evlb_object *o;
 
-	if (e->bytes >= ((uint64_t)1 << 32) || !(e->value == e->value)) {
+	if (e->bytes >= ((uint64_t)1 << 32) || !isfinite(e->value)) {
 		b->m->objects_dropped++;
 		return 0;
 	}
@@ -278,7 +279,7 @@ static int add_object(struct build *b, const struct sh5_evtask *t, size_t i,
 	o->task = t->task;
 	o->phase = b->m->marks ? (int64_t)e->id : phase;
 	o->id = e->bytes;
-	o->load = e->value;
+	o->load = e->value > 0 ? e->value : 0.0;
 	return 0;
 }
 
@@ -631,6 +632,14 @@ struct sh5_evlb *sh5_evlb_build(const struct sh5_evstep *s,
 	} else {
 		b.m->nphases = w->n;
 	}
+	if (s->ntasks && (uint64_t)b.m->nphases * s->ntasks > SH5_EVLB_MAX_CELLS) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "step %s: %" PRId64 " phases on %zu tasks "
+			      "(at most %llu task-phases)", s->step,
+			      b.m->nphases, s->ntasks,
+			      (unsigned long long)SH5_EVLB_MAX_CELLS);
+		goto error;
+	}
 	b.m->ranks = calloc(s->ntasks ? s->ntasks : 1, sizeof(*b.m->ranks));
 	if (!b.m->ranks) {
 		nomem(errp);
@@ -739,7 +748,7 @@ double sh5_evlb_rank_load(const struct sh5_evlb *m, int64_t task, int64_t k,
 	if (!r || !r->cell || k < 0 || k >= m->nphases)
 		return fallback;
 	c = &r->cell[k];
-	v = c->wall - c->mpi - c->objects;
+	v = c->wall - c->mpi;
 	return v > 0 ? v : 0.0;
 }
 

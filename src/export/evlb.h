@@ -84,6 +84,11 @@ struct sh5_evlb_rank {
 				 * INT64_MAX past the last reached phase */
 };
 
+/* Task-phase cells at most (phases x tasks with events): bounds the
+ * memory a phase id written by a task can make the export allocate
+ * (about 70 bytes a cell). */
+#define SH5_EVLB_MAX_CELLS (UINT64_C(1) << 24)
+
 struct sh5_evlb_windows {
 	int64_t t0, lns;	/* window k: (t0 + k lns, t0 + (k+1) lns] */
 	int64_t n;		/* windows */
@@ -104,7 +109,8 @@ struct sh5_evlb {
 	uint64_t unmatched_sends, unmatched_recvs;
 	uint64_t unknown_peers;		/* peer or root with no task */
 	uint64_t coll_mismatch;		/* root's instance not found */
-	uint64_t objects_dropped;	/* object id >= 2^32 (see seq_id) */
+	uint64_t objects_dropped;	/* object id >= 2^32 (see seq_id) or
+					 * a load that is not finite */
 	uint32_t max_task;
 };
 
@@ -116,8 +122,8 @@ struct sh5_evlb {
 struct sh5_evstep *sh5_evlb_read_step(const char *path, const char *step,
 				      struct sh5_error *errp);
 
-/* Load of the rank entity of task in phase k as written (outside-MPI
- * time minus objects, >= 0), or fallback when the task has no events. */
+/* Load of rank task in phase k: its time outside MPI (its entity's time
+ * plus its objects'), or fallback when the task has no events. */
 double sh5_evlb_rank_load(const struct sh5_evlb *m, int64_t task, int64_t k,
 			  double fallback);
 

@@ -116,7 +116,8 @@ if [ -x "$T/events_mkjob.py" ]; then
 	$PY "$T/events_mkjob.py" "$W/in" --nodes 3 --tasks 2 --iterations 4 \
 		--seed 7 --skew-ms 3,-2.5,0.8 --truth "$W/mtruth.json" || exit 1
 	if "$SH5MERGE" merge -j 4343 -p "$W/in" -u "" -o "$W/mjob.h5" \
-		--sync clc 2>/dev/null &&
+		--sync clc --lbdata "$W/mlb0" --counters "$W/mst0.json" \
+		2>"$W/merge.err" &&
 		"$SH5MERGE" lbdata -i "$W/mjob.h5" -o "$W/mlb" &&
 		"$SH5MERGE" counters -i "$W/mjob.h5" -o "$W/mstats.json"; then
 		if $PY - "$W/mlb" "$W/mtruth.json" "$W/mstats.json" "$T" <<'PYEOF'
@@ -149,6 +150,16 @@ print("ok: %d pairs, %d phases of messages equal events_mkjob's truth"
 PYEOF
 		then ok "merge --sync clc -> lbdata/counters"
 		else bad "merge --sync clc -> lbdata/counters: values"; fi
+		# merge --lbdata: the same files, reported as mark phases
+		grep -q 'phases from application marks' "$W/merge.err" &&
+			ok "merge --lbdata names mark phases" ||
+			bad "merge --lbdata message: $(cat "$W/merge.err")"
+		same=1
+		for f in "$W"/mlb/data.*.json; do
+			cmp -s "$f" "$W/mlb0/$(basename "$f")" || same=0
+		done
+		[ $same = 1 ] && ok "merge --lbdata writes what lbdata writes" ||
+			bad "merge --lbdata differs from lbdata"
 	else bad "merge --sync clc -> lbdata/counters: exit status"; fi
 fi
 

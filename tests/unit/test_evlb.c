@@ -295,6 +295,19 @@ START_TEST(test_evlb_too_many_phases)
 }
 END_TEST
 
+/* Phases x tasks past SH5_EVLB_MAX_CELLS are refused before any
+ * allocation (a phase id written by a task bounds nothing else). */
+START_TEST(test_evlb_too_many_cells)
+{
+	struct sh5_error err;
+
+	setup(2);
+	MARK(0, 1, 1u << 24);
+	ck_assert_ptr_null(sh5_evlb_build(&step, NULL, 1 << 30, &err));
+	ck_assert_ptr_nonnull(strstr(err.text, "task-phases"));
+}
+END_TEST
+
 /* The stack: EXIT pops its region and any unclosed region above it; an
  * EXIT without ENTER is ignored. */
 START_TEST(test_evstack_unclosed)
@@ -377,6 +390,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_evlb_objects);
 	tcase_add_test(tc, test_evlb_windows);
 	tcase_add_test(tc, test_evlb_too_many_phases);
+	tcase_add_test(tc, test_evlb_too_many_cells);
 	tcase_add_test(tc, test_evstack_unclosed);
 	tcase_add_test(tc, test_evcounters_nested);
 	suite_add_tcase(s, tc);
