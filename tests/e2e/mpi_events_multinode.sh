@@ -5,7 +5,7 @@
 # the tasks through a TaskProlog sharing slurmd's faked clock, see
 # tests/lib/cluster.sh); chronyd on the controller's address is the
 # clock server the plugin measures against.  An unmodified MPI program
-# runs on 6 ranks (2 per node) under `srun --mpi=pmix` with the preload
+# runs on 3 ranks (one per node) under `srun --mpi=pmix` with the preload
 # library; `sh5merge merge --sync clc` maps every event through its
 # node's offset measurements and applies the controlled logical clock.
 # Asserted: the program's output and exit status are those of a run
@@ -49,7 +49,10 @@ cluster_start || fail "3-node cluster did not start"
 chrony_start "$CLUSTER_CTLD_ADDR" "$port" "$CLUSTER_DIR/chrony" ||
 	fail "chronyd did not start on $CLUSTER_CTLD_ADDR:$port"
 mpi_events_bin
-RUN="srun -N3 -n6 --overcommit --mpi=pmix --profile=task"
+# The three nodes share this machine's two CPUs: ranks that wait yield
+# the CPU (OpenMPI's mpi_yield_when_idle), so that the real ends of a
+# barrier lie microseconds apart, not a scheduler tick (4 ms) or more.
+RUN="env OMPI_MCA_mpi_yield_when_idle=1 srun -N3 -n3 --mpi=pmix --profile=task"
 ARGS="-n 6 -w 400"
 
 as_user $RUN "$BIN/sh5_mpitest" $ARGS -j "$OUT/plain.json" \
