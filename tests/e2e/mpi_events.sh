@@ -9,7 +9,8 @@
 # status are unchanged by the library, no spill file is left, the events
 # match what the program says it sent (every message matched, bytes per
 # pair, collective calls per rank), no clock-condition violation after
-# the correction, barrier ends within 1 ms, the LBDatafile's
+# the correction, every corrected time within 1 ms of the raw one (one
+# node: one clock), the LBDatafile's
 # communications equal the program's messages per phase, and the counter
 # statistics hold one MPI_<Op> counter per collective with its calls.
 set -u

@@ -11,8 +11,10 @@
 # Asserted: the program's output and exit status are those of a run
 # without the library; the raw events show clock-condition violations and
 # barrier ends about 32.5 s apart (the skew); after the correction there
-# are no violations, local order is kept, the ends of each barrier lie
-# within 1 ms; every message is matched and the bytes per pair equal the
+# are no violations, local order is kept, every event's corrected time is
+# within 1 ms of its real time (from libfaketime's model of the clocks),
+# and the ends of each barrier lie as far apart as they really did, to
+# 1 ms; every message is matched and the bytes per pair equal the
 # program's; the LBDatafile's communications equal them per phase.
 set -u
 . "$top_srcdir/tests/lib/common.sh"
@@ -85,8 +87,28 @@ cat "$OUT/merge.err" >&2
 	fail "sync of the raw events"
 cmp -s "$OUT/resync.csv" "$OUT/corr.csv" ||
 	fail "sh5merge sync of the raw events differs from the merge's correction"
+# The real time of every event, from libfaketime's model of each node's
+# clock (see tests/tools/sync_multinode_check.py for how it was measured):
+# the tasks share slurmd's faked clock (FAKETIME_SHARED), which started
+# when slurmd started (plus its start-up, 20 ms).  An error d in that
+# start moves the real time by d x |1 - 1/rate|: 50 ms give 50 us.
+boot=$($PY -c 'import time; print(time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_BOOTTIME))')
+hz=$(getconf CLK_TCK)
+clocks=
+for i in 2 3; do
+	sd=$(awk -v n="slurmd_n$i" '$1 == "pid" && $4 == n { print $3 }' "$CLUSTER_DIR/cluster.created")
+	ticks=$(sed 's/.*) //' "/proc/$sd/stat" | cut -d' ' -f20)
+	t0=$((boot + ticks * (1000000000 / hz) + 20000000))
+	case $i in
+	2) model=12500000000,1.0005 ;;
+	3) model=-20000000000,0.999 ;;
+	esac
+	clocks="$clocks --clock $((i - 1))=$model,$t0"
+done
+note "clocks:$clocks"
 # n2 - n3: 12.5 s + 20 s apart, plus drift of well under a second.
-$CHECK csv "$OUT/raw.csv" "$OUT/corr.csv" "$OUT/truth.json" --skew 32.5 ||
-	fail "events against the program and the clocks"
+# shellcheck disable=SC2086
+$CHECK csv "$OUT/raw.csv" "$OUT/corr.csv" "$OUT/truth.json" --skew 32.5 \
+	$clocks || fail "events against the program and the clocks"
 $CHECK lbdata "$OUT/lb" "$OUT/truth.json" || fail "LBDatafile communications"
 exit 0

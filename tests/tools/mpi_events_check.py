@@ -4,15 +4,23 @@ the program says it did (tests/tools/sh5_mpitest -j TRUTH.json).
 
 Usage:
   mpi_events_check.py csv RAW.csv CORR.csv TRUTH.json [--skew S]
+                        [--clock NODE=OFF_NS,RATE,T0_NS ...]
       RAW and CORR (sh5merge events --raw / without) differ in event times
       only; every SEND is matched by its RECV (MPI's non-overtaking rule);
       messages and bytes per (from, to) equal the program's; collective
       calls per operation and rank equal the program's; after the
       correction no clock-condition violation is left and local order is
-      kept; the corrected ends of every MPI_COMM_WORLD barrier lie within
-      1 ms of each other.  With --skew S (seconds, the largest difference
-      between the nodes' clocks): the raw file has violations and the raw
-      barrier ends spread over S within 10 %.
+      kept.  The correction is checked against the real time of every
+      event: without --clock the nodes run on the real clock (a corrected
+      time is within 1 ms of the raw one); with --clock (node index of the
+      #node lines = libfaketime's model of that node's clock, faked(t) =
+      t0 + off + rate (t - t0); unlisted nodes are real) every corrected
+      time is within 1 ms of real time, and the corrected ends of every
+      MPI_COMM_WORLD barrier lie as far apart as their real ends, to 1 ms
+      (so within 1 ms of each other where the real ends are).  With --skew
+      S (seconds, the largest difference between the nodes' clocks): the
+      raw file has violations and the raw barrier ends spread over S
+      within 10 %.
   mpi_events_check.py lbdata DIR TRUTH.json
       the rank files data.<rank>.json hold the same phases; their SendRecv
       communications carry exactly the program's messages and bytes per
@@ -27,6 +35,7 @@ import json
 import os
 import sys
 from collections import defaultdict, deque
+from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sync_check  # noqa: E402  (the contract's reading of the CSV)
@@ -104,7 +113,15 @@ def barrier_ends(ev):
     return [inst[i] for i in sorted(inst)]
 
 
-def cmd_csv(raw, corr, truthf, skew):
+def real_time(e, model):
+    """Real time of raw time e on a clock faked by (off, rate, t0)."""
+    if model is None:
+        return e
+    off, rate, t0 = model
+    return round(t0 + (Fraction(e) - t0 - off) / rate)
+
+
+def cmd_csv(raw, corr, truthf, skew, clocks):
     truth = json.load(open(truthf))
     sync_check.cmd_same(raw, corr)  # exits when they differ beyond times
     ev, comms, nodes, _ = load(raw)
@@ -153,16 +170,38 @@ def cmd_csv(raw, corr, truthf, skew):
                 fail("local order of location %d broken at line %d" %
                      (e["loc"], e["line"]))
         last[e["loc"]] = e
+    # Every event against its real time.
+    worst = (0, None)
+    for e in ev:
+        if e["kind"] == "OFFSET":
+            continue
+        node = int(nodes.get(e["loc"], -1))
+        e["real"] = real_time(e["t"], clocks.get(node))
+        d = abs(e["ct"] - e["real"])
+        if d > worst[0]:
+            worst = (d, e)
+    print("corrected - real: at most %.3f ms (line %s)" %
+          (worst[0] / 1e6, worst[1]["line"] if worst[1] else "-"))
+    if worst[0] >= 1000000:
+        fail("line %d: corrected time %d ns from the real time" %
+             (worst[1]["line"], worst[0]))
     rb, cb = barrier_ends(ev), barrier_ends(cev)
     if not rb:
         fail("no MPI_COMM_WORLD barrier")
-    cspread = max(max(x.values()) - min(x.values()) for x in cb)
+    real = {(e["loc"], e["t"]): e["real"] for e in ev if "real" in e}
+    cspread = [max(x.values()) - min(x.values()) for x in cb]
     rspread = [max(x.values()) - min(x.values()) for x in rb]
-    print("barriers: %d; corrected ends spread at most %.3f ms; raw %.3f "
-          "to %.3f s" % (len(cb), cspread / 1e6, min(rspread) / 1e9,
-                         max(rspread) / 1e9))
-    if cspread >= 1000000:
-        fail("corrected barrier ends %d ns apart (>= 1 ms)" % cspread)
+    tspread = [max(real[(l, t)] for l, t in x.items()) -
+               min(real[(l, t)] for l, t in x.items()) for x in rb]
+    print("barriers: %d; corrected ends spread %.3f to %.3f ms, real ends "
+          "%.3f to %.3f ms; raw %.3f to %.3f s" %
+          (len(cb), min(cspread) / 1e6, max(cspread) / 1e6,
+           min(tspread) / 1e6, max(tspread) / 1e6, min(rspread) / 1e9,
+           max(rspread) / 1e9))
+    for i, (c, t) in enumerate(zip(cspread, tspread)):
+        if abs(c - t) >= 1000000:
+            fail("barrier %d: corrected ends %d ns apart, real ends %d ns"
+                 % (i, c, t))
     if skew is not None:
         if not rp + rc:
             fail("the raw events show no clock-condition violation")
@@ -247,7 +286,13 @@ def main():
     a = sys.argv[1:]
     if len(a) >= 4 and a[0] == "csv":
         skew = float(a[a.index("--skew") + 1]) if "--skew" in a else None
-        cmd_csv(a[1], a[2], a[3], skew)
+        clocks = {}
+        for i, w in enumerate(a):
+            if w == "--clock":
+                node, spec = a[i + 1].split("=")
+                off, rate, t0 = spec.split(",")
+                clocks[int(node)] = (int(off), Fraction(rate), int(t0))
+        cmd_csv(a[1], a[2], a[3], skew, clocks)
     elif len(a) == 3 and a[0] == "lbdata":
         cmd_lbdata(a[1], a[2])
     elif len(a) == 3 and a[0] == "counters":
