@@ -40,8 +40,10 @@ mpi_events_bin() {
 	mkdir -p "$OUT" && chmod 1777 "$OUT"
 }
 
+# as_user CMD...: run a client command as the job user, from a directory
+# that user can enter (srun hands its working directory to the tasks).
 as_user() {
-	runuser -u "$JOBUSER" -- env SLURM_CONF="$SLURM_CONF" "$@"
+	(cd "$OUT" && runuser -u "$JOBUSER" -- env SLURM_CONF="$SLURM_CONF" "$@")
 }
 
 last_job_id() {
