@@ -10,7 +10,8 @@
 #   CLUSTER_ACCT_GATHER_CONF="ProfileSH5Dir=$dir"
 #   trap cluster_cleanup EXIT
 #   cluster_start || fail "cluster did not start"
-#   srun -n2 --profile=all ./workload
+#   w=$(cluster_stage "$top_builddir/tests/tools/sh5_workload")
+#   srun -n2 --profile=all "$w" 4 16 4 /tmp
 #
 # Everything is private to one cluster: its own munged (socket, key, pid,
 # log), slurmctld and slurmd(s) in the foreground as children of the
