@@ -101,6 +101,9 @@ SysfsInterfaces=lo"
 		CLUSTER_ACCT_GATHER_CONF
 	trap cluster_cleanup EXIT
 	cluster_start || { echo "cluster ($plugin) did not start" >&2; exit 1; }
+	# nobody may not reach the build tree (a clone in a 0700 home).
+	WORKLOAD=$(cluster_stage "$WORKLOAD") || exit 1
+	cd "$scratch" || exit 1
 	for len in short long; do
 		secs=$SHORT
 		[ $len = long ] && secs=$LONG

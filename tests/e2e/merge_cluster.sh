@@ -23,6 +23,8 @@ if [ "$(id -u)" = 0 ] &&
 	export CLUSTER_NODES
 fi
 plugin_cluster_setup
+# The job user runs sh5merge: a copy it can reach, wherever the build is.
+SH5MERGE=$(cluster_stage "$SH5MERGE") || fail "cannot stage sh5merge"
 cat >"$SCRATCH/job.sh" <<JOBEOF
 #!/bin/bash
 srun -N$N -n$((2 * N)) $WORKLOAD 4 32 8 $SCRATCH || exit 1

@@ -16,6 +16,7 @@ set -u
 TASK=$top_builddir/tests/tools/sh5ev_task
 [ -x "$TASK" ] || fail "$TASK not built"
 plugin_cluster_setup "ProfileSH5EventsMax=64"
+TASK=$(cluster_stage "$TASK") || fail "cannot stage $TASK"
 UDIR=$PROFDIR/$JOBUSER
 # The two keys are declared (unknown ones would have stopped the daemons)
 # and shown.

@@ -10,6 +10,7 @@ set -u
 TASK=$top_builddir/tests/tools/sh5ev_task
 [ -x "$TASK" ] || fail "$TASK not built"
 plugin_cluster_setup "ProfileSH5Events=no"
+TASK=$(cluster_stage "$TASK") || fail "cannot stage $TASK"
 out=$(as_user srun -n1 --profile=task "$TASK" none) ||
 	fail "srun failed: $(cluster_log_tail 20)"
 job=$(last_job_id)

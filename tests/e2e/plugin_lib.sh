@@ -2,6 +2,12 @@
 # tests: a private cluster loading acct_gather_profile/sh5 from the build
 # tree, a profile directory and a scratch directory for the workload.
 # Sourced after tests/lib/common.sh and tests/lib/cluster.sh.
+#
+# The job user cannot be assumed to reach the build tree (a clone in a
+# 0700 home): the cluster loads a copy of the plugin (CLUSTER_PLUGIN_DIR,
+# see tests/lib/cluster.sh), WORKLOAD is staged into $CLUSTER_DIR/bin by
+# plugin_cluster_setup, and as_user refuses paths the job user cannot
+# read.
 
 PY=/usr/bin/python3
 WORKLOAD=$top_builddir/tests/tools/sh5_workload
@@ -34,11 +40,26 @@ ${1:-}"
 	trap cluster_cleanup EXIT
 	cluster_start || fail "cluster did not start"
 	NODE=$CLUSTER_NODE_NAMES
+	WORKLOAD=$(cluster_stage "$WORKLOAD") || fail "cannot stage $WORKLOAD"
 }
 
-# as_user CMD...: run a client command as the job user.
+# as_user CMD...: run a client command as the job user, from $SCRATCH
+# (the caller's directory may be out of the job user's reach, and srun
+# passes it on as the tasks' working directory).  An argument that is
+# an absolute path of an existing file the job user cannot read fails
+# the test with a clear message (stage it with cluster_stage).
 as_user() {
-	runuser -u "$JOBUSER" -- env SLURM_CONF="$SLURM_CONF" "$@"
+	local a
+	for a in "$@"; do
+		case $a in /*) ;; *) continue ;; esac
+		[ -e "$a" ] || continue
+		runuser -u "$JOBUSER" -- test -r "$a" ||
+			fail "as_user: $JOBUSER cannot read $a (the source or" \
+				"build tree in a directory closed to others?" \
+				"copy it with cluster_stage)"
+	done
+	(cd "$SCRATCH" &&
+		runuser -u "$JOBUSER" -- env SLURM_CONF="$SLURM_CONF" "$@")
 }
 
 # last_job_id: the highest job id the controller knows.

@@ -78,9 +78,10 @@ env LD_PRELOAD="$CLUSTER_FAKETIME_LIB" FAKETIME='+12.5s x1.5' "$PROBE" 5 50 \
 $CHECK model '+12.5s x1.5' "$CLUSTER_DIR/probe_x.txt" --t0-only ||
 	fail "truth model (t0)"
 
-# The profiled step: about 10 s, three tasks that sleep.
-runuser -u "$JOBUSER" -- env SLURM_CONF="$SLURM_CONF" \
-	srun -N3 -J syncstep --profile=task sleep 10 &
+# The profiled step: about 10 s, three tasks that sleep (run from
+# CLUSTER_DIR: the test's directory may be closed to the job user).
+(cd "$CLUSTER_DIR" && runuser -u "$JOBUSER" -- env SLURM_CONF="$SLURM_CONF" \
+	srun -N3 -J syncstep --profile=task sleep 10) &
 srunpid=$!
 job=
 for n in $(seq 100); do

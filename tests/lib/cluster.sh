@@ -10,7 +10,8 @@
 #   CLUSTER_ACCT_GATHER_CONF="ProfileSH5Dir=$dir"
 #   trap cluster_cleanup EXIT
 #   cluster_start || fail "cluster did not start"
-#   srun -n2 --profile=all ./workload
+#   w=$(cluster_stage "$top_builddir/tests/tools/sh5_workload")
+#   srun -n2 --profile=all "$w" 4 16 4 /tmp
 #
 # Everything is private to one cluster: its own munged (socket, key, pid,
 # log), slurmctld and slurmd(s) in the foreground as children of the
@@ -29,7 +30,12 @@
 #   CLUSTER_CPUS           CPUs per node (default 2)
 #   CLUSTER_CTLD_PORT      slurmctld port (default: a free port)
 #   CLUSTER_SLURMD_PORT    slurmd port (default: a free port)
-#   CLUSTER_PLUGIN_DIR     directory prepended to Slurm's PluginDir
+#   CLUSTER_PLUGIN_DIR     directory of extra plugins (e.g. the build
+#                          tree's plugins/.libs): its *.so files are
+#                          copied to $CLUSTER_DIR/plugins (world-readable),
+#                          which is prepended to Slurm's PluginDir, so
+#                          clients run by any job user can load them
+#                          wherever the source tree lives
 #   CLUSTER_EXTRA_CONF     extra slurm.conf lines (newline separated)
 #   CLUSTER_ACCT_GATHER_CONF  full acct_gather.conf content (default empty)
 #   CLUSTER_FAKETIME_<i>   FAKETIME spec for node i (1-based), e.g.
@@ -54,7 +60,14 @@
 #
 # Functions: cluster_start, cluster_wait_idle, cluster_stop, cluster_cleanup,
 # cluster_free_port, cluster_stepd_pid, cluster_log, cluster_log_tail,
-# cluster_node_exec, cluster_netns_name.
+# cluster_node_exec, cluster_netns_name, cluster_stage,
+# cluster_path_reachable.
+#
+# Job steps run as the job user (often nobody), who may not be able to
+# enter the source or build tree (a clone in a 0700 home such as /root):
+# everything a job user must read or run lives under CLUSTER_DIR (mode
+# 755, by default under /tmp).  The plugins are copied there by
+# cluster_write_conf; programs are copied with cluster_stage.
 
 CLUSTER_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CLUSTER_LOCK_ROOT=${CLUSTER_LOCK_ROOT:-/tmp/sh5-test-locks}
@@ -165,6 +178,12 @@ cluster_init() {
 	# munged insists that every directory on the socket path is
 	# searchable by all; job steps of other users need the same.
 	chmod 755 "$CLUSTER_DIR"
+	cluster_path_reachable "$CLUSTER_DIR" || {
+		cluster_msg "CLUSTER_DIR $CLUSTER_DIR: job users and munged" \
+			"need every directory above it searchable by all;" \
+			"use a directory under /tmp"
+		return 1
+	}
 	CLUSTER_CONF_DIR=$CLUSTER_DIR/etc
 	mkdir -p "$CLUSTER_CONF_DIR" "$CLUSTER_DIR/munge" "$CLUSTER_DIR/state" \
 		"$CLUSTER_DIR/spool" "$CLUSTER_DIR/run" "$CLUSTER_DIR/log" \
@@ -198,11 +217,93 @@ cluster_init() {
 	cluster_write_conf
 }
 
+# cluster_path_reachable PATH: status 0 if every directory from / down
+# to PATH (PATH included when it is a directory) has the search bit for
+# others, so any user can reach PATH (modes only: ACLs are not looked at).
+# Prints nothing; cluster_msg names the first blocking directory.
+cluster_path_reachable() {
+	local p d mode
+	p=$(readlink -f "$1") || return 1
+	[ -d "$p" ] || p=$(dirname "$p")
+	d=$p
+	while :; do
+		mode=$(stat -c %a "$d") || return 1
+		if [ $((0$mode & 1)) -eq 0 ]; then
+			cluster_msg "$d (mode $mode) is not searchable by other users"
+			return 1
+		fi
+		[ "$d" = / ] && break
+		d=$(dirname "$d")
+	done
+	return 0
+}
+
+# cluster_stage_plugins: copy the *.so files of CLUSTER_PLUGIN_DIR to
+# $CLUSTER_DIR/plugins (mode 755, files 644).  The copy, not the build
+# tree, goes into PluginDir: srun run by a job user reads PluginDir too,
+# and refuses the whole configuration if it cannot open a directory of it.
+cluster_stage_plugins() {
+	local d=$CLUSTER_DIR/plugins f n=0
+	if [ ! -d "$CLUSTER_PLUGIN_DIR" ]; then
+		cluster_msg "CLUSTER_PLUGIN_DIR $CLUSTER_PLUGIN_DIR: no such directory"
+		return 1
+	fi
+	rm -rf "$d"
+	mkdir -p "$d" && chmod 755 "$d" || return 1
+	for f in "$CLUSTER_PLUGIN_DIR"/*.so; do
+		[ -f "$f" ] || continue
+		cp "$f" "$d/" && chmod 644 "$d/${f##*/}" || {
+			cluster_msg "cannot copy $f to $d"
+			return 1
+		}
+		n=$((n + 1))
+	done
+	if [ "$n" -eq 0 ]; then
+		cluster_msg "CLUSTER_PLUGIN_DIR $CLUSTER_PLUGIN_DIR holds no *.so" \
+			"(plugin not built?)"
+		return 1
+	fi
+}
+
+# cluster_stage FILE...: copy programs (or scripts) a job user must run
+# into $CLUSTER_DIR/bin (mode 755, files 755) and print their new paths,
+# one per line, in order.  Call it after cluster_init or cluster_start.
+# The source or build tree may be out of the job user's reach (a clone
+# in a 0700 home); the copies are not.  Status 1 (with a message) if a
+# FILE is missing or two FILEs share a base name.
+cluster_stage() {
+	local d=${CLUSTER_DIR:-}/bin f dst
+	if [ -z "${CLUSTER_DIR:-}" ] || [ ! -d "$CLUSTER_DIR" ]; then
+		cluster_msg "cluster_stage: no CLUSTER_DIR (call cluster_init first)"
+		return 1
+	fi
+	mkdir -p "$d" && chmod 755 "$d" || return 1
+	for f in "$@"; do
+		dst=$d/${f##*/}
+		if [ ! -f "$f" ]; then
+			cluster_msg "cluster_stage: $f: no such file (not built?)"
+			return 1
+		fi
+		if [ -e "$dst" ] && ! cmp -s "$f" "$dst"; then
+			cluster_msg "cluster_stage: $dst already holds another file"
+			return 1
+		fi
+		cp "$f" "$dst.tmp.$$" && chmod 755 "$dst.tmp.$$" &&
+			mv -f "$dst.tmp.$$" "$dst" || {
+			cluster_msg "cluster_stage: cannot copy $f to $d"
+			return 1
+		}
+		echo "$dst"
+	done
+}
+
 cluster_write_conf() {
 	local plugindir=$CLUSTER_SLURM_PLUGINDIR nodes
 
-	[ -n "${CLUSTER_PLUGIN_DIR:-}" ] &&
-		plugindir="$CLUSTER_PLUGIN_DIR:$plugindir"
+	if [ -n "${CLUSTER_PLUGIN_DIR:-}" ]; then
+		cluster_stage_plugins || return 1
+		plugindir="$CLUSTER_DIR/plugins:$plugindir"
+	fi
 	nodes=$(echo "$CLUSTER_NODE_NAMES" | tr ' ' ',')
 	# Distinct job ids per cluster keep slurmstepd titles apart when two
 	# clusters run at once.
