@@ -601,6 +601,27 @@ static void aggregate_objects(struct build *b)
 	}
 }
 
+/* A rank's entity, once in a phase, stays in every later one (LBAF
+ * carries a phase's objects over to the next and fails on one that
+ * vanished): time 0 where the rank has nothing. */
+static void carry_presence(struct sh5_evlb *m)
+{
+	size_t i;
+	int64_t k;
+
+	for (i = 0; i < m->nranks; i++) {
+		struct sh5_evlb_rank *r = &m->ranks[i];
+		int on = 0;
+
+		if (!r->cell)
+			continue;
+		for (k = 0; k < m->nphases; k++) {
+			on |= r->cell[k].present;
+			r->cell[k].present = on;
+		}
+	}
+}
+
 struct sh5_evlb *sh5_evlb_build(const struct sh5_evstep *s,
 				const struct sh5_evlb_windows *w,
 				int64_t max_phases, struct sh5_error *errp)
@@ -659,6 +680,7 @@ struct sh5_evlb *sh5_evlb_build(const struct sh5_evstep *s,
 	}
 	aggregate_edges(&b);
 	aggregate_objects(&b);
+	carry_presence(b.m);
 	b.m->edges = b.edges.p;
 	b.m->nedges = b.edges.n;
 	b.m->objects = b.objs.p;

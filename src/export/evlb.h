@@ -69,7 +69,8 @@ struct sh5_evlb_cell {
 	int64_t coll_calls;
 	double coll_bytes;	/* the task's own bytes of its collectives */
 	int present;		/* reached, or holds objects, or an edge
-				 * endpoint: its entity is written */
+				 * endpoint, in this or an earlier phase:
+				 * its entity is written */
 };
 
 struct sh5_evlb_rank {

@@ -2,7 +2,9 @@
  * evlb.h, sh5_evlb_write_phase()). */
 #include "config.h"
 
+#include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "export/evlb.h"
@@ -81,6 +83,34 @@ static int write_rank_task(const struct sh5_evlb_rank *r, int64_t k,
 	return sh5_lbdata_file_task(f, &t, errp);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* First object >= (task, k, 0) in m->objects. */
+static size_t first_object(const struct sh5_evlb *m, uint32_t task, int64_t k)
+{
+	size_t lo = 0, hi = m->nobjects, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (obj_before(&m->objects[mid], task, k))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The objects of r in phase k: every object the rank declared in phase k
+ * or before, with its load of phase k (0 when it declared none there).
+ * An entity of one phase stays in the next ones: LBAF carries the
+ * objects of a phase over to the next and fails on one that vanished.
+ */
 static int write_objects(const struct sh5_evlb *m,
 			 const struct sh5_evlb_rank *r, int64_t k,
 			 struct sh5_lbdata_file *f,
@@ -89,35 +119,47 @@ static int write_objects(const struct sh5_evlb *m,
 {
 	struct sh5_lbdata_kv user[2];
 	struct sh5_lbdata_task t;
-	size_t lo = 0, hi = m->nobjects, mid, nu;
+	size_t first = first_object(m, r->task, 0), here, end, n = 0, i, j;
+	uint64_t *ids;
+	int rc = 0;
 
-	while (lo < hi) {	/* first object >= (task, k, 0) */
-		mid = lo + (hi - lo) / 2;
-		if (obj_before(&m->objects[mid], r->task, k))
-			lo = mid + 1;
-		else
-			hi = mid;
+	end = first_object(m, r->task, k + 1);
+	if (end == first)
+		return 0;
+	ids = malloc((end - first) * sizeof(*ids));
+	if (!ids) {
+		errno = ENOMEM;
+		return sh5_errprintf(errp, "out of memory");
 	}
-	for (; lo < m->nobjects && m->objects[lo].task == r->task &&
-	       m->objects[lo].phase == k; lo++) {
-		const struct sh5_evlb_object *o = &m->objects[lo];
+	for (i = first; i < end; i++)
+		ids[n++] = m->objects[i].id;
+	qsort(ids, n, sizeof(*ids), cmp_u64);
+	here = first_object(m, r->task, k);
+	for (i = 0, j = here; i < n && rc == 0; i++) {
+		double load = 0.0;
+		size_t nu = 0;
 
+		if (i && ids[i] == ids[i - 1])
+			continue;
+		while (j < end && m->objects[j].id < ids[i])
+			j++;
+		if (j < end && m->objects[j].id == ids[i])
+			load = m->objects[j].load > 0 ? m->objects[j].load : 0.0;
 		memset(&t, 0, sizeof(t));
 		t.entity = tmpl->entity;
-		t.entity.seq_id = sh5_evlb_object_seq(o->task, o->id);
+		t.entity.seq_id = sh5_evlb_object_seq(r->task, ids[i]);
 		t.entity.home = r->node;
 		t.node = r->node;
 		t.resource = tmpl->resource;
-		t.time = o->load > 0 ? o->load : 0.0;
-		nu = 0;
-		kv_i(user, &nu, "object_id", (int64_t)o->id);
-		kv_i(user, &nu, "rank", o->task);
+		t.time = load;
+		kv_i(user, &nu, "object_id", (int64_t)ids[i]);
+		kv_i(user, &nu, "rank", r->task);
 		t.user = user;
 		t.nuser = nu;
-		if (sh5_lbdata_file_task(f, &t, errp) < 0)
-			return -1;
+		rc = sh5_lbdata_file_task(f, &t, errp);
 	}
-	return 0;
+	free(ids);
+	return rc;
 }
 
 static const char *const kind_name[] = {
