@@ -5,7 +5,9 @@
 # once with status 0 while a node-step file is still open (no Totals), its
 # detached copy survives the kill, waits for the file to be closed, and
 # merges as the job's user: job file owned by the user, mode 0600, a log
-# line with the job id.  A job without node-step files is skipped quietly;
+# line with the job id.  JobFileDir=<dir>/%u: the user's directory is made
+# (the user's, 0700).  Timeout: a merge still waiting is stopped and
+# logged, nothing left behind.  A job without node-step files is skipped quietly;
 # a missing job id or a refused user name is logged, exit status 0.
 set -u
 . "$top_srcdir/tests/lib/common.sh"
@@ -72,6 +74,37 @@ assert_eq "$U 600" "$(stat -c '%U %a' "$J")" "owner and mode"
 grep -q ": info: job 88: merged into $J " "$LOG" || fail "log: $(cat "$LOG")"
 "$SH5MERGE" list -i "$J" | grep -q "step 0: 2 node" || fail "job file content"
 
+# JobFileDir with a per-user directory: made for the user.
+mkdir -p "$W/jobs"
+echo "JobFileDir=$W/jobs/%u" >>"$W/sh5-epilog.conf"
+set -- $(run_epilog 88 "$U" "$UID_")
+assert_eq 0 "$2" "exit status (JobFileDir)"
+J2=$W/jobs/$U/job_88.h5
+for i in $(seq 100); do
+	[ -f "$J2" ] && [ "$(grep -c ": info: job 88: merged" "$LOG")" = 2 ] && break
+	sleep 0.1
+done
+assert_file "$J2" "job file in JobFileDir (log: $(cat "$LOG"))"
+assert_eq "$U 700" "$(stat -c '%U %a' "$W/jobs/$U")" "the user's JobFileDir"
+assert_eq "$U 600" "$(stat -c '%U %a' "$J2")" "owner and mode in JobFileDir"
+
+# Timeout: a merge still waiting is stopped, logged, leaves nothing.
+cp "$W/gen/k/88_0_node2.h5" "$W/prof/$U/87_0_node2.h5"
+cp "$W/gen/88_0_node1.h5" "$W/prof/$U/87_0_node1.h5"
+chown "$U" "$W/prof/$U"/87_*
+echo "Timeout=1" >>"$W/sh5-epilog.conf"
+set -- $(run_epilog 87 "$U" "$UID_")
+assert_eq 0 "$2" "exit status (Timeout)"
+for i in $(seq 100); do
+	grep -q "job 87" "$LOG" && break
+	sleep 0.1
+done
+grep -q "err: job 87: merge failed (exit 124, [0-9]*s), $W/jobs/$U/job_87.h5 not written: stopped after 1s (Timeout)" "$LOG" ||
+	fail "timeout not logged: $(grep 'job 87' "$LOG")"
+[ -z "$(ls -A "$W/jobs/$U" | grep -v '^job_88.h5$')" ] ||
+	fail "left behind: $(ls -A "$W/jobs/$U")"
+sed -i '/^Timeout=1$/d; /^JobFileDir=/d' "$W/sh5-epilog.conf"
+
 # No node-step files: nothing, quietly.
 set -- $(run_epilog 89 "$U" "$UID_")
 assert_eq 0 "$2" "exit status (no files)"
@@ -87,7 +120,7 @@ assert_eq 0 "$2" "exit status (bad user)"
 set -- $(run_epilog 91 "$U" 12345)
 assert_eq 0 "$2" "exit status (wrong uid)"
 for i in $(seq 50); do
-	[ "$(grep -c "err: job" "$LOG")" -ge 3 ] && break
+	[ "$(grep -c "err: job \(?\|90\|91\):" "$LOG")" -ge 3 ] && break
 	sleep 0.1
 done
 grep -q "err: job ?: no valid SLURM_JOB_ID" "$LOG" || fail "no job id not logged: $(cat "$LOG")"
