@@ -9,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli_util.h"
 #include "commands.h"
 #include "error.h"
 #include "merge.h"
+#include "merge/ready.h"
 #include "merge_integ.h"
 
 static void usage(FILE *f)
@@ -36,6 +38,9 @@ static void usage(FILE *f)
 "                         written and verified (damaged inputs are kept)\n"
 "      --allow-partial    write the job file despite missing or damaged\n"
 "                         inputs (recorded in /Merge), exit 0\n"
+"      --wait SECONDS     first wait up to SECONDS for every node-step file\n"
+"                         of the job to be closed by its writer (then\n"
+"                         merge what is there; 0: do not wait, default)\n"
 "  -q, --quiet            no progress, no warnings\n"
 "  -h, --help             this help\n");
 	merge_integ_usage(f);
@@ -147,6 +152,62 @@ error:
 	return -1;
 }
 
+static int parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0 && v <= 86400))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* --wait: poll until every node-step file of the job is complete (ready.h)
+ * or wait_s seconds have passed; then the merge runs either way (its
+ * checks report what is still missing). */
+static void wait_ready(const struct sh5_merge_opts *o, double wait_s)
+{
+	double end = now_s() + wait_s, pause = 0.2;
+	struct sh5_ready r;
+
+	for (;;) {
+		struct sh5_error err = { "" };
+		int rc = sh5_merge_ready(o->dir, o->job, o->steps, o->nsteps,
+					 &r, &err);
+		double left = end - now_s();
+
+		if (rc > 0)
+			return;
+		if (rc < 0) {
+			cli_warn(NULL, "--wait: %s", err.text);
+			return;
+		}
+		if (left <= 0) {
+			cli_warn(NULL, "job %" PRIu32 ": files not complete "
+				 "after %g s (%zu of %zu closed): %s; merging "
+				 "what is there", o->job, wait_s, r.complete,
+				 r.files, r.why);
+			return;
+		}
+		if (pause > left)
+			pause = left;
+		usleep((useconds_t)(pause * 1e6));
+		if (pause < 2)
+			pause *= 2;
+	}
+}
+
 int cmd_merge(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -157,6 +218,7 @@ int cmd_merge(int argc, char **argv)
 		{ "force", no_argument, NULL, 'f' },
 		{ "remove-inputs", no_argument, NULL, 'R' },
 		{ "allow-partial", no_argument, NULL, 'P' },
+		{ "wait", required_argument, NULL, 'W' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		MERGE_INTEG_LONGOPTS,
@@ -172,6 +234,7 @@ int cmd_merge(int argc, char **argv)
 	size_t nsel = 0, i;
 	int c, status = 0;
 	size_t ol = 0;
+	double wait_s = 0;
 
 	sh5_error_h5_silence();
 	memset(&o, 0, sizeof(o));
@@ -186,6 +249,13 @@ int cmd_merge(int argc, char **argv)
 		case 'f': o.force = 1; break;
 		case 'R': o.remove_inputs = 1; break;
 		case 'P': o.allow_partial = 1; break;
+		case 'W':
+			if (parse_seconds(optarg, &wait_s) < 0) {
+				cli_error(NULL, "--wait: '%s' is not a number "
+					  "of seconds (0 to 86400)", optarg);
+				return 2;
+			}
+			break;
 		case 'q': sh5merge_quiet = 1; break;
 		case 'h': usage(stdout); return 0;
 		case '?': usage(stderr); return 2;
@@ -264,6 +334,8 @@ int cmd_merge(int argc, char **argv)
 				 sel[i].job);
 			o.output = outbuf;
 		}
+		if (wait_s > 0)
+			wait_ready(&o, wait_s);
 		if (merge_integ_begin(&mi, &o, on_report, &ctx)) {
 			status = 1;
 			continue;
