@@ -77,24 +77,57 @@ int sh5_layout_file_name(uint32_t job_id, uint32_t step_id,
 	return 0;
 }
 
-/* Create the file in udfd as fsuid uid (when we may switch). */
-static int create_as_user(int udfd, const char *fname, uid_t uid, gid_t gid)
+void sh5_layout_fsids_user(struct sh5_fsids *s, uid_t uid, gid_t gid)
 {
-	int is_root = geteuid() == 0;
-	int fd, saved;
-
-	if (is_root) {
+	s->switched = geteuid() == 0;
+	if (s->switched) {
 		setfsgid(gid);
 		setfsuid(uid);
 	}
-	fd = openat(udfd, fname,
-		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	saved = errno;
-	if (is_root) {
+}
+
+void sh5_layout_fsids_root(struct sh5_fsids *s)
+{
+	int saved = errno;
+
+	if (s->switched) {
 		setfsuid(0);
 		setfsgid(0);
 	}
 	errno = saved;
+}
+
+int sh5_layout_user_ok(const char *user)
+{
+	return user && user[0] && !strchr(user, '/') && strcmp(user, ".") &&
+	       strcmp(user, "..");
+}
+
+int sh5_layout_open_user_dir(int dfd, const char *dir, const char *user,
+			     struct sh5_error *errp)
+{
+	int udfd = openat(dfd, user, O_DIRECTORY | O_RDONLY | O_NOFOLLOW |
+					     O_CLOEXEC);
+
+	if (udfd < 0)
+		sh5_errprintf(errp, "cannot open %s/%s: %s%s", dir, user,
+			      strerror(errno),
+			      errno == ELOOP || errno == ENOTDIR ?
+				      " (a symlink or not a directory: "
+				      "refused)" : "");
+	return udfd;
+}
+
+/* Create the file in udfd as fsuid uid (when we may switch). */
+static int create_as_user(int udfd, const char *fname, uid_t uid, gid_t gid)
+{
+	struct sh5_fsids ids;
+	int fd;
+
+	sh5_layout_fsids_user(&ids, uid, gid);
+	fd = openat(udfd, fname,
+		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	sh5_layout_fsids_root(&ids);
 	return fd;
 }
 
@@ -110,8 +143,7 @@ int sh5_layout_open_node_file(const char *dir, const char *user, uid_t uid,
 		return sh5_errprintf(errp, "profile directory '%s' is not an "
 				     "absolute path", dir ? dir : "");
 	}
-	if (!user || !user[0] || strchr(user, '/') || !strcmp(user, ".") ||
-	    !strcmp(user, "..")) {
+	if (!sh5_layout_user_ok(user)) {
 		errno = EINVAL;
 		return sh5_errprintf(errp, "invalid user name '%s'",
 				     user ? user : "");
@@ -144,16 +176,9 @@ int sh5_layout_open_node_file(const char *dir, const char *user, uid_t uid,
 			      strerror(errno));
 		goto error;
 	}
-	udfd = openat(dfd, user, O_DIRECTORY | O_RDONLY | O_NOFOLLOW |
-				 O_CLOEXEC);
-	if (udfd < 0) {
-		sh5_errprintf(errp, "cannot open %s/%s: %s%s", dir, user,
-			      strerror(errno),
-			      errno == ELOOP || errno == ENOTDIR ?
-				      " (a symlink or not a directory: "
-				      "refused)" : "");
+	udfd = sh5_layout_open_user_dir(dfd, dir, user, errp);
+	if (udfd < 0)
 		goto error;
-	}
 	/* Another step of the user starting at the same moment (another
 	 * node on a shared directory, or this one) may have made the
 	 * directory and not yet given it to the user: ours until then.

@@ -39,6 +39,30 @@ int sh5_layout_step_parse(const char *name, uint32_t *step_id);
 int sh5_layout_file_name(uint32_t job_id, uint32_t step_id,
 			 const char *node, char *buf, size_t len);
 
+/* The calling thread's filesystem ids, switched to a job user's while it
+ * touches that user's files (Linux: per thread; only when running as
+ * root, a no-op otherwise). */
+struct sh5_fsids {
+	int switched;
+};
+void sh5_layout_fsids_user(struct sh5_fsids *s, uid_t uid, gid_t gid);
+/* Back to root; keeps errno. */
+void sh5_layout_fsids_root(struct sh5_fsids *s);
+
+/*
+ * Open <dir>/<user> (already checked: user is a plain name) relative to
+ * dfd, the opened dir: a directory, never through a symlink.  Returns an
+ * O_DIRECTORY fd or -1 with errno and errp naming the path and the reason
+ * (a symlink or a non-directory is refused as such).  The owner is the
+ * caller's to check.
+ */
+int sh5_layout_open_user_dir(int dfd, const char *dir, const char *user,
+			     struct sh5_error *errp);
+
+/* 1 when user can name a directory below the profile directory (not
+ * empty, no '/', not "." or ".."), else 0. */
+int sh5_layout_user_ok(const char *user);
+
 /*
  * Create <dir>/<user>/<fname> safely and return an open read-write fd
  * (O_CLOEXEC) on it; the caller closes it.

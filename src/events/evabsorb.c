@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "events/evabsorb.h"
+#include "layout.h"
 
 #define DEFAULT_MAX_FILES 4096
 
@@ -23,8 +23,7 @@ int sh5_evabsorb_open_dir(const char *dir, const char *user, uid_t uid,
 	int dfd = -1, udfd = -1, saved;
 	struct stat st;
 
-	if (!dir || dir[0] != '/' || !user || !user[0] || strchr(user, '/') ||
-	    !strcmp(user, ".") || !strcmp(user, "..")) {
+	if (!dir || dir[0] != '/' || !sh5_layout_user_ok(user)) {
 		errno = EINVAL;
 		return sh5_errprintf(errp, "invalid directory '%s/%s'",
 				     dir ? dir : "", user ? user : "");
@@ -36,16 +35,9 @@ int sh5_evabsorb_open_dir(const char *dir, const char *user, uid_t uid,
 			      strerror(errno));
 		goto error;
 	}
-	udfd = openat(dfd, user, O_DIRECTORY | O_RDONLY | O_NOFOLLOW |
-				 O_CLOEXEC);
-	if (udfd < 0) {
-		sh5_errprintf(errp, "cannot open %s/%s: %s%s", dir, user,
-			      strerror(errno),
-			      errno == ELOOP || errno == ENOTDIR ?
-				      " (a symlink or not a directory: "
-				      "refused)" : "");
+	udfd = sh5_layout_open_user_dir(dfd, dir, user, errp);
+	if (udfd < 0)
 		goto error;
-	}
 	if (fstat(udfd, &st) < 0 || st.st_uid != uid) {
 		errno = EPERM;
 		sh5_errprintf(errp, "%s/%s is not owned by uid %u: refused",
@@ -62,31 +54,6 @@ error:
 		close(dfd);
 	errno = saved;
 	return -1;
-}
-
-/* The filesystem ids of the calling thread (Linux: per thread). */
-struct fsids {
-	int switched;
-};
-
-static void as_user(struct fsids *s, uid_t uid, gid_t gid)
-{
-	s->switched = geteuid() == 0;
-	if (s->switched) {
-		setfsgid(gid);
-		setfsuid(uid);
-	}
-}
-
-static void as_root(struct fsids *s)
-{
-	int saved = errno;
-
-	if (s->switched) {
-		setfsuid(0);
-		setfsgid(0);
-	}
-	errno = saved;
 }
 
 /* List the matching names into *out (sorted by task, pid, name). */
@@ -249,7 +216,7 @@ static int absorb_one(const struct sh5_evabsorb_params *p,
 	struct sh5_evspill_cb cb = { .region = cb_region, .comm = cb_comm,
 				     .events = cb_events, .arg = &c };
 	struct sh5_error err = { "" };
-	struct fsids ids;
+	struct sh5_fsids ids;
 	struct stat st;
 	int rc;
 
@@ -267,10 +234,10 @@ static int absorb_one(const struct sh5_evabsorb_params *p,
 			 "system than its directory (a mount point)");
 		return 0;
 	}
-	as_user(&ids, p->uid, p->gid);
+	sh5_layout_fsids_user(&ids, p->uid, p->gid);
 	rc = sh5_evspill_read(p->dirfd, f->name, p->uid, p->max_bytes, &cb,
 			      &f->info, &err);
-	as_root(&ids);
+	sh5_layout_fsids_root(&ids);
 	if (rc < 0) {
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
 		sh5_evstore_task_abort(es);
@@ -311,9 +278,9 @@ static int absorb_one(const struct sh5_evabsorb_params *p,
 			 "cap of %" PRIu64 " bytes", p->max_bytes);
 		return 0;
 	}
-	as_user(&ids, p->uid, p->gid);
+	sh5_layout_fsids_user(&ids, p->uid, p->gid);
 	rc = unlinkat(p->dirfd, f->name, 0);
-	as_root(&ids);
+	sh5_layout_fsids_root(&ids);
 	if (rc < 0)
 		snprintf(f->reason, sizeof(f->reason), "cannot remove it: %s",
 			 strerror(errno));
