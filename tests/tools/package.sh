@@ -60,6 +60,10 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
+# A killed test (make check interrupted, a timeout) still cleans up.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # ------------------------------------------------------------ build
 # The copy holds the files git knows (tracked and untracked, not ignored),
