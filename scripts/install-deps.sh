@@ -7,7 +7,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
  slurmctld slurmd slurm-client libslurm-dev munge slurm-wlm-hdf5-plugin
  influxdb chrony faketime python3-h5py python3-numpy
  openmpi-bin libopenmpi-dev python3-schema
- iproute2 valgrind dpkg-dev curl openssl groff-base
+ iproute2 valgrind dpkg-dev debhelper fakeroot git curl openssl groff-base
  libdeflate0"
 missing=""
 for p in $PKGS; do
