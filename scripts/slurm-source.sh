@@ -3,7 +3,7 @@
 # once, in a cache outside the project tree.  Prints the path of the
 # configured tree on stdout (the value for --with-slurm-source).
 #
-#   scripts/slurm-source.sh [--suite SUITE] [CACHE_DIR]
+#   scripts/slurm-source.sh [--suite SUITE | --git GITDIR TAG] [CACHE_DIR]
 #
 #   (default)      the release of the installed slurmd (its Debian source
 #                  package); cache CACHE_DIR/slurm-VERSION/
@@ -11,6 +11,10 @@
 #                  upstream tarball (the .orig.tar.gz); for compile checks
 #                  against a release that is not installed; cache
 #                  CACHE_DIR/slurm-UPSTREAMVERSION/
+#   --git GITDIR TAG  release TAG (e.g. slurm-26-05-3-1) of a clone of
+#                  SchedMD/slurm (any git dir with its tags), by git
+#                  archive; for checks by hand, no network; cache
+#                  CACHE_DIR/upstream/TAG/
 #   CACHE_DIR      default $SH5_CACHE_DIR or /var/cache/sh5
 #
 # When the registry does not list the source, adds a deb-src entry derived
@@ -20,11 +24,15 @@
 # apt entry to derive from, not listed, download failed); 1 otherwise.
 set -eu
 suite=
+gitdir=
+tag=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--suite) [ $# -ge 2 ] || { echo "slurm-source.sh: --suite needs a suite name" >&2; exit 1; }
 		suite=$2; shift 2 ;;
 	--suite=*) suite=${1#--suite=}; shift ;;
+	--git) [ $# -ge 3 ] || { echo "slurm-source.sh: --git needs GITDIR and TAG" >&2; exit 1; }
+		gitdir=$2; tag=$3; shift 3 ;;
 	-*) echo "slurm-source.sh: unknown option $1" >&2; exit 1 ;;
 	*) break ;;
 	esac
@@ -83,12 +91,14 @@ uris() {
 	}
 }
 
+# configure_tree TREE LOG: configure TREE once; print its path.
 configure_tree() {
 	tree=$1
+	log=$2
 	if [ ! -f "$tree/config.h" ]; then
 		(cd "$tree" && ./configure -q --prefix=/usr --sysconfdir=/etc/slurm \
-			--libdir=/usr/lib/x86_64-linux-gnu) >"$tree/../configure.log" 2>&1 || {
-			echo "$me: configure failed, see $(dirname "$tree")/configure.log" >&2
+			--libdir=/usr/lib/x86_64-linux-gnu) >"$log" 2>&1 || {
+			echo "$me: configure failed, see $log" >&2
 			exit 1
 		}
 	fi
@@ -101,6 +111,26 @@ mkdir -p "$cache"
 if command -v flock >/dev/null 2>&1; then
 	exec 9>"$cache/.lock"
 	flock 9
+fi
+
+if [ -n "$gitdir" ]; then
+	tree="$cache/upstream/$tag"
+	if [ ! -f "$tree/.sh5-configured" ]; then
+		git --git-dir="$gitdir" rev-parse -q --verify "refs/tags/$tag" >/dev/null || {
+			echo "$me: $gitdir has no tag $tag" >&2
+			exit 1
+		}
+		rm -rf "$tree"
+		mkdir -p "$tree"
+		git --git-dir="$gitdir" archive --format=tar "refs/tags/$tag" |
+			tar -x -C "$tree"
+		[ -f "$tree/configure" ] || {
+			echo "$me: $tag of $gitdir holds no Slurm source tree" >&2
+			exit 1
+		}
+	fi
+	configure_tree "$tree" "$cache/upstream/$tag.configure.log"
+	exit 0
 fi
 
 if [ -z "$suite" ]; then
@@ -127,7 +157,7 @@ if [ -z "$suite" ]; then
 		echo "$me: apt-get source slurm-wlm produced no tree $tree" >&2
 		exit 1
 	}
-	configure_tree "$tree"
+	configure_tree "$tree" "$dir/configure.log"
 	exit 0
 fi
 
@@ -177,7 +207,7 @@ if [ ! -f "$tree/.sh5-configured" ]; then
 		mv "$top" "$tree"
 		rm -rf "$dir/extract"
 	fi
-	configure_tree "$tree" >/dev/null
+	configure_tree "$tree" "$dir/configure.log" >/dev/null
 fi
 ln -sfn "slurm-$upver/slurm-$upver" "$link"
 echo "$tree"
