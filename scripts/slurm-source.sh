@@ -44,6 +44,10 @@ me=slurm-source.sh
 # from the first Debian entry of this machine.  Never a host name of ours.
 add_src() {
 	sfx=${1:+-$1}
+	[ -w /etc/apt/sources.list.d ] || {
+		echo "$me: the source registry does not list slurm-wlm${1:+/$1}, and adding a deb-src entry needs root" >&2
+		return 3
+	}
 	if [ -f /etc/apt/sources.list.d/debian.sources ]; then
 		out=/etc/apt/sources.list.d/sh5-debian-src$sfx.sources
 		awk -v suite="$1" 'BEGIN { RS = ""; ORS = "\n\n" }
@@ -75,7 +79,9 @@ add_src() {
 	mv "$out.tmp" "$out"
 	echo "$me: added $out" >&2
 	apt-get update -qq >&2 || {
-		echo "$me: apt-get update failed" >&2
+		# A suite the registry does not have: leave apt as it was.
+		rm -f "$out"
+		echo "$me: apt-get update failed with $out; removed it" >&2
 		return 3
 	}
 }
