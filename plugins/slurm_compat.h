@@ -21,7 +21,7 @@
 #include "slurm/slurm_version.h"
 
 #ifndef SLURM_VERSION_NUM
-#error "slurm/slurm_version.h does not define SLURM_VERSION_NUM: not a configured Slurm source tree"
+#error "no SLURM_VERSION_NUM: --with-slurm-source is not a configured tree"
 #endif
 
 /* hdf5.h is read here, once (include guards), because slurm_xlator.h
