@@ -455,6 +455,7 @@ extern int fini(void)
 		stop_profiling(NULL);
 	}
 	xfree(cfg.dir);
+	xfree(clock_resolved);
 	xfree(cfg.stream_url);
 	xfree(cfg.stream_user);
 	xfree(cfg.stream_pass);
@@ -462,7 +463,6 @@ extern int fini(void)
 	xfree(cfg.stream_spool);
 	xfree(cfg.stream_ca);
 	xfree(cfg.clock_server);
-	xfree(clock_resolved);
 	return SLURM_SUCCESS;
 }
 
