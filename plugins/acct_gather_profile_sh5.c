@@ -9,11 +9,13 @@
  * never does file I/O while Slurm holds its profile lock: add_sample_data
  * only copies a record into memory.
  *
- * Built against a configured Slurm source tree of exactly the installed
- * release (configure --with-slurm-source).  Tested with 22.05; the
- * SLURM_VERSION_NUMBER guards mark what moved in 23.02.
+ * Built against a configured Slurm source tree (configure
+ * --with-slurm-source) of the release it will be loaded into: 22.05 to
+ * 26.05; slurm_compat.h holds what differs between them
+ * (doc/slurm-releases.md).
  */
 #include "config.h" /* Slurm's */
+#include "slurm_compat.h" /* release differences; before any other header */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -26,8 +28,7 @@
 #include <unistd.h>
 
 #include "src/common/slurm_xlator.h"
-#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
-/* 23.02 moved the plugin interfaces to src/interfaces/. */
+#if SH5_SLURM_INTERFACES
 #include "src/interfaces/acct_gather_profile.h"
 #else
 #include "src/common/slurm_acct_gather_profile.h"
@@ -84,6 +85,7 @@ static struct {
  * not bounded; the measurements themselves are). */
 static struct sockaddr_storage clock_addr;
 static socklen_t clock_addrlen;
+static char *clock_resolved; /* the ProfileSH5ClockServer clock_addr is for */
 
 /*
  * Step state.  The rwlock guards the writer pointer: sample paths take it
@@ -617,6 +619,7 @@ extern int fini(void)
 		stop_profiling(NULL);
 	}
 	xfree(cfg.dir);
+	xfree(clock_resolved);
 	xfree(cfg.stream_url);
 	xfree(cfg.stream_user);
 	xfree(cfg.stream_pass);
@@ -675,7 +678,6 @@ extern void acct_gather_profile_p_conf_set(s_p_hashtbl_t *tbl)
 	cfg.clock_interval = 60;
 	cfg.clock_samples = 4;
 	cfg.clock_timeout = 300;
-	clock_addrlen = 0;
 	xfree(cfg.stream_url);
 	xfree(cfg.stream_user);
 	xfree(cfg.stream_pass);
@@ -768,7 +770,17 @@ extern void acct_gather_profile_p_conf_set(s_p_hashtbl_t *tbl)
 			fatal("%s: ProfileSH5StreamSpoolDir=%s is not an "
 			      "absolute path", plugin_type, cfg.stream_spool);
 	}
-	if (cfg.clock_server) {
+	/* slurmstepd (23.02 on) calls conf_set twice: from its own read of
+	 * acct_gather.conf, then with slurmd's copy.  Resolve a server once. */
+	if (xstrcmp(cfg.clock_server, clock_resolved)) {
+		clock_addrlen = 0;
+		xfree(clock_resolved);
+		clock_resolved = xstrdup(cfg.clock_server);
+	} else if (cfg.clock_server) {
+		log_flag(PROFILE, "%s: ProfileSH5ClockServer=%s already "
+			 "resolved", plugin_type, cfg.clock_server);
+	}
+	if (cfg.clock_server && !clock_addrlen) {
 		char host[256];
 		int port;
 		struct sh5_error err = { "" };
@@ -783,6 +795,12 @@ extern void acct_gather_profile_p_conf_set(s_p_hashtbl_t *tbl)
 			      "are not measured", plugin_type,
 			      cfg.clock_server, err.text);
 		}
+	}
+	if (!cfg.dir && running_in_slurmstepd()) {
+		/* The first of the two calls, without a local file: slurmd's
+		 * copy follows; node_step_start checks again. */
+		debug("%s: no ProfileSH5Dir yet", plugin_type);
+		return;
 	}
 	if (!cfg.dir)
 		fatal("%s: no ProfileSH5Dir in acct_gather.conf: it is "
@@ -871,6 +889,12 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 		 &job->step_id, acct_gather_profile_to_string(profile_running));
 	if (profile_running <= ACCT_GATHER_PROFILE_NONE)
 		return SLURM_SUCCESS;
+	if (!cfg.dir) {
+		error("%s: %ps: no ProfileSH5Dir in acct_gather.conf: "
+		      "profiling off for this step", plugin_type,
+		      &job->step_id);
+		return SLURM_SUCCESS;
+	}
 
 	sh5_error_h5_silence();
 	step_start = time(NULL);
@@ -1088,7 +1112,7 @@ extern int acct_gather_profile_p_add_sample_data(int dataset_id, void *data,
 	return rc;
 }
 
-static void add_pair(List data, const char *name, char *value)
+static void add_pair(list_t *data, const char *name, char *value)
 {
 	config_key_pair_t *kp = xmalloc(sizeof(*kp));
 
@@ -1145,7 +1169,7 @@ static char *masked_url(const char *url)
 }
 
 /* What `scontrol show config` prints.  Never credentials. */
-extern void acct_gather_profile_p_conf_values(List *data)
+extern void acct_gather_profile_p_conf_values(list_t **data)
 {
 	add_pair(*data, "ProfileSH5Dir", xstrdup(cfg.dir));
 	add_pair(*data, "ProfileSH5Default",

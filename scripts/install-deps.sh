@@ -4,7 +4,7 @@
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
  libhdf5-dev hdf5-tools libcurl4-openssl-dev check libbrotli-dev libyajl-dev
- slurmctld slurmd slurm-client libslurm-dev munge slurm-wlm-hdf5-plugin
+ slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev slurm-wlm-hdf5-plugin
  influxdb chrony faketime python3-h5py python3-numpy
  openmpi-bin libopenmpi-dev python3-schema
  iproute2 valgrind dpkg-dev debhelper fakeroot git curl openssl groff-base

@@ -12,9 +12,9 @@
 #include "series.h"
 
 /* ------------------------------------------------------------------ */
-/* What each series type knows about its fields (Slurm 22.05's gather
- * plugins: jobacct_gather common, acct_gather_energy, _filesystem,
- * _interconnect). */
+/* What each series type knows about its fields (Slurm's gather plugins:
+ * jobacct_gather common, acct_gather_energy, _filesystem, _interconnect).
+ * Task gained GPUMemMB and GPUUtilization in 23.02. */
 
 #define F(n, t, k, u) { n, t, k, u }
 
@@ -22,6 +22,8 @@ static const struct sh5_field task_known[] = {
 	F("CPUFrequency", SH5_FT_U64, SH5_FK_LEVEL, "kHz"),
 	F("CPUTime", SH5_FT_DOUBLE, SH5_FK_DELTA, "s"),
 	F("CPUUtilization", SH5_FT_DOUBLE, SH5_FK_LEVEL, "%"),
+	F("GPUMemMB", SH5_FT_U64, SH5_FK_LEVEL, "MiB"),
+	F("GPUUtilization", SH5_FT_DOUBLE, SH5_FK_LEVEL, "%"),
 	F("RSS", SH5_FT_U64, SH5_FK_LEVEL, "KiB"),
 	F("VMSize", SH5_FT_U64, SH5_FK_LEVEL, "KiB"),
 	F("Pages", SH5_FT_U64, SH5_FK_LEVEL, "pages"),

@@ -430,6 +430,40 @@ START_TEST(test_series_totals)
 }
 END_TEST
 
+/* Slurm 23.02 and later: the Task series has GPU fields (in Slurm's
+ * order) that get units and kinds like the others. */
+START_TEST(test_series_task_gpu_fields)
+{
+	static const char *const names[] = {
+		"CPUFrequency", "CPUTime", "CPUUtilization", "GPUMemMB",
+		"GPUUtilization", "RSS", "VMSize", "Pages", "ReadMB", "WriteMB"
+	};
+	static const enum sh5_ftype types[] = {
+		SH5_FT_U64, SH5_FT_DOUBLE, SH5_FT_DOUBLE, SH5_FT_U64,
+		SH5_FT_DOUBLE, SH5_FT_U64, SH5_FT_U64, SH5_FT_U64,
+		SH5_FT_DOUBLE, SH5_FT_DOUBLE
+	};
+	struct sh5_error err = { "" };
+	struct sh5_series *s = sh5_series_create("Tasks", "0", names, types,
+						 10, &err);
+	int mem, util;
+
+	ck_assert_msg(s != NULL, "%s", err.text);
+	ck_assert_str_eq(s->ops->name, "Task");
+	mem = sh5_series_field_index(s, "GPUMemMB");
+	util = sh5_series_field_index(s, "GPUUtilization");
+	ck_assert_int_eq(mem, 3);
+	ck_assert_int_eq(util, 4);
+	ck_assert_str_eq(s->fields[mem].unit, "MiB");
+	ck_assert_str_eq(s->fields[util].unit, "%");
+	ck_assert_int_eq(s->fields[mem].kind, SH5_FK_LEVEL);
+	ck_assert_int_eq(s->fields[util].kind, SH5_FK_LEVEL);
+	ck_assert_str_eq(s->fields[sh5_series_field_index(s, "RSS")].unit,
+			 "KiB");
+	sh5_series_destroy(s);
+}
+END_TEST
+
 /* Safe creation: modes, owner, symlinks refused. */
 START_TEST(test_layout_safe_create)
 {
@@ -553,6 +587,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_series_attr_string_forms);
 	tcase_add_test(tc, test_series_odd_fields);
 	tcase_add_test(tc, test_series_totals);
+	tcase_add_test(tc, test_series_task_gpu_fields);
 	tcase_add_test(tc, test_layout_safe_create);
 	tcase_add_test(tc, test_layout_concurrent_mkdir);
 	tcase_add_test(tc, test_writer_errors);
