@@ -44,106 +44,180 @@ struct sh5_evstore {
 	hid_t rec_type, region_type, comm_type, member_type;
 };
 
-/* Compound types: memory layout = file layout, little-endian fields. */
-struct field {
-	const char *name;
-	size_t off;
-	hid_t type;
-};
+#define F(st, m, nm, nat, fil, cl) \
+	{ nm, offsetof(st, m), nat, fil, 0, cl }
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
-static hid_t compound(size_t size, const struct field *f, size_t n)
+const struct sh5_evstore_field *sh5_evstore_rec_fields(size_t *n)
+{
+	static struct sh5_evstore_field f[9];
+
+	if (!f[0].name) {
+		struct sh5_evstore_field t[] = {
+			F(struct sh5ev_rec, time_ns, "TimeNs",
+			  H5T_NATIVE_INT64, H5T_STD_I64LE, H5T_INTEGER),
+			F(struct sh5ev_rec, kind, "Kind", H5T_NATIVE_UINT8,
+			  H5T_STD_U8LE, H5T_INTEGER),
+			F(struct sh5ev_rec, op, "Op", H5T_NATIVE_UINT8,
+			  H5T_STD_U8LE, H5T_INTEGER),
+			F(struct sh5ev_rec, flags, "Flags", H5T_NATIVE_UINT16,
+			  H5T_STD_U16LE, H5T_INTEGER),
+			F(struct sh5ev_rec, id, "Id", H5T_NATIVE_UINT32,
+			  H5T_STD_U32LE, H5T_INTEGER),
+			F(struct sh5ev_rec, peer, "Peer", H5T_NATIVE_INT32,
+			  H5T_STD_I32LE, H5T_INTEGER),
+			F(struct sh5ev_rec, tag, "Tag", H5T_NATIVE_INT32,
+			  H5T_STD_I32LE, H5T_INTEGER),
+			F(struct sh5ev_rec, bytes, "Bytes", H5T_NATIVE_UINT64,
+			  H5T_STD_U64LE, H5T_INTEGER),
+			F(struct sh5ev_rec, value, "Value", H5T_NATIVE_DOUBLE,
+			  H5T_IEEE_F64LE, H5T_FLOAT),
+		};
+
+		memcpy(f, t, sizeof(f));
+	}
+	*n = NELEM(f);
+	return f;
+}
+
+const struct sh5_evstore_field *sh5_evstore_region_fields(size_t *n)
+{
+	static struct sh5_evstore_field f[4];
+
+	if (!f[0].name) {
+		struct sh5_evstore_field t[] = {
+			F(struct sh5_evstore_region, task, "Task",
+			  H5T_NATIVE_UINT32, H5T_STD_U32LE, H5T_INTEGER),
+			F(struct sh5_evstore_region, region, "Region",
+			  H5T_NATIVE_UINT32, H5T_STD_U32LE, H5T_INTEGER),
+			F(struct sh5_evstore_region, flags, "Flags",
+			  H5T_NATIVE_UINT32, H5T_STD_U32LE, H5T_INTEGER),
+			{ "Name", offsetof(struct sh5_evstore_region, name), 0,
+			  0, SH5EV_NAME_MAX + 1, H5T_STRING },
+		};
+
+		memcpy(f, t, sizeof(f));
+	}
+	*n = NELEM(f);
+	return f;
+}
+
+const struct sh5_evstore_field *sh5_evstore_comm_fields(size_t *n)
+{
+	static struct sh5_evstore_field f[5];
+
+	if (!f[0].name) {
+		struct sh5_evstore_field t[] = {
+			F(struct sh5_evstore_comm, task, "Task",
+			  H5T_NATIVE_UINT32, H5T_STD_U32LE, H5T_INTEGER),
+			F(struct sh5_evstore_comm, local, "Local",
+			  H5T_NATIVE_UINT32, H5T_STD_U32LE, H5T_INTEGER),
+			F(struct sh5_evstore_comm, global, "Global",
+			  H5T_NATIVE_UINT64, H5T_STD_U64LE, H5T_INTEGER),
+			F(struct sh5_evstore_comm, size, "Size",
+			  H5T_NATIVE_INT32, H5T_STD_I32LE, H5T_INTEGER),
+			F(struct sh5_evstore_comm, rank, "Rank",
+			  H5T_NATIVE_INT32, H5T_STD_I32LE, H5T_INTEGER),
+		};
+
+		memcpy(f, t, sizeof(f));
+	}
+	*n = NELEM(f);
+	return f;
+}
+
+const struct sh5_evstore_field *sh5_evstore_member_fields(size_t *n)
+{
+	static struct sh5_evstore_field f[3];
+
+	if (!f[0].name) {
+		struct sh5_evstore_field t[] = {
+			F(struct sh5_evstore_member, global, "Global",
+			  H5T_NATIVE_UINT64, H5T_STD_U64LE, H5T_INTEGER),
+			F(struct sh5_evstore_member, rank, "Rank",
+			  H5T_NATIVE_INT32, H5T_STD_I32LE, H5T_INTEGER),
+			F(struct sh5_evstore_member, world_rank, "WorldRank",
+			  H5T_NATIVE_INT32, H5T_STD_I32LE, H5T_INTEGER),
+		};
+
+		memcpy(f, t, sizeof(f));
+	}
+	*n = NELEM(f);
+	return f;
+}
+
+/* A NUL-padded fixed string type of len bytes, or H5I_INVALID_HID. */
+static hid_t str_type(size_t len)
+{
+	hid_t s = H5Tcopy(H5T_C_S1);
+
+	if (s < 0)
+		return H5I_INVALID_HID;
+	if (H5Tset_size(s, len) < 0 ||
+	    H5Tset_strpad(s, H5T_STR_NULLPAD) < 0) {
+		H5Tclose(s);
+		return H5I_INVALID_HID;
+	}
+	return s;
+}
+
+/* The compound of n fields in a struct of size bytes: with their file
+ * types (file != 0) or their native ones. */
+hid_t sh5_evstore_compound(size_t size, const struct sh5_evstore_field *f,
+			   size_t n, int file)
 {
 	hid_t t = H5Tcreate(H5T_COMPOUND, size);
 	size_t i;
 
 	if (t < 0)
 		return H5I_INVALID_HID;
-	for (i = 0; i < n; i++)
-		if (f[i].type < 0 ||
-		    H5Tinsert(t, f[i].name, f[i].off, f[i].type) < 0) {
+	for (i = 0; i < n; i++) {
+		hid_t mt = f[i].native ? (file ? f[i].file : f[i].native) :
+					 str_type(f[i].size);
+		herr_t rc = mt < 0 ? -1 : H5Tinsert(t, f[i].name, f[i].off, mt);
+
+		if (!f[i].native && mt >= 0)
+			H5Tclose(mt);
+		if (rc < 0) {
 			H5Tclose(t);
 			return H5I_INVALID_HID;
 		}
+	}
 	return t;
 }
 
 hid_t sh5_evstore_rec_type(void)
 {
-	const struct field f[] = {
-		{ "TimeNs", offsetof(struct sh5ev_rec, time_ns),
-		  H5T_STD_I64LE },
-		{ "Kind", offsetof(struct sh5ev_rec, kind), H5T_STD_U8LE },
-		{ "Op", offsetof(struct sh5ev_rec, op), H5T_STD_U8LE },
-		{ "Flags", offsetof(struct sh5ev_rec, flags), H5T_STD_U16LE },
-		{ "Id", offsetof(struct sh5ev_rec, id), H5T_STD_U32LE },
-		{ "Peer", offsetof(struct sh5ev_rec, peer), H5T_STD_I32LE },
-		{ "Tag", offsetof(struct sh5ev_rec, tag), H5T_STD_I32LE },
-		{ "Bytes", offsetof(struct sh5ev_rec, bytes), H5T_STD_U64LE },
-		{ "Value", offsetof(struct sh5ev_rec, value),
-		  H5T_IEEE_F64LE },
-	};
+	size_t n;
+	const struct sh5_evstore_field *f = sh5_evstore_rec_fields(&n);
 
-	return compound(sizeof(struct sh5ev_rec), f, sizeof(f) / sizeof(f[0]));
+	return sh5_evstore_compound(sizeof(struct sh5ev_rec), f, n, 1);
 }
 
 hid_t sh5_evstore_region_type(void)
 {
-	hid_t s = H5Tcopy(H5T_C_S1), t;
-	struct field f[] = {
-		{ "Task", offsetof(struct sh5_evstore_region, task),
-		  H5T_STD_U32LE },
-		{ "Region", offsetof(struct sh5_evstore_region, region),
-		  H5T_STD_U32LE },
-		{ "Flags", offsetof(struct sh5_evstore_region, flags),
-		  H5T_STD_U32LE },
-		{ "Name", offsetof(struct sh5_evstore_region, name), s },
-	};
+	size_t n;
+	const struct sh5_evstore_field *f = sh5_evstore_region_fields(&n);
 
-	if (s < 0)
-		return H5I_INVALID_HID;
-	if (H5Tset_size(s, SH5EV_NAME_MAX + 1) < 0 ||
-	    H5Tset_strpad(s, H5T_STR_NULLPAD) < 0) {
-		H5Tclose(s);
-		return H5I_INVALID_HID;
-	}
-	t = compound(sizeof(struct sh5_evstore_region), f,
-		     sizeof(f) / sizeof(f[0]));
-	H5Tclose(s);
-	return t;
+	return sh5_evstore_compound(sizeof(struct sh5_evstore_region), f, n,
+				    1);
 }
 
 hid_t sh5_evstore_comm_type(void)
 {
-	const struct field f[] = {
-		{ "Task", offsetof(struct sh5_evstore_comm, task),
-		  H5T_STD_U32LE },
-		{ "Local", offsetof(struct sh5_evstore_comm, local),
-		  H5T_STD_U32LE },
-		{ "Global", offsetof(struct sh5_evstore_comm, global),
-		  H5T_STD_U64LE },
-		{ "Size", offsetof(struct sh5_evstore_comm, size),
-		  H5T_STD_I32LE },
-		{ "Rank", offsetof(struct sh5_evstore_comm, rank),
-		  H5T_STD_I32LE },
-	};
+	size_t n;
+	const struct sh5_evstore_field *f = sh5_evstore_comm_fields(&n);
 
-	return compound(sizeof(struct sh5_evstore_comm), f,
-			sizeof(f) / sizeof(f[0]));
+	return sh5_evstore_compound(sizeof(struct sh5_evstore_comm), f, n, 1);
 }
 
 hid_t sh5_evstore_member_type(void)
 {
-	const struct field f[] = {
-		{ "Global", offsetof(struct sh5_evstore_member, global),
-		  H5T_STD_U64LE },
-		{ "Rank", offsetof(struct sh5_evstore_member, rank),
-		  H5T_STD_I32LE },
-		{ "WorldRank", offsetof(struct sh5_evstore_member, world_rank),
-		  H5T_STD_I32LE },
-	};
+	size_t n;
+	const struct sh5_evstore_field *f = sh5_evstore_member_fields(&n);
 
-	return compound(sizeof(struct sh5_evstore_member), f,
-			sizeof(f) / sizeof(f[0]));
+	return sh5_evstore_compound(sizeof(struct sh5_evstore_member), f, n,
+				    1);
 }
 
 static void table_init(struct table *t, const char *name, size_t rec_size,

@@ -48,9 +48,34 @@
 #define SH5_EVSTORE_SYNC "SyncTimeNs"
 #define SH5_EVSTORE_CHUNK 4096
 
+/*
+ * The members of the four compounds: the one definition of the layout,
+ * from which the writer builds the file types and readers find and
+ * check the members of a file by name.  For a string member native and
+ * file are 0 and size is its length; cls is what the file's member must
+ * be.  Tables are built at the first call (HDF5's type ids are not
+ * constants); *n receives their length.
+ */
+struct sh5_evstore_field {
+	const char *name;
+	size_t off;		/* in the memory struct */
+	hid_t native;		/* memory type, or 0: string */
+	hid_t file;		/* file type (little-endian), or 0 */
+	size_t size;		/* string length */
+	H5T_class_t cls;
+};
+const struct sh5_evstore_field *sh5_evstore_rec_fields(size_t *n);
+const struct sh5_evstore_field *sh5_evstore_region_fields(size_t *n);
+const struct sh5_evstore_field *sh5_evstore_comm_fields(size_t *n);
+const struct sh5_evstore_field *sh5_evstore_member_fields(size_t *n);
+
 /* HDF5 types (memory = file layout, native little-endian): the caller
  * closes them.  Return a type id or H5I_INVALID_HID. */
 hid_t sh5_evstore_rec_type(void);
+/* The compound of the n fields f in a struct of size bytes, with their
+ * file types (file 1) or native ones (file 0). */
+hid_t sh5_evstore_compound(size_t size, const struct sh5_evstore_field *f,
+			   size_t n, int file);
 hid_t sh5_evstore_region_type(void);
 hid_t sh5_evstore_comm_type(void);
 hid_t sh5_evstore_member_type(void);

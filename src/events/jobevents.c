@@ -51,7 +51,7 @@ static int read_task(struct rd *r, hid_t ev, const char *name, uint32_t id,
 		     const char *evpath, uint32_t ni, struct sh5_error *errp)
 {
 	struct sh5_evtask *t;
-	const struct sh5_jev_member *m;
+	const struct sh5_evstore_field *m;
 	size_t nm, n;
 	long long v;
 	hid_t d;
@@ -64,7 +64,7 @@ static int read_task(struct rd *r, hid_t ev, const char *name, uint32_t id,
 	t->node = ni;
 	t->world_rank = -1;
 	sh5_jev_join(t->path, sizeof(t->path), evpath, name, NULL);
-	m = sh5_jev_rec_members(&nm);
+	m = sh5_evstore_rec_fields(&nm);
 	t->ev = sh5_jev_read_compound(ev, name, t->path, sizeof(struct sh5ev_rec), m,
 			      nm, MAX_RECS, &n, errp);
 	if (n == (size_t)-1)
@@ -103,7 +103,7 @@ static int assign_defs(struct rd *r, size_t from, hid_t ev,
 {
 	struct sh5_evstep *s = r->s;
 	char path[320];
-	const struct sh5_jev_member *m;
+	const struct sh5_evstore_field *m;
 	struct sh5_evstore_region *reg = NULL;
 	struct sh5_evstore_comm *com = NULL;
 	size_t nm, nreg = 0, ncom = 0, i;
@@ -111,7 +111,7 @@ static int assign_defs(struct rd *r, size_t from, hid_t ev,
 
 	if (H5Lexists(ev, "Regions", H5P_DEFAULT) > 0) {
 		sh5_jev_join(path, sizeof(path), evpath, "Regions", NULL);
-		m = sh5_jev_region_members(&nm);
+		m = sh5_evstore_region_fields(&nm);
 		reg = sh5_jev_read_compound(ev, "Regions", path, sizeof(*reg), m, nm,
 				    MAX_ROWS, &nreg, errp);
 		if (nreg == (size_t)-1)
@@ -119,7 +119,7 @@ static int assign_defs(struct rd *r, size_t from, hid_t ev,
 	}
 	if (H5Lexists(ev, "Comms", H5P_DEFAULT) > 0) {
 		sh5_jev_join(path, sizeof(path), evpath, "Comms", NULL);
-		m = sh5_jev_comm_members(&nm);
+		m = sh5_evstore_comm_fields(&nm);
 		com = sh5_jev_read_compound(ev, "Comms", path, sizeof(*com), m, nm,
 				    MAX_ROWS, &ncom, errp);
 		if (ncom == (size_t)-1)
@@ -208,14 +208,14 @@ static int read_members(struct rd *r, size_t from, hid_t ev,
 			const char *evpath, struct sh5_error *errp)
 {
 	char path[320];
-	const struct sh5_jev_member *m;
+	const struct sh5_evstore_field *m;
 	struct sh5_evstore_member *mem, *v;
 	size_t nm, n, i, k;
 
 	if (H5Lexists(ev, "CommMembers", H5P_DEFAULT) <= 0)
 		return 0;
 	sh5_jev_join(path, sizeof(path), evpath, "CommMembers", NULL);
-	m = sh5_jev_cmember_members(&nm);
+	m = sh5_evstore_member_fields(&nm);
 	mem = sh5_jev_read_compound(ev, "CommMembers", path, sizeof(*mem), m, nm,
 			    MAX_ROWS, &n, errp);
 	if (n == (size_t)-1)

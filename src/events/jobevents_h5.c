@@ -18,122 +18,6 @@
 /* ------------------------------------------------------------------ */
 /* Memory types, by member name. */
 
-static hid_t str_type(size_t n)
-{
-	hid_t t = H5Tcopy(H5T_C_S1);
-
-	if (t < 0)
-		return -1;
-	if (H5Tset_size(t, n) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0) {
-		H5Tclose(t);
-		return -1;
-	}
-	return t;
-}
-
-
-static hid_t mem_type(size_t size, const struct sh5_jev_member *m, size_t n)
-{
-	hid_t t = H5Tcreate(H5T_COMPOUND, size);
-	size_t i;
-
-	if (t < 0)
-		return -1;
-	for (i = 0; i < n; i++) {
-		hid_t mt = m[i].type ? m[i].type : str_type(m[i].size);
-		herr_t rc;
-
-		if (mt < 0)
-			goto error;
-		rc = H5Tinsert(t, m[i].name, m[i].off, mt);
-		if (!m[i].type)
-			H5Tclose(mt);
-		if (rc < 0)
-			goto error;
-	}
-	return t;
-error:
-	H5Tclose(t);
-	return -1;
-}
-
-#define M(st, f, name, ty, cl) { name, offsetof(st, f), ty, 0, cl }
-
-const struct sh5_jev_member *sh5_jev_rec_members(size_t *n)
-{
-	static struct sh5_jev_member m[9];
-
-	m[0] = (struct sh5_jev_member)M(struct sh5ev_rec, time_ns, "TimeNs",
-				H5T_NATIVE_INT64, H5T_INTEGER);
-	m[1] = (struct sh5_jev_member)M(struct sh5ev_rec, kind, "Kind",
-				H5T_NATIVE_UINT8, H5T_INTEGER);
-	m[2] = (struct sh5_jev_member)M(struct sh5ev_rec, op, "Op", H5T_NATIVE_UINT8,
-				H5T_INTEGER);
-	m[3] = (struct sh5_jev_member)M(struct sh5ev_rec, flags, "Flags",
-				H5T_NATIVE_UINT16, H5T_INTEGER);
-	m[4] = (struct sh5_jev_member)M(struct sh5ev_rec, id, "Id", H5T_NATIVE_UINT32,
-				H5T_INTEGER);
-	m[5] = (struct sh5_jev_member)M(struct sh5ev_rec, peer, "Peer",
-				H5T_NATIVE_INT32, H5T_INTEGER);
-	m[6] = (struct sh5_jev_member)M(struct sh5ev_rec, tag, "Tag", H5T_NATIVE_INT32,
-				H5T_INTEGER);
-	m[7] = (struct sh5_jev_member)M(struct sh5ev_rec, bytes, "Bytes",
-				H5T_NATIVE_UINT64, H5T_INTEGER);
-	m[8] = (struct sh5_jev_member)M(struct sh5ev_rec, value, "Value",
-				H5T_NATIVE_DOUBLE, H5T_FLOAT);
-	*n = 9;
-	return m;
-}
-
-const struct sh5_jev_member *sh5_jev_region_members(size_t *n)
-{
-	static struct sh5_jev_member m[4];
-
-	m[0] = (struct sh5_jev_member)M(struct sh5_evstore_region, task, "Task",
-				H5T_NATIVE_UINT32, H5T_INTEGER);
-	m[1] = (struct sh5_jev_member)M(struct sh5_evstore_region, region, "Region",
-				H5T_NATIVE_UINT32, H5T_INTEGER);
-	m[2] = (struct sh5_jev_member)M(struct sh5_evstore_region, flags, "Flags",
-				H5T_NATIVE_UINT32, H5T_INTEGER);
-	m[3] = (struct sh5_jev_member){ "Name",
-				offsetof(struct sh5_evstore_region, name), 0,
-				SH5EV_NAME_MAX + 1, H5T_STRING };
-	*n = 4;
-	return m;
-}
-
-const struct sh5_jev_member *sh5_jev_comm_members(size_t *n)
-{
-	static struct sh5_jev_member m[5];
-
-	m[0] = (struct sh5_jev_member)M(struct sh5_evstore_comm, task, "Task",
-				H5T_NATIVE_UINT32, H5T_INTEGER);
-	m[1] = (struct sh5_jev_member)M(struct sh5_evstore_comm, local, "Local",
-				H5T_NATIVE_UINT32, H5T_INTEGER);
-	m[2] = (struct sh5_jev_member)M(struct sh5_evstore_comm, global, "Global",
-				H5T_NATIVE_UINT64, H5T_INTEGER);
-	m[3] = (struct sh5_jev_member)M(struct sh5_evstore_comm, size, "Size",
-				H5T_NATIVE_INT32, H5T_INTEGER);
-	m[4] = (struct sh5_jev_member)M(struct sh5_evstore_comm, rank, "Rank",
-				H5T_NATIVE_INT32, H5T_INTEGER);
-	*n = 5;
-	return m;
-}
-
-const struct sh5_jev_member *sh5_jev_cmember_members(size_t *n)
-{
-	static struct sh5_jev_member m[3];
-
-	m[0] = (struct sh5_jev_member)M(struct sh5_evstore_member, global, "Global",
-				H5T_NATIVE_UINT64, H5T_INTEGER);
-	m[1] = (struct sh5_jev_member)M(struct sh5_evstore_member, rank, "Rank",
-				H5T_NATIVE_INT32, H5T_INTEGER);
-	m[2] = (struct sh5_jev_member)M(struct sh5_evstore_member, world_rank,
-				"WorldRank", H5T_NATIVE_INT32, H5T_INTEGER);
-	*n = 3;
-	return m;
-}
-
 /*
  * Read the 1-D compound dataset name of g (HDF5 path shown as path) into
  * a new array of *n records of size bytes, after checking that the file
@@ -142,7 +26,7 @@ const struct sh5_jev_member *sh5_jev_cmember_members(size_t *n)
  * NULL with errp set and *n == (size_t)-1.
  */
 void *sh5_jev_read_compound(hid_t g, const char *name, const char *path,
-			   size_t size, const struct sh5_jev_member *m, size_t nm,
+			   size_t size, const struct sh5_evstore_field *m, size_t nm,
 			   uint64_t max, size_t *n, struct sh5_error *errp)
 {
 	hid_t d = -1, ft = -1, sp = -1, mt = -1;
@@ -192,7 +76,7 @@ void *sh5_jev_read_compound(hid_t g, const char *name, const char *path,
 			      (unsigned long long)dims[0]);
 		goto error;
 	}
-	if ((mt = mem_type(size, m, nm)) < 0 ||
+	if ((mt = sh5_evstore_compound(size, m, nm, 0)) < 0 ||
 	    H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
 		sh5_errprintf_h5(errp, "%s: unreadable", path);
 		goto error;

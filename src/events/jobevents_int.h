@@ -17,23 +17,6 @@
 #define MAX_ROWS (UINT64_C(1) << 24)	/* Regions, Comms, CommMembers */
 #define MAX_LINKS 1000000		/* names in Nodes/, Events/ */
 
-/* One member of a compound as read: name, offset in the memory struct,
- * native type (0: a fixed string of size bytes) and the class the file's
- * member must have. */
-struct sh5_jev_member {
-	const char *name;
-	size_t off;
-	hid_t type;		/* native type, or 0: string of size */
-	size_t size;
-	H5T_class_t cls;	/* what the file member must be */
-};
-
-/* The members of struct sh5ev_rec, sh5_evstore_region, _comm, _member. */
-const struct sh5_jev_member *sh5_jev_rec_members(size_t *n);
-const struct sh5_jev_member *sh5_jev_region_members(size_t *n);
-const struct sh5_jev_member *sh5_jev_comm_members(size_t *n);
-const struct sh5_jev_member *sh5_jev_cmember_members(size_t *n);
-
 /*
  * Read the 1-D compound dataset name of g (HDF5 path shown as path) into
  * a new array of *n records of size bytes, after checking that the file
@@ -42,7 +25,7 @@ const struct sh5_jev_member *sh5_jev_cmember_members(size_t *n);
  * NULL with errp set and *n == (size_t)-1.
  */
 void *sh5_jev_read_compound(hid_t g, const char *name, const char *path,
-			    size_t size, const struct sh5_jev_member *m,
+			    size_t size, const struct sh5_evstore_field *m,
 			    size_t nm, uint64_t max, size_t *n,
 			    struct sh5_error *errp);
 
