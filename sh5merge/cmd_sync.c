@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "timesync.h"
 #include "trace.h"
+#include "sync/syncrun.h"
 
 static void usage(FILE *f)
 {
@@ -62,18 +63,9 @@ static void phase(int on, const char *name, double *t0)
 	t0[1] = c;
 }
 
-static const char *src_name(enum sh5_mu_source s)
+static void phase_cb(void *arg, const char *name)
 {
-	switch (s) {
-	case SH5_MU_GIVEN:
-		return "given";
-	case SH5_MU_DIRECTIVE:
-		return "directive";
-	case SH5_MU_ESTIMATED:
-		return "estimated";
-	default:
-		return "no messages: 0";
-	}
+	phase(1, name, arg);
 }
 
 static int parse_ns(const char *s, int64_t *v)
@@ -134,8 +126,8 @@ static void print_stats(const struct sh5_trace *t,
 	       "locations %zu, nodes %zu\n", t->nev, t->nmsg, t->ninst,
 	       t->nloc, t->nnode);
 	printf("mu: intra-node %" PRId64 " ns (%s), inter-node %" PRId64
-	       " ns (%s)\n", mu_intra, src_name(si), mu_inter,
-	       src_name(se));
+	       " ns (%s)\n", mu_intra, sh5_syncrun_mu_source(si), mu_inter,
+	       sh5_syncrun_mu_source(se));
 	printf("%-34s", "");
 	for (i = 0; i < nst; i++)
 		printf(" %14s", names[i]);
@@ -189,7 +181,7 @@ int cmd_sync(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *in, *out = NULL;
-	int clc = 1, stats = 0, partial = 0, c, rc = 1, nst = 0, timing = 0;
+	int clc = 1, stats = 0, partial = 0, c, rc = 1, timing = 0;
 	double t0[2] = { now(CLOCK_MONOTONIC),
 			 now(CLOCK_PROCESS_CPUTIME_ID) };
 	int64_t mu_ns = -1, mu_intra_ns = -1;
@@ -197,12 +189,10 @@ int cmd_sync(int argc, char **argv)
 	struct sh5_error err = { "" };
 	struct sh5_trace *t = NULL;
 	int64_t *times = NULL;
-	struct sh5_clc_params prm;
-	struct sh5_clc_result cr;
-	struct sh5_sync_stage st[3];
-	int64_t mu_a = 0, mu_e = 0;
-	enum sh5_mu_source sa = SH5_MU_NODATA, se = SH5_MU_NODATA;
+	struct sh5_syncrun_opts so;
+	struct sh5_syncrun_result res;
 
+	sh5_syncrun_opts_init(&so);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:m:sh", opts, NULL)) != -1) {
@@ -298,82 +288,21 @@ int cmd_sync(int argc, char **argv)
 			t->nproblems, t->nproblems == 1 ? "" : "s");
 		goto out;
 	}
-	times = malloc((t->nev + 1) * sizeof(*times));
-	if (!times) {
-		fprintf(stderr, "sh5merge: %s: %s\n", in, strerror(errno));
+	so.clc = clc;
+	so.mu_ns = mu_ns;
+	so.mu_intra_ns = mu_intra_ns;
+	so.gamma = gamma;
+	so.allow_partial = partial;
+	so.stats = stats;
+	so.phase = timing ? phase_cb : NULL;
+	so.phase_arg = t0;
+	if (sh5_syncrun(t, &so, &res, &err) < 0) {
+		print_problems(t, in, "");
+		fprintf(stderr, "sh5merge: %s: %s; nothing written\n", in,
+			err.text);
 		goto out;
 	}
-	sh5_timesync_offset(t, times);
-	phase(timing, "offset", t0);
-
-	/* Minimum latencies: command line, directives, then the data
-	 * (estimated only when some class is not given). */
-	if ((mu_ns < 0 && (t->mu_inter < 0 ||
-			   (t->mu_intra < 0 && mu_intra_ns < 0))) &&
-	    sh5_timesync_mu_estimate(t, times, &mu_a, &sa, &mu_e, &se,
-				     &err) < 0) {
-		fprintf(stderr, "sh5merge: %s: %s\n", in, err.text);
-		goto out;
-	}
-	if (mu_ns >= 0) {
-		mu_e = mu_a = mu_ns;
-		se = sa = SH5_MU_GIVEN;
-	} else {
-		if (t->mu_inter >= 0) {
-			mu_e = t->mu_inter;
-			se = SH5_MU_DIRECTIVE;
-		}
-		if (t->mu_intra >= 0) {
-			mu_a = t->mu_intra;
-			sa = SH5_MU_DIRECTIVE;
-		}
-	}
-	if (mu_intra_ns >= 0) {
-		mu_a = mu_intra_ns;
-		sa = SH5_MU_GIVEN;
-	}
-	phase(timing, "mu", t0);
-
-	if (stats) {
-		if (sh5_timesync_stage_stats(t, t->time, t->time, mu_a, mu_e,
-					     &st[0]) < 0 ||
-		    sh5_timesync_stage_stats(t, times, t->time, mu_a, mu_e,
-					     &st[1]) < 0) {
-			fprintf(stderr, "sh5merge: %s: %s\n", in,
-				strerror(errno));
-			goto out;
-		}
-		nst = 2;
-		phase(timing, "stats", t0);
-	}
-	if (clc) {
-		sh5_clc_params_init(&prm);
-		prm.gamma = gamma;
-		prm.rate = 1.0 - gamma;
-		prm.mu_intra = mu_a;
-		prm.mu_inter = mu_e;
-		prm.allow_partial = partial;
-		/* Without --stats the input times are not needed any more:
-		 * the CLC works in them (8 bytes per event less). */
-		if (!stats)
-			prm.work = t->time;
-		if (sh5_timesync_clc(t, &prm, times, &cr, &err) < 0) {
-			print_problems(t, in, "");
-			fprintf(stderr, "sh5merge: %s: %s; nothing written\n",
-				in, err.text);
-			goto out;
-		}
-		phase(timing, "clc", t0);
-		if (stats) {
-			if (sh5_timesync_stage_stats(t, times, NULL, mu_a, mu_e,
-						     &st[2]) < 0) {
-				fprintf(stderr, "sh5merge: %s: %s\n", in,
-					strerror(errno));
-				goto out;
-			}
-			nst = 3;
-		}
-	}
+	times = res.times;
 	if (sh5_trace_write(t, in, times, out, &err) < 0) {
 		fprintf(stderr, "sh5merge: %s\n", err.text);
 		goto out;
@@ -386,7 +315,8 @@ int cmd_sync(int argc, char **argv)
 			t->nproblems == 1 ? "" : "s");
 	}
 	if (stats)
-		print_stats(t, st, nst, mu_a, sa, mu_e, se, clc ? &cr : NULL);
+		print_stats(t, res.st, res.nst, res.mu_intra, res.src_intra,
+			    res.mu_inter, res.src_inter, clc ? &res.cr : NULL);
 	rc = 0;
 out:
 	free(times);

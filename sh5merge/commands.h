@@ -21,6 +21,7 @@ SH5_CMD(list);
 SH5_CMD(sync);
 SH5_CMD(lbdata);
 SH5_CMD(counters);
+SH5_CMD(events);
 
 /* Program-wide options parsed before the subcommand. */
 extern int sh5merge_quiet;

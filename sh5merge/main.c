@@ -21,6 +21,7 @@ static const struct command commands[] = {
 	{ "sync", cmd_sync, "synchronize the timestamps of an event trace" },
 	{ "lbdata", cmd_lbdata, "export a job file as vt LBDatafile (VOM) JSON" },
 	{ "counters", cmd_counters, "export counter statistics and anomalies as JSON" },
+	{ "events", cmd_events, "write the application events of a step as an event trace" },
 };
 
 static void usage(FILE *f)

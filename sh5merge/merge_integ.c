@@ -22,10 +22,13 @@ void merge_integ_init(struct merge_integ *mi)
 void merge_integ_usage(FILE *f)
 {
 	fprintf(f,
-"      --sync METHOD      timestamp synchronization: auto (default: offset\n"
-"                         when the files carry clock-offset measurements,\n"
-"                         else none), none, offset (SyncTimeNs beside the\n"
-"                         original times), clc (refused: needs events)\n"
+"      --sync METHOD      timestamp synchronization: auto (default: clc\n"
+"                         when the files carry events, else offset when\n"
+"                         they carry clock-offset measurements, else\n"
+"                         none), none, offset (SyncTimeNs beside the\n"
+"                         original times), clc (offset for the samples;\n"
+"                         the events through the controlled logical\n"
+"                         clock, as `sh5merge sync`: Events/SyncTimeNs)\n"
 "      --lbdata DIR       also export vt LBDatafiles of the first step to DIR\n"
 "        --phase-length SEC  phase window (default 60; 0: one phase)\n"
 "        --compress MODE     none (default) or brotli\n"
@@ -102,14 +105,6 @@ int merge_integ_option(struct merge_integ *mi, int c, const char *arg)
 
 int merge_integ_check(struct merge_integ *mi, size_t njobs)
 {
-	struct sh5_error err = { "" };
-
-	if (mi->sync == SH5_SYNC_CLC) {
-		/* The library says why (no events in profiles). */
-		sh5_mergesync_create(SH5_SYNC_CLC, NULL, NULL, NULL, &err);
-		cli_error(NULL, "merge: %s", err.text);
-		return 1;
-	}
 	if ((mi->export_opts & 1) && !mi->ex.lbdata.dir) {
 		cli_error(NULL, "merge: --phase-length, --compress and --stem "
 			  "go with --lbdata DIR");
@@ -150,7 +145,20 @@ static void print_sync(const struct sh5_merge_opts *o,
 {
 	if (sh5merge_quiet)
 		return;
-	if (st->method != SH5_SYNC_OFFSET) {
+	if (st->method == SH5_SYNC_CLC)
+		fprintf(stderr, "sh5merge: %s: sync clc: %zu of %zu step%s "
+			"with events synchronized (%" PRIu64 " events, %"
+			PRIu64 " messages; clock-condition violations %"
+			PRIu64 " before, %" PRIu64 " after; mu intra %" PRId64
+			" ns, inter %" PRId64 " ns)%s\n", o->output,
+			st->ev.synced, st->ev.steps,
+			st->ev.steps == 1 ? "" : "s", st->ev.events,
+			st->ev.messages,
+			st->ev.viol_p2p_before + st->ev.viol_coll_before,
+			st->ev.viol_p2p_after + st->ev.viol_coll_after,
+			st->ev.mu_intra, st->ev.mu_inter,
+			st->ev.problems ? "; see the warnings" : "");
+	if (st->method != SH5_SYNC_OFFSET && st->method != SH5_SYNC_CLC) {
 		fprintf(stderr, "sh5merge: %s: sync none%s\n", o->output,
 			st->requested == SH5_SYNC_AUTO ?
 			" (no clock-offset measurements)" : "");

@@ -55,6 +55,12 @@ int sh5_h5attr_put_i64(hid_t obj, const char *name, int64_t val)
 			      &val);
 }
 
+int sh5_h5attr_put_u64(hid_t obj, const char *name, uint64_t val)
+{
+	return sh5_h5attr_put(obj, name, H5T_STD_U64LE, H5T_NATIVE_UINT64,
+			      &val);
+}
+
 int sh5_h5attr_put_f64(hid_t obj, const char *name, double val)
 {
 	return sh5_h5attr_put(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,

@@ -23,6 +23,7 @@ int sh5_h5attr_put_str(hid_t obj, const char *name, const char *val);
 int sh5_h5attr_put_int(hid_t obj, const char *name, int val);
 int sh5_h5attr_put_u32(hid_t obj, const char *name, uint32_t val);
 int sh5_h5attr_put_i64(hid_t obj, const char *name, int64_t val);
+int sh5_h5attr_put_u64(hid_t obj, const char *name, uint64_t val);
 int sh5_h5attr_put_f64(hid_t obj, const char *name, double val);
 
 #endif /* SH5_H5ATTR_H */

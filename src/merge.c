@@ -374,6 +374,18 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 			H5Dvlen_reclaim(nt, sp, H5P_DEFAULT, buf);
 	} else {
 		H5Sget_simple_extent_dims(sp, dims, NULL);
+		/* A claimed size far beyond what is stored (a task's data
+		 * is untrusted: a sparse dataset of 2^40 rows) would be
+		 * read as fill values for ever: refused. */
+		if ((double)dims[0] * (double)esz > 64.0 * 1024 * 1024 &&
+		    (double)dims[0] * (double)esz / 1024.0 >
+			    (double)H5Dget_storage_size(d)) {
+			sh5_errprintf(err, "claims %llu rows of %zu bytes but "
+				      "stores %llu bytes",
+				      (unsigned long long)dims[0], esz,
+				      (unsigned long long)H5Dget_storage_size(d));
+			goto out;
+		}
 		rows = SH5_MERGE_BUFFER / (esz ? esz : 1);
 		if (!rows)
 			rows = 1;
@@ -888,8 +900,11 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 	f->status = "merged";
 	f->kind = ns->kind;
 	if (m->o->hooks && m->o->hooks->probe)
-		f->probe_hit = m->o->hooks->probe(m->o->hooks->arg,
-						  ns->node) > 0;
+	{
+		int hit = m->o->hooks->probe(m->o->hooks->arg, ns->node);
+
+		f->probe_hit = hit > 0 ? hit : 0;
+	}
 	f->node_index = ns->node_index;
 	f->ntasks = ns->ntasks;
 	{
@@ -2469,6 +2484,22 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 	 * a damaged file (H5Ocopy crashes on some damaged objects). */
 	ocpy = H5Pcreate(H5P_OBJECT_COPY);
 	lcpl = lcpl_intermediate();
+	/* Application events: the group with its attributes, then its
+	 * datasets as others below. */
+	if (ns->has_events) {
+		hid_t es = H5Gopen2(ns->node, "Events", H5P_DEFAULT);
+		hid_t ed = es >= 0 ? make_group(g, "Events") : -1;
+
+		if (es >= 0 && ed >= 0)
+			copy_attrs(es, ed);
+		else
+			report(m, 1, f->in->path, "Events: cannot copy the "
+			       "group");
+		if (ed >= 0)
+			H5Gclose(ed);
+		if (es >= 0)
+			H5Gclose(es);
+	}
 	for (i = 0; i < ns->nother; i++) {
 		H5O_info_t oi;
 		int bad = 0;
@@ -2856,7 +2887,7 @@ static int pass1_done(struct mstate *m)
 	sync_maybe = hk && hk->sync_rows && !hk->never_sync;
 	if (hk && hk->checked) {
 		for (i = 0; i < m->nin; i++)
-			any |= m->fi[i].usable && m->fi[i].probe_hit;
+			any |= m->fi[i].usable ? m->fi[i].probe_hit : 0;
 		if ((sync_maybe = hk->checked(hk->arg, any, m->errp)) < 0)
 			return -1;
 		sync_maybe = sync_maybe && hk->sync_rows;

@@ -16,11 +16,17 @@
 #include "h5attr.h"
 #include "mergesync.h"
 #include "reader.h"
+#include "sync/evsync.h"
+#include "sync/syncrun.h"
 #include "timesync.h"
 
 /* A measurement whose round trip exceeds 4 times the node's median plus
  * this is left out (its error bound is half its round trip). */
 #define RTT_SLACK_NS INT64_C(50000)
+
+/* What hook_probe() found in an input (merge ORs them over inputs). */
+#define PROBE_CLOCK 1
+#define PROBE_EVENTS 2
 
 /* One ClockOffsets record as read (HDF5 converts by member name). */
 struct clock_rec {
@@ -49,6 +55,9 @@ struct sh5_mergesync {
 	/* Scratch times for one row buffer. */
 	int64_t *tin, *tout;
 	size_t tcap;
+	/* clc: the events' synchronization (hook_finish). */
+	struct sh5_evsync_stats ev;
+	const char *output;		/* the job file's name */
 };
 
 int sh5_sync_method_parse(const char *name, enum sh5_sync_method *out)
@@ -154,32 +163,40 @@ static int64_t median_of(int64_t *v, size_t n)
 	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
-static int pt_cmp(const void *pa, const void *pb)
-{
-	const struct sh5_offset_point *a = pa, *b = pb;
+struct pt_rtt {
+	struct sh5_offset_point p;
+	int64_t rtt;
+};
 
-	return a->local_ns < b->local_ns ? -1 : a->local_ns > b->local_ns;
+static int ptr_cmp(const void *pa, const void *pb)
+{
+	const struct pt_rtt *a = pa, *b = pb;
+
+	return a->p.local_ns < b->p.local_ns ? -1 :
+	       a->p.local_ns > b->p.local_ns;
 }
 
-/*
- * Load the usable measurements of node into ms->pts (sorted by local
- * time).  A measurement is usable when its round trip is not negative and
- * the server was synchronised (stratum 1-15).  Returns the number loaded,
- * or -1 with why set (the node then keeps its times).
- */
-static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
-			size_t whylen)
+void sh5_clock_points_free(struct sh5_clock_points *cp)
+{
+	if (!cp)
+		return;
+	free(cp->pts);
+	free(cp->rtt);
+	memset(cp, 0, sizeof(*cp));
+}
+
+long sh5_clock_points_read(hid_t node, struct sh5_clock_points *cp,
+			   char *why, size_t whylen)
 {
 	hid_t d = -1, sp = -1, mt = -1;
 	hsize_t dims[1] = { 0 };
 	struct clock_rec *r = NULL;
+	struct pt_rtt *pr = NULL;
 	int64_t *rtt = NULL, median;
-	size_t i, k, n, bad = 0;
+	size_t i, k, n;
 	long rc = -1;
 
-	ms->npts = 0;
-	ms->node_err = 0;
-	ms->node_dropped = 0;
+	memset(cp, 0, sizeof(*cp));
 	if (H5Lexists(node, "ClockOffsets", H5P_DEFAULT) <= 0)
 		return 0;
 	if ((d = H5Dopen2(node, "ClockOffsets", H5P_DEFAULT)) < 0 ||
@@ -190,8 +207,10 @@ static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
 		goto out;
 	}
 	n = (size_t)dims[0];
-	if (n && (!(r = malloc(n * sizeof(*r))) ||
-		  !(rtt = malloc(n * sizeof(*rtt))))) {
+	if (dims[0] > (hsize_t)(SIZE_MAX / 64) ||
+	    (n && (!(r = malloc(n * sizeof(*r))) ||
+		   !(rtt = malloc(n * sizeof(*rtt))) ||
+		   !(pr = malloc(n * sizeof(*pr)))))) {
 		snprintf(why, whylen, "out of memory");
 		goto out;
 	}
@@ -200,55 +219,55 @@ static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
 			 "LocalTimeNs, OffsetNs, RoundTripNs, Stratum, Phase?)");
 		goto out;
 	}
-	if (n > ms->cap) {
-		struct sh5_offset_point *np = realloc(ms->pts, n * sizeof(*np));
-
-		if (!np) {
-			snprintf(why, whylen, "out of memory");
-			goto out;
-		}
-		ms->pts = np;
-		ms->cap = n;
-	}
 	/* Usable: a synchronised server, a round trip >= 0.  Their median
 	 * round trip sets the bar for noisy ones (see below). */
 	for (i = 0, k = 0; i < n; i++) {
 		if (r[i].rtt_ns < 0 || r[i].stratum < 1 || r[i].stratum > 15)
-			bad++;
+			cp->bad++;
 		else
 			rtt[k++] = r[i].rtt_ns;
 	}
 	median = k ? median_of(rtt, k) : -1;
-	for (i = 0; i < n; i++) {
+	for (i = 0, k = 0; i < n; i++) {
 		if (r[i].rtt_ns < 0 || r[i].stratum < 1 || r[i].stratum > 15)
 			continue;
 		/* A round trip far above the node's usual one (a busy
 		 * network or host) bounds the offset's error by half of
 		 * it: leave it out while better measurements exist. */
 		if (median >= 0 && r[i].rtt_ns > 4 * median + RTT_SLACK_NS) {
-			ms->node_dropped++;
+			cp->dropped++;
 			continue;
 		}
-		ms->pts[ms->npts].local_ns = r[i].local_ns;
-		ms->pts[ms->npts].offset_ns = r[i].offset_ns;
-		ms->npts++;
-		if (r[i].rtt_ns / 2 > ms->node_err)
-			ms->node_err = r[i].rtt_ns / 2;
+		pr[k].p.local_ns = r[i].local_ns;
+		pr[k].p.offset_ns = r[i].offset_ns;
+		pr[k].rtt = r[i].rtt_ns;
+		k++;
+		if (r[i].rtt_ns / 2 > cp->err_ns)
+			cp->err_ns = r[i].rtt_ns / 2;
 	}
-	if (bad)
-		warn(ms, ms->in->path, "%zu of %zu clock-offset measurements "
-		     "left out (unsynchronised server or negative round trip)",
-		     bad, n);
+	cp->total = n;
 	/* The plugin writes them in time order; sort only if not. */
-	for (i = 1; i < ms->npts; i++)
-		if (ms->pts[i].local_ns < ms->pts[i - 1].local_ns)
+	for (i = 1; i < k; i++)
+		if (pr[i].p.local_ns < pr[i - 1].p.local_ns)
 			break;
-	if (i < ms->npts)
-		qsort(ms->pts, ms->npts, sizeof(*ms->pts), pt_cmp);
-	rc = (long)ms->npts;
+	if (i < k)
+		qsort(pr, k, sizeof(*pr), ptr_cmp);
+	if (k && (!(cp->pts = malloc(k * sizeof(*cp->pts))) ||
+		  !(cp->rtt = malloc(k * sizeof(*cp->rtt))))) {
+		sh5_clock_points_free(cp);
+		snprintf(why, whylen, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < k; i++) {
+		cp->pts[i] = pr[i].p;
+		cp->rtt[i] = pr[i].rtt;
+	}
+	cp->n = k;
+	rc = (long)k;
 out:
 	free(r);
 	free(rtt);
+	free(pr);
 	if (mt >= 0)
 		H5Tclose(mt);
 	if (sp >= 0)
@@ -258,23 +277,69 @@ out:
 	return rc;
 }
 
+/*
+ * Load the usable measurements of node into ms->pts (sorted by local
+ * time): sh5_clock_points_read().  Returns the number loaded, or -1 with
+ * why set (the node then keeps its times).
+ */
+static long load_points(struct sh5_mergesync *ms, hid_t node, char *why,
+			size_t whylen)
+{
+	struct sh5_clock_points cp;
+	long n;
+
+	ms->npts = 0;
+	ms->node_err = 0;
+	ms->node_dropped = 0;
+	n = sh5_clock_points_read(node, &cp, why, whylen);
+	if (n < 0)
+		return -1;
+	free(ms->pts);
+	ms->pts = cp.pts;
+	ms->cap = cp.n;
+	ms->npts = cp.n;
+	cp.pts = NULL;
+	ms->node_err = cp.err_ns;
+	ms->node_dropped = cp.dropped;
+	if (cp.bad)
+		warn(ms, ms->in->path, "%zu of %zu clock-offset measurements "
+		     "left out (unsynchronised server or negative round trip)",
+		     cp.bad, cp.total);
+	sh5_clock_points_free(&cp);
+	return n;
+}
+
 /* ------------------------------------------------------------------ */
 /* Hooks. */
 
-/* The merge's first pass: does this input carry measurements? */
+/* The merge's first pass: does this input carry measurements (1),
+ * events (2)? */
 static int hook_probe(void *arg, hid_t in_node)
 {
 	(void)arg;
-	return clock_rows(in_node) > 0;
+	return (clock_rows(in_node) > 0 ? PROBE_CLOCK : 0) |
+	       (H5Lexists(in_node, "Events", H5P_DEFAULT) > 0 ? PROBE_EVENTS :
+								 0);
 }
 
 static int hook_checked(void *arg, int any, struct sh5_error *errp)
 {
 	struct sh5_mergesync *ms = arg;
 
-	(void)errp;
+	if (ms->method == SH5_SYNC_CLC && !(any & PROBE_EVENTS)) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "--sync clc needs events (message sends "
+			      "and receives, collectives), and no node-step "
+			      "file of this job carries any: use --sync "
+			      "offset");
+		return -1;
+	}
 	if (ms->method == SH5_SYNC_AUTO) {
-		if (any) {
+		if (any & PROBE_EVENTS) {
+			ms->method = SH5_SYNC_CLC;
+			ms->note = "auto: clc (the node-step files carry "
+				   "events)";
+		} else if (any) {
 			ms->method = SH5_SYNC_OFFSET;
 			ms->note = "auto: offset (the node-step files carry "
 				   "clock-offset measurements)";
@@ -285,7 +350,7 @@ static int hook_checked(void *arg, int any, struct sh5_error *errp)
 		}
 		ms->st.method = ms->method;
 	}
-	return ms->method == SH5_SYNC_OFFSET;
+	return ms->method == SH5_SYNC_OFFSET || ms->method == SH5_SYNC_CLC;
 }
 
 static int hook_node_begin(void *arg, const struct sh5_input *in,
@@ -306,7 +371,7 @@ static int hook_node_begin(void *arg, const struct sh5_input *in,
 	ms->node_dropped = 0;
 	ms->node_drift = NAN;
 	ms->st.nodes++;
-	if (ms->method != SH5_SYNC_OFFSET)
+	if (ms->method != SH5_SYNC_OFFSET && ms->method != SH5_SYNC_CLC)
 		return 0;
 	ms->node_sync = 1;
 	n = load_points(ms, in_node, why, sizeof(why));
@@ -410,12 +475,21 @@ static int hook_finish(void *arg, hid_t fout, struct sh5_error *errp)
 
 	if (g < 0)
 		return sh5_errprintf_h5(errp, "cannot open /Merge");
+	if (ms->method == SH5_SYNC_CLC) {
+		const char *fname = ms->output ? ms->output : "job file";
+
+		if (sh5_evsync_job(fout, fname, &ms->ev, ms->report,
+				   ms->report_arg, errp) < 0) {
+			H5Gclose(g);
+			return -1;
+		}
+	}
 	if (sh5_h5attr_put_str(g, "Sync Requested",
 		    sh5_sync_method_name(ms->requested)) < 0 ||
 	    sh5_h5attr_put_str(g, "Sync Method", sh5_sync_method_name(ms->method)) < 0 ||
 	    sh5_h5attr_put_str(g, "Sync Note", ms->note ? ms->note : "") < 0)
 		goto out;
-	if (ms->method == SH5_SYNC_OFFSET &&
+	if ((ms->method == SH5_SYNC_OFFSET || ms->method == SH5_SYNC_CLC) &&
 	    (sh5_h5attr_put_u32(g, "Sync Nodes Corrected", (uint32_t)ms->st.corrected) <
 		     0 ||
 	     sh5_h5attr_put_u32(g, "Sync Nodes Unmeasured",
@@ -423,6 +497,28 @@ static int hook_finish(void *arg, hid_t fout, struct sh5_error *errp)
 	     sh5_h5attr_put_i64(g, "Sync Max Correction ns",
 		     ms->st.max_correction_ns) < 0 ||
 	     sh5_h5attr_put_i64(g, "Sync Error Bound ns", ms->st.error_bound_ns) < 0))
+		goto out;
+	if (ms->method == SH5_SYNC_CLC &&
+	    (sh5_h5attr_put_u32(g, "Sync Event Steps", (uint32_t)ms->ev.steps) < 0 ||
+	     sh5_h5attr_put_u32(g, "Sync Event Steps Synchronized",
+		     (uint32_t)ms->ev.synced) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync Events", ms->ev.events) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync Messages Matched", ms->ev.messages) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync Problems", ms->ev.problems) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync P2P Violations Before",
+		     ms->ev.viol_p2p_before) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync Collective Violations Before",
+		     ms->ev.viol_coll_before) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync P2P Violations After",
+		     ms->ev.viol_p2p_after) < 0 ||
+	     sh5_h5attr_put_u64(g, "Sync Collective Violations After",
+		     ms->ev.viol_coll_after) < 0 ||
+	     sh5_h5attr_put_i64(g, "Sync Mu Intra ns", ms->ev.mu_intra) < 0 ||
+	     sh5_h5attr_put_i64(g, "Sync Mu Inter ns", ms->ev.mu_inter) < 0 ||
+	     sh5_h5attr_put_str(g, "Sync Mu Intra Source",
+		     sh5_syncrun_mu_source(ms->ev.src_intra)) < 0 ||
+	     sh5_h5attr_put_str(g, "Sync Mu Inter Source",
+		     sh5_syncrun_mu_source(ms->ev.src_inter)) < 0))
 		goto out;
 	rc = 0;
 out:
@@ -443,27 +539,19 @@ struct sh5_mergesync *sh5_mergesync_create(
 {
 	struct sh5_mergesync *ms;
 
-	if (method == SH5_SYNC_CLC) {
-		errno = ENOTSUP;
-		sh5_errprintf(errp, "--sync clc needs events (message sends "
-			      "and receives, collectives); profiles hold "
-			      "samples only: use --sync offset here, or "
-			      "'sh5merge sync --method clc' on an event trace");
-		return NULL;
-	}
 	if (method != SH5_SYNC_AUTO && method != SH5_SYNC_NONE &&
-	    method != SH5_SYNC_OFFSET) {
+	    method != SH5_SYNC_OFFSET && method != SH5_SYNC_CLC) {
 		errno = EINVAL;
 		sh5_errprintf(errp, "unknown sync method %d", (int)method);
 		return NULL;
 	}
-	(void)opts;
 	if (!(ms = calloc(1, sizeof(*ms)))) {
 		errno = ENOMEM;
 		sh5_errprintf(errp, "out of memory");
 		return NULL;
 	}
 	ms->requested = method;
+	ms->output = opts ? opts->output : NULL;
 	ms->report = report;
 	ms->report_arg = report_arg;
 	/* auto is decided by hook_checked() from the merge's first pass,
@@ -504,6 +592,7 @@ void sh5_mergesync_stats(const struct sh5_mergesync *ms,
 			 struct sh5_mergesync_stats *st)
 {
 	*st = ms->st;
+	st->ev = ms->ev;
 }
 
 void sh5_mergesync_destroy(struct sh5_mergesync *ms)

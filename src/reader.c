@@ -382,6 +382,25 @@ static herr_t attr_sane_cb(hid_t obj, const char *name,
 	return ok ? 0 : -1;
 }
 
+/* A member of /<node>/Events: "Events/<name>" as an other object. */
+static herr_t events_cb(hid_t g, const char *name, const H5L_info_t *info,
+			void *data)
+{
+	struct walk *w = data;
+	char path[SH5_NAME_MAX + 8];
+
+	(void)g;
+	(void)info;
+	if (strlen(name) >= SH5_NAME_MAX)
+		return 0;
+	snprintf(path, sizeof(path), "Events/%s", name);
+	if (add_other(w->ns, path) < 0) {
+		w->oom = 1;
+		return -1;
+	}
+	return 0;
+}
+
 static herr_t walk_cb(hid_t g, const char *name, const H5L_info_t *info,
 		      void *data)
 {
@@ -405,6 +424,21 @@ static herr_t walk_cb(hid_t g, const char *name, const H5L_info_t *info,
 	    w->ns->kind == SH5_NODESTEP_OURS && !strcmp(name, "Totals")) {
 		w->ns->has_totals = 1;
 		return 0;
+	}
+	/* Application events (events/evstore.h): not series; each of
+	 * their datasets is an "other" object, copied by value. */
+	if (oi.type == H5O_TYPE_GROUP && !w->parent[0] &&
+	    w->ns->kind == SH5_NODESTEP_OURS && !strcmp(name, "Events")) {
+		hid_t sg = H5Gopen2(g, name, H5P_DEFAULT);
+		herr_t rc;
+
+		if (sg < 0)
+			return add_other(w->ns, path) < 0 ? (w->oom = 1, -1) : 0;
+		w->ns->has_events = 1;
+		rc = H5Literate(sg, H5_INDEX_NAME, H5_ITER_INC, NULL,
+				events_cb, w);
+		H5Gclose(sg);
+		return w->oom ? -1 : rc < 0 ? 0 : 0;
 	}
 	if (oi.type == H5O_TYPE_GROUP && !w->parent[0]) {
 		struct walk sub = { w->ns, name, w->errp, 0 };

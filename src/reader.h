@@ -70,6 +70,9 @@ struct sh5_nodestep {
 	char **other;
 	/* Our writer's /<node>/Totals group is there (not listed above). */
 	int has_totals;
+	/* A /<node>/Events group (application events): its members are
+	 * listed in other[] as "Events/<name>". */
+	int has_events;
 };
 
 /*

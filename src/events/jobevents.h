@@ -80,6 +80,16 @@ struct sh5_evstep *sh5_evstep_read(hid_t step, const char *step_name,
 
 void sh5_evstep_free(struct sh5_evstep *s);
 
+/*
+ * The steps of job file `file` (/Steps/<step>) one of whose node groups
+ * has an Events member, in the job file's order (sh5_step_cmp): *names
+ * gets a malloc'd array of *n malloc'd names (free with
+ * sh5_evjob_steps_free()).  Returns 0, or -1 with errno and errp set.
+ */
+int sh5_evjob_steps(hid_t file, char ***names, size_t *n,
+		    struct sh5_error *errp);
+void sh5_evjob_steps_free(char **names, size_t n);
+
 /* Location (task id) of world rank r; -1 when unknown. */
 int64_t sh5_evstep_loc(const struct sh5_evstep *s, int32_t r);
 

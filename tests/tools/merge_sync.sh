@@ -7,7 +7,7 @@
 # tests/tools/merge_sync_check.py; the LBDatafiles and counter statistics
 # written by the same run are checked against the job file by
 # tests/tools/exports_check.py (they follow SyncTimeNs).  Also: auto and
-# none, clc refused with nothing written, option errors.
+# none, clc refused (no events) with nothing written, option errors.
 set -u
 PY=/usr/bin/python3
 $PY -c 'import h5py, numpy' 2>/dev/null || { echo "no h5py/numpy"; exit 77; }
@@ -55,7 +55,7 @@ add(d + "/4242_0_node2.h5", "node2", [(5 * 10**9, -20 * 10**9, 300000, 8, 0)])
 add(d + "/4242_1_node1.h5", "node1", n1[:3])
 EOF
 
-# clc: refused, nothing written.
+# clc: refused (these files carry no events), nothing written.
 rc=0
 merge -o "$W/clc.h5" --sync clc 2>"$W/clc.err" || rc=$?
 if [ "$rc" = 1 ] && [ ! -e "$W/clc.h5" ] &&

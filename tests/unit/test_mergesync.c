@@ -1,7 +1,7 @@
 /* test_mergesync.c - `sh5merge merge --sync`: SyncTimeNs from each node's
  * ClockOffsets (interpolation, constant shift, no measurement, filtered
  * measurements), totals on the corrected times, the record on the node
- * groups and /Merge, auto and none, clc refused. */
+ * groups and /Merge, auto and none, clc without events refused. */
 #include "config.h"
 
 #include <check.h>
@@ -419,16 +419,35 @@ START_TEST(test_mergesync_none)
 }
 END_TEST
 
-START_TEST(test_mergesync_clc_refused)
+START_TEST(test_mergesync_clc_needs_events)
 {
 	struct sh5_error err = { "" };
 	enum sh5_sync_method m;
+	struct sh5_mergesync *ms;
+	struct sh5_merge_hooks h;
 
+	/* Accepted now; refused by checked() when no input has events. */
+	ms = sh5_mergesync_create(SH5_SYNC_CLC, NULL, NULL, NULL, &err);
+	ck_assert_ptr_nonnull(ms);
+	sh5_mergesync_hooks(ms, &h);
 	errno = 0;
-	ck_assert_ptr_null(sh5_mergesync_create(SH5_SYNC_CLC, NULL, NULL, NULL,
-						&err));
-	ck_assert_int_eq(errno, ENOTSUP);
+	ck_assert_int_eq(h.checked(h.arg, 1, &err), -1);
+	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.text, "events"));
+	ck_assert_int_eq(h.checked(h.arg, 3, &err), 1);
+	sh5_mergesync_destroy(ms);
+	/* auto: clc with events, offset with measurements only. */
+	ms = sh5_mergesync_create(SH5_SYNC_AUTO, NULL, NULL, NULL, &err);
+	ck_assert_ptr_nonnull(ms);
+	sh5_mergesync_hooks(ms, &h);
+	ck_assert_int_eq(h.checked(h.arg, 2, &err), 1);
+	{
+		struct sh5_mergesync_stats st;
+
+		sh5_mergesync_stats(ms, &st);
+		ck_assert_int_eq(st.method, SH5_SYNC_CLC);
+	}
+	sh5_mergesync_destroy(ms);
 	ck_assert_int_eq(sh5_sync_method_parse("clc", &m), 0);
 	ck_assert_int_eq(m, SH5_SYNC_CLC);
 	ck_assert_int_eq(sh5_sync_method_parse("offset", &m), 0);
@@ -450,7 +469,7 @@ int main(void)
 	tcase_add_test(tc, test_mergesync_filter);
 	tcase_add_test(tc, test_mergesync_noisy);
 	tcase_add_test(tc, test_mergesync_none);
-	tcase_add_test(tc, test_mergesync_clc_refused);
+	tcase_add_test(tc, test_mergesync_clc_needs_events);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,192 @@
+/* cmd_events.c - sh5merge events: a step's application events of a job
+ * file as event-trace CSV v1 (doc/sh5merge.md, "events"). */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "events/jobevents.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: sh5merge events JOB.h5 -o OUT.csv [--raw] [--step S]\n"
+"\n"
+"Write the application events of one step of a job file as an event\n"
+"trace (CSV, version 1: see `sh5merge sync`).\n"
+"\n"
+"  -o, --output FILE   where to write the trace (required)\n"
+"  -r, --raw           the times as recorded (each node's own clock), with\n"
+"                      the nodes' clock-offset measurements as OFFSET lines;\n"
+"                      default: the corrected times `merge --sync clc` stored\n"
+"  -s, --step S        the step (default: the only step with events)\n"
+"  -h, --help          this help\n");
+}
+
+/* Write s to out through a temporary file beside it. */
+static int write_out(const struct sh5_evstep *s, const char *out, int raw)
+{
+	struct sh5_error err = { "" };
+	size_t len = strlen(out) + 16;
+	char *tmp = malloc(len);
+	FILE *f = NULL;
+	int fd = -1, c;
+
+	if (!tmp) {
+		cli_error(out, "out of memory");
+		return -1;
+	}
+	snprintf(tmp, len, "%s.tmpXXXXXX", out);
+	if ((fd = mkstemp(tmp)) < 0 || !(f = fdopen(fd, "w"))) {
+		cli_error(out, "cannot create a temporary file beside it: %s",
+			  strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		free(tmp);
+		return -1;
+	}
+	if (sh5_evstep_write_csv(s, f, out, !raw, &err) < 0) {
+		cli_error(NULL, "%s", err.text);
+		goto error;
+	}
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+		cli_error(out, "write error: %s", strerror(errno));
+		goto error;
+	}
+	c = fclose(f);
+	f = NULL;
+	if (c != 0) {
+		cli_error(out, "write error: %s", strerror(errno));
+		goto error;
+	}
+	if (rename(tmp, out) < 0) {
+		cli_error(out, "cannot rename %s to it: %s", tmp,
+			  strerror(errno));
+		goto error;
+	}
+	free(tmp);
+	return 0;
+error:
+	if (f)
+		fclose(f);
+	unlink(tmp);
+	free(tmp);
+	return -1;
+}
+
+int cmd_events(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "raw", no_argument, NULL, 'r' },
+		{ "step", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *in, *out = NULL, *step = NULL;
+	struct sh5_error err = { "" };
+	struct sh5_evstep *s = NULL;
+	char **steps = NULL;
+	size_t nsteps = 0, i;
+	hid_t f = -1, g = -1;
+	int raw = 0, c, rc = 1;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:rs:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'r':
+			raw = 1;
+			break;
+		case 's':
+			step = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			fprintf(stderr, "sh5merge: events: bad option '%s'\n",
+				argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1 || !out) {
+		fprintf(stderr, "sh5merge: events: %s\n", optind != argc - 1 ?
+			"want exactly one job file" : "-o OUT.csv is required");
+		usage(stderr);
+		return 2;
+	}
+	in = argv[optind];
+	sh5_error_h5_silence();
+	if ((f = H5Fopen(in, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
+		cli_error(in, "cannot open as an HDF5 file");
+		return 1;
+	}
+	if (sh5_evjob_steps(f, &steps, &nsteps, &err) < 0) {
+		cli_error(in, "%s", err.text);
+		goto out;
+	}
+	if (!step) {
+		if (nsteps != 1) {
+			if (!nsteps)
+				cli_error(in, "no step has events");
+			else
+				cli_error(in, "%zu steps have events (the "
+					  "first: %s): choose one with --step",
+					  nsteps, steps[0]);
+			goto out;
+		}
+		step = steps[0];
+	} else {
+		for (i = 0; i < nsteps; i++)
+			if (!strcmp(steps[i], step))
+				break;
+		if (i == nsteps) {
+			cli_error(in, "step %s has no events", step);
+			goto out;
+		}
+	}
+	{
+		char path[300];
+
+		snprintf(path, sizeof(path), "/Steps/%s", step);
+		if ((g = H5Gopen2(f, path, H5P_DEFAULT)) < 0) {
+			cli_error(in, "%s: cannot open", path);
+			goto out;
+		}
+	}
+	if (!(s = sh5_evstep_read(g, step, &err))) {
+		cli_error(in, "%s", err.text);
+		goto out;
+	}
+	for (i = 0; i < s->nwarnings && i < 8; i++)
+		cli_warn(in, "%s", s->warning[i]);
+	if (!raw && !s->synced) {
+		cli_error(in, "step %s has no corrected event times: merge "
+			  "with --sync clc, or use --raw", step);
+		goto out;
+	}
+	if (write_out(s, out, raw) < 0)
+		goto out;
+	rc = 0;
+out:
+	sh5_evstep_free(s);
+	sh5_evjob_steps_free(steps, nsteps);
+	if (g >= 0)
+		H5Gclose(g);
+	H5Fclose(f);
+	return rc;
+}

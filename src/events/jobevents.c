@@ -1,0 +1,1287 @@
+/* jobevents.c - see jobevents.h.
+ *
+ * Everything read here was written from data a task produced: every
+ * dataset's type, shape and size is checked before it is read, and every
+ * id a record uses must have its definition.  The HDF5 types are built
+ * here by member name (HDF5 converts compounds by name), so reading does
+ * not depend on the writer's code.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events/jobevents.h"
+#include "merge.h"	/* sh5_step_cmp() */
+#include "mergesync.h"	/* sh5_clock_points_read(): --sync offset's filter */
+#include "reader.h"	/* sh5_attr_get_int(), sh5_attr_get_str() */
+#include "trace.h"	/* sh5_trace_op_class() */
+
+/* Sizes beyond these are refused as damage, not allocated. */
+#define MAX_RECS (UINT64_C(1) << 28)	/* per task: 10 GiB of records */
+#define MAX_ROWS (UINT64_C(1) << 24)	/* Regions, Comms, CommMembers */
+#define MAX_LINKS 1000000		/* names in Nodes/, Events/ */
+
+/* ------------------------------------------------------------------ */
+/* Memory types, by member name. */
+
+static hid_t str_type(size_t n)
+{
+	hid_t t = H5Tcopy(H5T_C_S1);
+
+	if (t < 0)
+		return -1;
+	if (H5Tset_size(t, n) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0) {
+		H5Tclose(t);
+		return -1;
+	}
+	return t;
+}
+
+struct member {
+	const char *name;
+	size_t off;
+	hid_t type;		/* native type, or 0: string of size */
+	size_t size;
+	H5T_class_t cls;	/* what the file member must be */
+};
+
+static hid_t mem_type(size_t size, const struct member *m, size_t n)
+{
+	hid_t t = H5Tcreate(H5T_COMPOUND, size);
+	size_t i;
+
+	if (t < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		hid_t mt = m[i].type ? m[i].type : str_type(m[i].size);
+		herr_t rc;
+
+		if (mt < 0)
+			goto error;
+		rc = H5Tinsert(t, m[i].name, m[i].off, mt);
+		if (!m[i].type)
+			H5Tclose(mt);
+		if (rc < 0)
+			goto error;
+	}
+	return t;
+error:
+	H5Tclose(t);
+	return -1;
+}
+
+#define M(st, f, name, ty, cl) { name, offsetof(st, f), ty, 0, cl }
+
+static const struct member *rec_members(size_t *n)
+{
+	static struct member m[9];
+
+	m[0] = (struct member)M(struct sh5ev_rec, time_ns, "TimeNs",
+				H5T_NATIVE_INT64, H5T_INTEGER);
+	m[1] = (struct member)M(struct sh5ev_rec, kind, "Kind",
+				H5T_NATIVE_UINT8, H5T_INTEGER);
+	m[2] = (struct member)M(struct sh5ev_rec, op, "Op", H5T_NATIVE_UINT8,
+				H5T_INTEGER);
+	m[3] = (struct member)M(struct sh5ev_rec, flags, "Flags",
+				H5T_NATIVE_UINT16, H5T_INTEGER);
+	m[4] = (struct member)M(struct sh5ev_rec, id, "Id", H5T_NATIVE_UINT32,
+				H5T_INTEGER);
+	m[5] = (struct member)M(struct sh5ev_rec, peer, "Peer",
+				H5T_NATIVE_INT32, H5T_INTEGER);
+	m[6] = (struct member)M(struct sh5ev_rec, tag, "Tag", H5T_NATIVE_INT32,
+				H5T_INTEGER);
+	m[7] = (struct member)M(struct sh5ev_rec, bytes, "Bytes",
+				H5T_NATIVE_UINT64, H5T_INTEGER);
+	m[8] = (struct member)M(struct sh5ev_rec, value, "Value",
+				H5T_NATIVE_DOUBLE, H5T_FLOAT);
+	*n = 9;
+	return m;
+}
+
+static const struct member *region_members(size_t *n)
+{
+	static struct member m[4];
+
+	m[0] = (struct member)M(struct sh5_evstore_region, task, "Task",
+				H5T_NATIVE_UINT32, H5T_INTEGER);
+	m[1] = (struct member)M(struct sh5_evstore_region, region, "Region",
+				H5T_NATIVE_UINT32, H5T_INTEGER);
+	m[2] = (struct member)M(struct sh5_evstore_region, flags, "Flags",
+				H5T_NATIVE_UINT32, H5T_INTEGER);
+	m[3] = (struct member){ "Name",
+				offsetof(struct sh5_evstore_region, name), 0,
+				SH5EV_NAME_MAX + 1, H5T_STRING };
+	*n = 4;
+	return m;
+}
+
+static const struct member *comm_members(size_t *n)
+{
+	static struct member m[5];
+
+	m[0] = (struct member)M(struct sh5_evstore_comm, task, "Task",
+				H5T_NATIVE_UINT32, H5T_INTEGER);
+	m[1] = (struct member)M(struct sh5_evstore_comm, local, "Local",
+				H5T_NATIVE_UINT32, H5T_INTEGER);
+	m[2] = (struct member)M(struct sh5_evstore_comm, global, "Global",
+				H5T_NATIVE_UINT64, H5T_INTEGER);
+	m[3] = (struct member)M(struct sh5_evstore_comm, size, "Size",
+				H5T_NATIVE_INT32, H5T_INTEGER);
+	m[4] = (struct member)M(struct sh5_evstore_comm, rank, "Rank",
+				H5T_NATIVE_INT32, H5T_INTEGER);
+	*n = 5;
+	return m;
+}
+
+static const struct member *cmember_members(size_t *n)
+{
+	static struct member m[3];
+
+	m[0] = (struct member)M(struct sh5_evstore_member, global, "Global",
+				H5T_NATIVE_UINT64, H5T_INTEGER);
+	m[1] = (struct member)M(struct sh5_evstore_member, rank, "Rank",
+				H5T_NATIVE_INT32, H5T_INTEGER);
+	m[2] = (struct member)M(struct sh5_evstore_member, world_rank,
+				"WorldRank", H5T_NATIVE_INT32, H5T_INTEGER);
+	*n = 3;
+	return m;
+}
+
+/*
+ * Read the 1-D compound dataset name of g (HDF5 path shown as path) into
+ * a new array of *n records of size bytes, after checking that the file
+ * type has every member with its class and that there are at most max
+ * rows.  Returns the array (NULL with *n 0 for an empty dataset), or
+ * NULL with errp set and *n == (size_t)-1.
+ */
+static void *read_compound(hid_t g, const char *name, const char *path,
+			   size_t size, const struct member *m, size_t nm,
+			   uint64_t max, size_t *n, struct sh5_error *errp)
+{
+	hid_t d = -1, ft = -1, sp = -1, mt = -1;
+	hsize_t dims[1] = { 0 };
+	void *buf = NULL;
+	size_t i;
+
+	*n = (size_t)-1;
+	if ((d = H5Dopen2(g, name, H5P_DEFAULT)) < 0) {
+		sh5_errprintf_h5(errp, "%s: not a readable dataset", path);
+		goto error;
+	}
+	if ((ft = H5Dget_type(d)) < 0 || H5Tget_class(ft) != H5T_COMPOUND) {
+		sh5_errprintf(errp, "%s: wrong type (not a compound)", path);
+		goto error;
+	}
+	for (i = 0; i < nm; i++) {
+		int k = H5Tget_member_index(ft, m[i].name);
+
+		if (k < 0 || H5Tget_member_class(ft, (unsigned)k) != m[i].cls) {
+			sh5_errprintf(errp, "%s: wrong type (member %s %s)",
+				      path, m[i].name,
+				      k < 0 ? "missing" : "of the wrong class");
+			goto error;
+		}
+	}
+	if ((sp = H5Dget_space(d)) < 0 ||
+	    H5Sget_simple_extent_ndims(sp) != 1 ||
+	    H5Sget_simple_extent_dims(sp, dims, NULL) != 1) {
+		sh5_errprintf(errp, "%s: wrong shape (not one-dimensional)",
+			      path);
+		goto error;
+	}
+	if (dims[0] > max) {
+		sh5_errprintf(errp, "%s: claims %llu rows, more than the "
+			      "%llu accepted", path,
+			      (unsigned long long)dims[0],
+			      (unsigned long long)max);
+		goto error;
+	}
+	if (dims[0] == 0) {
+		*n = 0;
+		goto out;
+	}
+	if (!(buf = calloc((size_t)dims[0], size))) {
+		sh5_errprintf(errp, "%s: out of memory for %llu rows", path,
+			      (unsigned long long)dims[0]);
+		goto error;
+	}
+	if ((mt = mem_type(size, m, nm)) < 0 ||
+	    H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+		sh5_errprintf_h5(errp, "%s: unreadable", path);
+		goto error;
+	}
+	*n = (size_t)dims[0];
+	goto out;
+error:
+	free(buf);
+	buf = NULL;
+	if (!errno)
+		errno = EINVAL;
+out:
+	if (mt >= 0)
+		H5Tclose(mt);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ft >= 0)
+		H5Tclose(ft);
+	if (d >= 0)
+		H5Dclose(d);
+	return buf;
+}
+
+/* dst = a "/" b [ "/" c ], cut to len (paths in messages only). */
+static void join(char *dst, size_t len, const char *a, const char *b,
+		 const char *c)
+{
+	const char *p[3] = { a, b, c };
+	size_t i, n = 0;
+
+	for (i = 0; i < 3 && p[i] && len; i++) {
+		size_t l = strlen(p[i]);
+
+		if (i && n + 1 < len)
+			dst[n++] = '/';
+		if (l > len - 1 - n)
+			l = len - 1 - n;
+		memcpy(dst + n, p[i], l);
+		n += l;
+	}
+	if (len)
+		dst[n < len ? n : len - 1] = '\0';
+}
+
+/* ------------------------------------------------------------------ */
+
+struct names {
+	char **v;
+	size_t n, cap;
+	int over;
+};
+
+static herr_t name_cb(hid_t g, const char *name, const H5L_info_t *info,
+		      void *arg)
+{
+	struct names *nm = arg;
+	char *s;
+
+	(void)g;
+	(void)info;
+	if (nm->n >= MAX_LINKS) {
+		nm->over = 1;
+		return 1;
+	}
+	if (nm->n == nm->cap) {
+		size_t c = nm->cap ? nm->cap * 2 : 16;
+		char **v = realloc(nm->v, c * sizeof(*v));
+
+		if (!v)
+			return -1;
+		nm->v = v;
+		nm->cap = c;
+	}
+	if (!(s = strdup(name)))
+		return -1;
+	nm->v[nm->n++] = s;
+	return 0;
+}
+
+static void names_free(struct names *nm)
+{
+	size_t i;
+
+	for (i = 0; i < nm->n; i++)
+		free(nm->v[i]);
+	free(nm->v);
+	memset(nm, 0, sizeof(*nm));
+}
+
+static int names_list(hid_t g, const char *path, struct names *nm,
+		      struct sh5_error *errp)
+{
+	hsize_t idx = 0;
+
+	memset(nm, 0, sizeof(*nm));
+	if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, name_cb, nm) <
+	    0) {
+		names_free(nm);
+		errno = errno ? errno : EIO;
+		return sh5_errprintf_h5(errp, "%s: cannot list its members",
+					path);
+	}
+	if (nm->over) {
+		names_free(nm);
+		errno = EFBIG;
+		return sh5_errprintf(errp, "%s: more than %d members", path,
+				     MAX_LINKS);
+	}
+	return 0;
+}
+
+/* Link name as a task id: decimal, no sign, fits uint32. */
+static int task_name(const char *s, uint32_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > UINT32_MAX)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int obj_type(hid_t g, const char *name)
+{
+	H5O_info_t oi;
+
+	if (H5Lexists(g, name, H5P_DEFAULT) <= 0)
+		return -2;
+	if (H5Oget_info_by_name2(g, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) <
+	    0)
+		return -1;
+	return (int)oi.type;
+}
+
+static void warnf(struct sh5_evstep *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void warnf(struct sh5_evstep *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->nwarnings < sizeof(s->warning) / sizeof(s->warning[0])) {
+		va_start(ap, fmt);
+		vsnprintf(s->warning[s->nwarnings], sizeof(s->warning[0]), fmt,
+			  ap);
+		va_end(ap);
+	}
+	s->nwarnings++;
+}
+
+/* Reading state beyond the step itself. */
+struct rd {
+	struct sh5_evstep *s;
+	size_t capt, capn;
+	struct sh5_evstore_member *mem;	/* all CommMembers rows */
+	size_t nmem;
+	char (*mempath)[200];		/* dataset of the first rows */
+	size_t nmempath;
+};
+
+static struct sh5_evtask *task_new(struct rd *r)
+{
+	struct sh5_evstep *s = r->s;
+
+	if (s->ntasks == r->capt) {
+		size_t c = r->capt ? r->capt * 2 : 16;
+		struct sh5_evtask *v = realloc(s->tasks, c * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		s->tasks = v;
+		r->capt = c;
+	}
+	memset(&s->tasks[s->ntasks], 0, sizeof(s->tasks[0]));
+	return &s->tasks[s->ntasks++];
+}
+
+/* One task dataset Events/<name> of node index ni. */
+static int read_task(struct rd *r, hid_t ev, const char *name, uint32_t id,
+		     const char *evpath, uint32_t ni, struct sh5_error *errp)
+{
+	struct sh5_evtask *t;
+	const struct member *m;
+	size_t nm, n;
+	long long v;
+	hid_t d;
+
+	if (!(t = task_new(r))) {
+		errno = ENOMEM;
+		return sh5_errprintf(errp, "%s: out of memory", evpath);
+	}
+	t->task = id;
+	t->node = ni;
+	t->world_rank = -1;
+	join(t->path, sizeof(t->path), evpath, name, NULL);
+	m = rec_members(&nm);
+	t->ev = read_compound(ev, name, t->path, sizeof(struct sh5ev_rec), m,
+			      nm, MAX_RECS, &n, errp);
+	if (n == (size_t)-1)
+		return -1;
+	t->nev = n;
+	r->s->nev += n;
+	if ((d = H5Dopen2(ev, name, H5P_DEFAULT)) >= 0) {
+		if (sh5_attr_get_int(d, "Task", &v) == 0 && v != (long long)id)
+			warnf(r->s, "%s: attribute Task is %lld", t->path, v);
+		H5Dclose(d);
+	}
+	return 0;
+}
+
+static int task_cmp(const void *pa, const void *pb)
+{
+	const struct sh5_evtask *a = pa, *b = pb;
+
+	return a->task < b->task ? -1 : a->task > b->task;
+}
+
+static struct sh5_evtask *task_find(struct sh5_evstep *s, size_t from,
+				    uint32_t id)
+{
+	size_t i;
+
+	for (i = from; i < s->ntasks; i++)
+		if (s->tasks[i].task == id)
+			return &s->tasks[i];
+	return NULL;
+}
+
+/* Regions and Comms rows of node's tasks (s->tasks[from..]). */
+static int assign_defs(struct rd *r, size_t from, hid_t ev,
+		       const char *evpath, struct sh5_error *errp)
+{
+	struct sh5_evstep *s = r->s;
+	char path[320];
+	const struct member *m;
+	struct sh5_evstore_region *reg = NULL;
+	struct sh5_evstore_comm *com = NULL;
+	size_t nm, nreg = 0, ncom = 0, i;
+	int rc = -1;
+
+	if (H5Lexists(ev, "Regions", H5P_DEFAULT) > 0) {
+		join(path, sizeof(path), evpath, "Regions", NULL);
+		m = region_members(&nm);
+		reg = read_compound(ev, "Regions", path, sizeof(*reg), m, nm,
+				    MAX_ROWS, &nreg, errp);
+		if (nreg == (size_t)-1)
+			goto out;
+	}
+	if (H5Lexists(ev, "Comms", H5P_DEFAULT) > 0) {
+		join(path, sizeof(path), evpath, "Comms", NULL);
+		m = comm_members(&nm);
+		com = read_compound(ev, "Comms", path, sizeof(*com), m, nm,
+				    MAX_ROWS, &ncom, errp);
+		if (ncom == (size_t)-1)
+			goto out;
+	}
+	/* Count, allocate, fill: rows of tasks not on this node are
+	 * warned about and left out. */
+	for (i = 0; i < nreg; i++) {
+		struct sh5_evtask *t = task_find(s, from, reg[i].task);
+
+		reg[i].name[SH5EV_NAME_MAX] = '\0';
+		if (t)
+			t->nregions++;
+		else
+			warnf(s, "%s/Regions: row %zu names task %" PRIu32
+			      " without events on this node", evpath, i,
+			      reg[i].task);
+	}
+	for (i = 0; i < ncom; i++) {
+		struct sh5_evtask *t = task_find(s, from, com[i].task);
+
+		if (t)
+			t->ncomms++;
+		else
+			warnf(s, "%s/Comms: row %zu names task %" PRIu32
+			      " without events on this node", evpath, i,
+			      com[i].task);
+	}
+	for (i = from; i < s->ntasks; i++) {
+		struct sh5_evtask *t = &s->tasks[i];
+
+		if ((t->nregions && !(t->regions = calloc(t->nregions,
+						sizeof(*t->regions)))) ||
+		    (t->ncomms && !(t->comms = calloc(t->ncomms,
+						      sizeof(*t->comms))))) {
+			errno = ENOMEM;
+			sh5_errprintf(errp, "%s: out of memory", evpath);
+			goto out;
+		}
+		t->nregions = t->ncomms = 0;
+	}
+	for (i = 0; i < nreg; i++) {
+		struct sh5_evtask *t = task_find(s, from, reg[i].task);
+
+		if (t)
+			t->regions[t->nregions++] = reg[i];
+	}
+	for (i = 0; i < ncom; i++) {
+		struct sh5_evtask *t = task_find(s, from, com[i].task);
+
+		if (!t)
+			continue;
+		if (com[i].size < 1 || com[i].rank < 0 ||
+		    com[i].rank >= com[i].size) {
+			errno = EINVAL;
+			sh5_errprintf(errp, "%s/Comms: row %zu: rank %" PRId32
+				      " of size %" PRId32, evpath, i,
+				      com[i].rank, com[i].size);
+			goto out;
+		}
+		t->comms[t->ncomms++] = com[i];
+	}
+	rc = 0;
+out:
+	free(reg);
+	free(com);
+	return rc;
+}
+
+static int mem_cmp(const void *pa, const void *pb);
+
+/* Size of communicator g as the Comms rows of s->tasks[from..] say; -1
+ * when none does. */
+static long comm_size_on(const struct sh5_evstep *s, size_t from, uint64_t g)
+{
+	size_t i, k;
+
+	for (i = from; i < s->ntasks; i++)
+		for (k = 0; k < s->tasks[i].ncomms; k++)
+			if (s->tasks[i].comms[k].global == g)
+				return s->tasks[i].comms[k].size;
+	return -1;
+}
+
+static int read_members(struct rd *r, size_t from, hid_t ev,
+			const char *evpath, struct sh5_error *errp)
+{
+	char path[320];
+	const struct member *m;
+	struct sh5_evstore_member *mem, *v;
+	size_t nm, n, i, k;
+
+	if (H5Lexists(ev, "CommMembers", H5P_DEFAULT) <= 0)
+		return 0;
+	join(path, sizeof(path), evpath, "CommMembers", NULL);
+	m = cmember_members(&nm);
+	mem = read_compound(ev, "CommMembers", path, sizeof(*mem), m, nm,
+			    MAX_ROWS, &n, errp);
+	if (n == (size_t)-1)
+		return -1;
+	if (!n)
+		return 0;
+	/* Each dataset on its own: one row per member of each of its
+	 * communicators, which this node's Comms rows define. */
+	qsort(mem, n, sizeof(*mem), mem_cmp);
+	for (i = 0; i < n; i = k) {
+		long size = comm_size_on(r->s, from, mem[i].global);
+
+		for (k = i; k < n && mem[k].global == mem[i].global; k++)
+			;
+		if (size < 0 || (size_t)size != k - i) {
+			uint64_t g = mem[i].global;
+
+			free(mem);
+			errno = EINVAL;
+			if (size < 0)
+				return sh5_errprintf(errp, "%s: rows for "
+					"communicator %" PRIu64 ", which no "
+					"Comms row of this node defines",
+					path, g);
+			return sh5_errprintf(errp, "%s: communicator %" PRIu64
+				" has %zu member rows, its size is %ld",
+				path, g, k - i, size);
+		}
+	}
+	if (!(v = realloc(r->mem, (r->nmem + n) * sizeof(*v)))) {
+		free(mem);
+		errno = ENOMEM;
+		return sh5_errprintf(errp, "%s: out of memory", path);
+	}
+	r->mem = v;
+	memcpy(r->mem + r->nmem, mem, n * sizeof(*mem));
+	r->nmem += n;
+	free(mem);
+	return 0;
+}
+
+/* Events/SyncTimeNs/<task> of the node's tasks, when present. */
+static int read_sync(struct rd *r, size_t from, hid_t ev, const char *evpath,
+		     struct sh5_error *errp)
+{
+	struct sh5_evstep *s = r->s;
+	hid_t g, d = -1, sp = -1, ft = -1;
+	size_t i;
+	int rc = -1;
+
+	if (H5Lexists(ev, SH5_EVSTORE_SYNC, H5P_DEFAULT) <= 0)
+		return 0;
+	if ((g = H5Gopen2(ev, SH5_EVSTORE_SYNC, H5P_DEFAULT)) < 0) {
+		errno = EINVAL;
+		return sh5_errprintf(errp, "%s/%s: not a group", evpath,
+				     SH5_EVSTORE_SYNC);
+	}
+	for (i = from; i < s->ntasks; i++) {
+		struct sh5_evtask *t = &s->tasks[i];
+		char name[16], path[320];
+		hsize_t dims[1] = { 0 };
+
+		snprintf(name, sizeof(name), "%" PRIu32, t->task);
+		join(path, sizeof(path), evpath, SH5_EVSTORE_SYNC, name);
+		if (H5Lexists(g, name, H5P_DEFAULT) <= 0)
+			continue;
+		if ((d = H5Dopen2(g, name, H5P_DEFAULT)) < 0 ||
+		    (ft = H5Dget_type(d)) < 0 ||
+		    H5Tget_class(ft) != H5T_INTEGER ||
+		    (sp = H5Dget_space(d)) < 0 ||
+		    H5Sget_simple_extent_ndims(sp) != 1 ||
+		    H5Sget_simple_extent_dims(sp, dims, NULL) != 1) {
+			errno = EINVAL;
+			sh5_errprintf(errp, "%s: wrong type or shape (want "
+				      "one int64 per record)", path);
+			goto out;
+		}
+		if (dims[0] != (hsize_t)t->nev) {
+			errno = EINVAL;
+			sh5_errprintf(errp, "%s: %llu times for %zu records",
+				      path, (unsigned long long)dims[0],
+				      t->nev);
+			goto out;
+		}
+		if (!(t->sync = malloc((t->nev ? t->nev : 1) *
+				       sizeof(*t->sync)))) {
+			errno = ENOMEM;
+			sh5_errprintf(errp, "%s: out of memory", path);
+			goto out;
+		}
+		if (t->nev && H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL,
+				      H5P_DEFAULT, t->sync) < 0) {
+			sh5_errprintf_h5(errp, "%s: unreadable", path);
+			goto out;
+		}
+		H5Sclose(sp);
+		H5Tclose(ft);
+		H5Dclose(d);
+		sp = ft = d = -1;
+	}
+	rc = 0;
+out:
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ft >= 0)
+		H5Tclose(ft);
+	if (d >= 0)
+		H5Dclose(d);
+	H5Gclose(g);
+	return rc;
+}
+
+/* Node group `name` of Nodes/: its Events, when it has some. */
+static int read_node(struct rd *r, hid_t nodes, const char *nodes_path,
+		     const char *name, struct sh5_error *errp)
+{
+	struct sh5_evstep *s = r->s;
+	char npath[256], evpath[300], why[128] = "";
+	struct sh5_clock_points cp;
+	struct names nm = { 0 };
+	struct sh5_evnode *node;
+	hid_t g = -1, ev = -1;
+	size_t from = s->ntasks, i;
+	long long v;
+	uint32_t ni, id;
+	int rc = -1, ty;
+
+	join(npath, sizeof(npath), nodes_path, name, NULL);
+	join(evpath, sizeof(evpath), npath, SH5_EVSTORE_GROUP, NULL);
+	if ((g = H5Gopen2(nodes, name, H5P_DEFAULT)) < 0)
+		return 0;	/* not a group: not a node */
+	ty = obj_type(g, SH5_EVSTORE_GROUP);
+	if (ty == -2) {
+		rc = 0;
+		goto out;
+	}
+	if (ty != H5O_TYPE_GROUP ||
+	    (ev = H5Gopen2(g, SH5_EVSTORE_GROUP, H5P_DEFAULT)) < 0) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "%s: not a group", evpath);
+		goto out;
+	}
+	if (sh5_attr_get_int(ev, "Events Format Version", &v) == 0 && v != 1) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "%s: Events Format Version %lld (this "
+			      "sh5merge reads 1)", evpath, v);
+		goto out;
+	}
+	if (s->nnodes == r->capn) {
+		size_t c = r->capn ? r->capn * 2 : 8;
+		struct sh5_evnode *nv = realloc(s->nodes, c * sizeof(*nv));
+
+		if (!nv) {
+			errno = ENOMEM;
+			sh5_errprintf(errp, "%s: out of memory", npath);
+			goto out;
+		}
+		s->nodes = nv;
+		r->capn = c;
+	}
+	ni = (uint32_t)s->nnodes;
+	node = &s->nodes[s->nnodes++];
+	memset(node, 0, sizeof(*node));
+	node->index = sh5_attr_get_int(g, "Node Index", &v) == 0 &&
+		      v >= 0 && v <= INT32_MAX ? (int32_t)v : (int32_t)ni;
+	if (sh5_attr_get_str(g, "Node Name", node->name,
+			     sizeof(node->name)) < 0)
+		snprintf(node->name, sizeof(node->name), "%s", name);
+	if (sh5_clock_points_read(g, &cp, why, sizeof(why)) < 0) {
+		warnf(s, "%s: %s: no OFFSET lines for its tasks", npath, why);
+	} else {
+		node->noff = cp.n;
+		node->off = cp.pts;
+		node->off_rtt = cp.rtt;
+	}
+	if (names_list(ev, evpath, &nm, errp) < 0)
+		goto out;
+	for (i = 0; i < nm.n; i++) {
+		const char *n = nm.v[i];
+
+		if (task_name(n, &id) < 0) {
+			if (strcmp(n, "Regions") && strcmp(n, "Comms") &&
+			    strcmp(n, "CommMembers") &&
+			    strcmp(n, SH5_EVSTORE_SYNC))
+				warnf(s, "%s/%s: not an events dataset; left "
+				      "out", evpath, n);
+			continue;
+		}
+		if (read_task(r, ev, n, id, evpath, ni, errp) < 0)
+			goto out;
+	}
+	if (assign_defs(r, from, ev, evpath, errp) < 0 ||
+	    read_members(r, from, ev, evpath, errp) < 0 ||
+	    read_sync(r, from, ev, evpath, errp) < 0)
+		goto out;
+	rc = 0;
+out:
+	names_free(&nm);
+	if (ev >= 0)
+		H5Gclose(ev);
+	H5Gclose(g);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* After reading: world ranks, communicators, checks of every record. */
+
+static int set_ranks(struct sh5_evstep *s, struct sh5_error *errp)
+{
+	size_t i, k;
+
+	for (i = 0; i < s->ntasks; i++) {
+		struct sh5_evtask *t = &s->tasks[i];
+
+		if (i && t->task == s->tasks[i - 1].task) {
+			errno = EINVAL;
+			return sh5_errprintf(errp, "%s: task %" PRIu32 " has "
+					     "events on two nodes (also %s)",
+					     t->path, t->task,
+					     s->tasks[i - 1].path);
+		}
+		for (k = 0; k < t->nev; k++)
+			if (t->ev[k].kind == SH5EV_K_RANK) {
+				if (t->ev[k].peer < 0) {
+					errno = EINVAL;
+					return sh5_errprintf(errp, "%s: record "
+						"%zu: RANK with world rank %"
+						PRId32, t->path, k,
+						t->ev[k].peer);
+				}
+				t->world_rank = t->ev[k].peer;
+				break;
+			}
+	}
+	for (i = 0; i < s->ntasks; i++)
+		for (k = i + 1; k < s->ntasks; k++)
+			if (s->tasks[i].world_rank >= 0 &&
+			    s->tasks[i].world_rank == s->tasks[k].world_rank) {
+				errno = EINVAL;
+				return sh5_errprintf(errp, "%s: world rank %"
+					PRId32 " is also task %" PRIu32 "'s",
+					s->tasks[k].path,
+					s->tasks[k].world_rank,
+					s->tasks[i].task);
+			}
+	return 0;
+}
+
+int64_t sh5_evstep_loc(const struct sh5_evstep *s, int32_t r)
+{
+	size_t i;
+
+	if (r < 0)
+		return -1;
+	for (i = 0; i < s->ntasks; i++)
+		if (s->tasks[i].world_rank == r)
+			return s->tasks[i].task;
+	return r;
+}
+
+/* Same, warning once about the fallback. */
+static int64_t loc_of(struct sh5_evstep *s, int32_t r, int *warned)
+{
+	size_t i;
+
+	if (r < 0)
+		return -1;
+	for (i = 0; i < s->ntasks; i++)
+		if (s->tasks[i].world_rank == r)
+			return s->tasks[i].task;
+	if (!*warned) {
+		warnf(s, "world rank %" PRId32 " has no RANK record: taken as "
+		      "task %" PRId32, r, r);
+		*warned = 1;
+	}
+	return r;
+}
+
+const char *sh5_evstep_region(const struct sh5_evtask *t, uint32_t id,
+			      uint32_t *flags)
+{
+	size_t i;
+
+	for (i = 0; i < t->nregions; i++)
+		if (t->regions[i].region == id) {
+			if (flags)
+				*flags = t->regions[i].flags;
+			return t->regions[i].name;
+		}
+	if (flags)
+		*flags = 0;
+	return "?";
+}
+
+uint64_t sh5_evstep_comm(const struct sh5_evtask *t, uint32_t local)
+{
+	size_t i;
+
+	for (i = 0; i < t->ncomms; i++)
+		if (t->comms[i].local == local)
+			return t->comms[i].global;
+	if (local == 0)
+		return 0;
+	if (local == 1 && t->world_rank >= 0)
+		return ((uint64_t)t->world_rank + 1) << 32;
+	return UINT64_MAX;
+}
+
+static struct sh5_evcomm *comm_get(struct sh5_evstep *s, uint64_t g,
+				   size_t *cap)
+{
+	size_t i;
+
+	for (i = 0; i < s->ncomms; i++)
+		if (s->comms[i].global == g)
+			return &s->comms[i];
+	if (s->ncomms == *cap) {
+		size_t c = *cap ? *cap * 2 : 8;
+		struct sh5_evcomm *v = realloc(s->comms, c * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		s->comms = v;
+		*cap = c;
+	}
+	memset(&s->comms[s->ncomms], 0, sizeof(s->comms[0]));
+	s->comms[s->ncomms].global = g;
+	return &s->comms[s->ncomms++];
+}
+
+static int mem_cmp(const void *pa, const void *pb)
+{
+	const struct sh5_evstore_member *a = pa, *b = pb;
+
+	if (a->global != b->global)
+		return a->global < b->global ? -1 : 1;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return a->world_rank < b->world_rank ? -1 : a->world_rank >
+							     b->world_rank;
+}
+
+static int comm_cmp(const void *pa, const void *pb)
+{
+	const struct sh5_evcomm *a = pa, *b = pb;
+
+	return a->global < b->global ? -1 : a->global > b->global;
+}
+
+static int wr_cmp(const void *pa, const void *pb)
+{
+	const struct sh5_evtask *const *a = pa, *const *b = pb;
+
+	return (*a)->world_rank < (*b)->world_rank ? -1 :
+	       (*a)->world_rank > (*b)->world_rank;
+}
+
+/* MPI_COMM_WORLD's members: tasks with a RANK record by world rank, or
+ * (no RANK record at all) every task ascending. */
+static int world_members(struct sh5_evstep *s, struct sh5_evcomm *c)
+{
+	struct sh5_evtask **v;
+	size_t i, n = 0;
+
+	if (!(v = malloc((s->ntasks + 1) * sizeof(*v))) ||
+	    !(c->tasks = malloc((s->ntasks + 1) * sizeof(*c->tasks)))) {
+		free(v);
+		return -1;
+	}
+	for (i = 0; i < s->ntasks; i++)
+		if (s->tasks[i].world_rank >= 0)
+			v[n++] = &s->tasks[i];
+	if (!n)
+		for (i = 0; i < s->ntasks; i++)
+			v[n++] = &s->tasks[i];
+	else
+		qsort(v, n, sizeof(*v), wr_cmp);
+	for (i = 0; i < n; i++)
+		c->tasks[i] = v[i]->task;
+	c->size = n;
+	free(v);
+	return 0;
+}
+
+static int build_comms(struct rd *r, struct sh5_error *errp)
+{
+	struct sh5_evstep *s = r->s;
+	size_t cap = 0, i, k, j;
+	int warned = 0;
+	struct sh5_evcomm *c;
+
+	if (!(c = comm_get(s, 0, &cap)) || world_members(s, c) < 0)
+		goto nomem;
+	/* Definitions: sizes must agree. */
+	for (i = 0; i < s->ntasks; i++) {
+		struct sh5_evtask *t = &s->tasks[i];
+
+		for (k = 0; k < t->ncomms; k++) {
+			uint64_t g = t->comms[k].global;
+
+			if (g == 0)
+				continue;
+			if (!(c = comm_get(s, g, &cap)))
+				goto nomem;
+			if (c->size && c->size != (size_t)t->comms[k].size) {
+				errno = EINVAL;
+				return sh5_errprintf(errp, "%s: communicator "
+					"%" PRIu64 " of size %" PRId32 ", "
+					"elsewhere %zu", t->path, g,
+					t->comms[k].size, c->size);
+			}
+			c->size = (size_t)t->comms[k].size;
+		}
+	}
+	/* Member lists: duplicates (several nodes) collapse, conflicts
+	 * and wrong sizes are errors. */
+	qsort(r->mem, r->nmem, sizeof(*r->mem), mem_cmp);
+	for (i = 0, j = 0; i < r->nmem; i++)
+		if (!j || mem_cmp(&r->mem[i], &r->mem[j - 1]))
+			r->mem[j++] = r->mem[i];
+	r->nmem = j;
+	for (i = 0; i < r->nmem; i = k) {
+		uint64_t g = r->mem[i].global;
+
+		for (k = i; k < r->nmem && r->mem[k].global == g; k++)
+			;
+		for (j = 0; j < s->ncomms; j++)
+			if (s->comms[j].global == g)
+				break;
+		if (j == s->ncomms || g == 0) {
+			errno = EINVAL;
+			return sh5_errprintf(errp, "CommMembers: rows for "
+				"communicator %" PRIu64 ", which %s", g,
+				g ? "no Comms row defines" :
+				"is MPI_COMM_WORLD (members from RANK)");
+		}
+		c = &s->comms[j];
+		if (k - i != c->size) {
+			errno = EINVAL;
+			return sh5_errprintf(errp, "CommMembers: communicator "
+				"%" PRIu64 " has %zu member rows, its size is "
+				"%zu", g, k - i, c->size);
+		}
+		if (!(c->tasks = malloc(c->size * sizeof(*c->tasks))))
+			goto nomem;
+		for (j = i; j < k; j++) {
+			int64_t loc;
+
+			if (r->mem[j].rank != (int32_t)(j - i)) {
+				errno = EINVAL;
+				return sh5_errprintf(errp, "CommMembers: "
+					"communicator %" PRIu64 ": ranks not "
+					"0..%zu once each", g, c->size - 1);
+			}
+			loc = loc_of(s, r->mem[j].world_rank, &warned);
+			if (loc < 0 || loc > UINT32_MAX) {
+				errno = EINVAL;
+				return sh5_errprintf(errp, "CommMembers: "
+					"communicator %" PRIu64 ": world rank "
+					"%" PRId32, g, r->mem[j].world_rank);
+			}
+			c->tasks[j - i] = (uint32_t)loc;
+		}
+	}
+	/* MPI_COMM_SELF of each ranked task. */
+	for (i = 0; i < s->ntasks; i++) {
+		struct sh5_evtask *t = &s->tasks[i];
+		uint64_t g;
+
+		if (t->world_rank < 0)
+			continue;
+		g = ((uint64_t)t->world_rank + 1) << 32;
+		if (!(c = comm_get(s, g, &cap)))
+			goto nomem;
+		if (!c->tasks) {
+			if (!(c->tasks = malloc(sizeof(*c->tasks))))
+				goto nomem;
+			c->tasks[0] = t->task;
+			c->size = 1;
+		}
+	}
+	qsort(s->comms, s->ncomms, sizeof(*s->comms), comm_cmp);
+	return 0;
+nomem:
+	errno = ENOMEM;
+	return sh5_errprintf(errp, "out of memory");
+}
+
+static int op_rooted(unsigned op)
+{
+	enum sh5_coll_class c = sh5_trace_op_class(op);
+
+	return c == SH5_COLL_1TON || c == SH5_COLL_NTO1;
+}
+
+static int region_defined(const struct sh5_evtask *t, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < t->nregions; i++)
+		if (t->regions[i].region == id)
+			return 1;
+	return 0;
+}
+
+/* Every record of every task: known kind, defined ids, mapped peers. */
+static int check_records(struct sh5_evstep *s, struct sh5_error *errp)
+{
+	size_t i, k;
+	int warned = 0;
+
+	for (i = 0; i < s->ntasks; i++) {
+		struct sh5_evtask *t = &s->tasks[i];
+
+		for (k = 0; k < t->nev; k++) {
+			const struct sh5ev_rec *e = &t->ev[k];
+			const char *what = NULL;
+
+			switch (e->kind) {
+			case SH5EV_K_ENTER:
+			case SH5EV_K_EXIT:
+				if (!region_defined(t, e->id))
+					what = "region id without definition";
+				break;
+			case SH5EV_K_SEND:
+			case SH5EV_K_RECV:
+				if (sh5_evstep_comm(t, e->id) == UINT64_MAX)
+					what = "communicator id without "
+					       "definition";
+				else if (e->peer < 0)
+					what = "negative peer";
+				else
+					loc_of(s, e->peer, &warned);
+				break;
+			case SH5EV_K_CBEGIN:
+			case SH5EV_K_CEND:
+				if (e->op == SH5EV_OP_NONE ||
+				    e->op >= SH5EV_OP_COUNT)
+					what = "unknown collective operation";
+				else if (sh5_evstep_comm(t, e->id) ==
+					 UINT64_MAX)
+					what = "communicator id without "
+					       "definition";
+				else if (op_rooted(e->op) && e->peer < 0)
+					what = "rooted operation without root";
+				else if (op_rooted(e->op))
+					loc_of(s, e->peer, &warned);
+				break;
+			case SH5EV_K_PHASE:
+			case SH5EV_K_OBJECT:
+			case SH5EV_K_RANK:
+			case SH5EV_K_LOST:
+				break;
+			default:
+				what = "unknown kind";
+			}
+			if (what) {
+				errno = EINVAL;
+				return sh5_errprintf(errp, "%s: record %zu "
+					"(kind %u, id %" PRIu32 "): %s",
+					t->path, k, e->kind, e->id, what);
+			}
+		}
+	}
+	return 0;
+}
+
+struct sh5_evstep *sh5_evstep_read(hid_t step, const char *step_name,
+				   struct sh5_error *errp)
+{
+	struct sh5_evstep *s;
+	struct rd r = { 0 };
+	struct names nm = { 0 };
+	char path[128];
+	hid_t nodes = -1;
+	size_t i;
+
+	if (!(s = calloc(1, sizeof(*s)))) {
+		errno = ENOMEM;
+		sh5_errprintf(errp, "out of memory");
+		return NULL;
+	}
+	r.s = s;
+	snprintf(s->step, sizeof(s->step), "%s", step_name);
+	join(path, sizeof(path), "/Steps", step_name, "Nodes");
+	if (H5Lexists(step, "Nodes", H5P_DEFAULT) <= 0)
+		return s;
+	if ((nodes = H5Gopen2(step, "Nodes", H5P_DEFAULT)) < 0) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "%s: not a group", path);
+		goto error;
+	}
+	if (names_list(nodes, path, &nm, errp) < 0)
+		goto error;
+	for (i = 0; i < nm.n; i++)
+		if (read_node(&r, nodes, path, nm.v[i], errp) < 0)
+			goto error;
+	qsort(s->tasks, s->ntasks, sizeof(*s->tasks), task_cmp);
+	if (set_ranks(s, errp) < 0 || build_comms(&r, errp) < 0 ||
+	    check_records(s, errp) < 0)
+		goto error;
+	s->synced = s->ntasks > 0;
+	for (i = 0; i < s->ntasks; i++)
+		if (!s->tasks[i].sync)
+			s->synced = 0;
+	names_free(&nm);
+	free(r.mem);
+	H5Gclose(nodes);
+	return s;
+error:
+	names_free(&nm);
+	free(r.mem);
+	if (nodes >= 0)
+		H5Gclose(nodes);
+	sh5_evstep_free(s);
+	if (!errno)
+		errno = EINVAL;
+	return NULL;
+}
+
+static int step_cmp(const void *pa, const void *pb)
+{
+	return sh5_step_cmp(*(char *const *)pa, *(char *const *)pb);
+}
+
+int sh5_evjob_steps(hid_t file, char ***names, size_t *n,
+		    struct sh5_error *errp)
+{
+	struct names st = { 0 }, nd = { 0 };
+	size_t i, k, j = 0;
+	hid_t steps;
+
+	*names = NULL;
+	*n = 0;
+	if (H5Lexists(file, "Steps", H5P_DEFAULT) <= 0)
+		return 0;
+	if ((steps = H5Gopen2(file, "Steps", H5P_DEFAULT)) < 0) {
+		errno = EINVAL;
+		return sh5_errprintf(errp, "/Steps: not a group");
+	}
+	if (names_list(steps, "/Steps", &st, errp) < 0) {
+		H5Gclose(steps);
+		return -1;
+	}
+	for (i = 0; i < st.n; i++) {
+		char path[300];
+		hid_t g;
+		int any = 0;
+
+		join(path, sizeof(path), st.v[i], "Nodes", NULL);
+		if (H5Lexists(steps, st.v[i], H5P_DEFAULT) <= 0 ||
+		    H5Lexists(steps, path, H5P_DEFAULT) <= 0 ||
+		    (g = H5Gopen2(steps, path, H5P_DEFAULT)) < 0) {
+			free(st.v[i]);
+			st.v[i] = NULL;
+			continue;
+		}
+		if (names_list(g, path, &nd, errp) == 0) {
+			for (k = 0; k < nd.n && !any; k++) {
+				hid_t ng = H5Gopen2(g, nd.v[k], H5P_DEFAULT);
+
+				if (ng < 0)
+					continue;
+				any = H5Lexists(ng, SH5_EVSTORE_GROUP,
+						H5P_DEFAULT) > 0;
+				H5Gclose(ng);
+			}
+			names_free(&nd);
+		}
+		H5Gclose(g);
+		if (any) {
+			char *keep = st.v[i];
+
+			st.v[i] = NULL;
+			st.v[j++] = keep;
+		} else {
+			free(st.v[i]);
+			st.v[i] = NULL;
+		}
+	}
+	H5Gclose(steps);
+	qsort(st.v, j, sizeof(*st.v), step_cmp);
+	*names = st.v;
+	*n = j;
+	if (!j) {
+		free(st.v);
+		*names = NULL;
+	}
+	return 0;
+}
+
+void sh5_evjob_steps_free(char **names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+void sh5_evstep_free(struct sh5_evstep *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->ntasks; i++) {
+		free(s->tasks[i].ev);
+		free(s->tasks[i].sync);
+		free(s->tasks[i].regions);
+		free(s->tasks[i].comms);
+	}
+	for (i = 0; i < s->nnodes; i++) {
+		free(s->nodes[i].off);
+		free(s->nodes[i].off_rtt);
+	}
+	for (i = 0; i < s->ncomms; i++)
+		free(s->comms[i].tasks);
+	free(s->tasks);
+	free(s->nodes);
+	free(s->comms);
+	free(s);
+}
