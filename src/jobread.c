@@ -252,6 +252,11 @@ error:
 	return NULL;
 }
 
+long long sh5_jobread_file(const struct sh5_jobread *jr)
+{
+	return jr->file;
+}
+
 void sh5_jobread_close(struct sh5_jobread *jr)
 {
 	if (!jr)
