@@ -26,6 +26,7 @@ struct ow {
 	size_t *order;		/* index -> row */
 	uint32_t *pos;		/* row -> index */
 	uint32_t phase_param;
+	uint32_t *cref;		/* comm index -> OTF2 comm ref (0: world) */
 	struct sh5_otf2_result *res;
 };
 
@@ -143,8 +144,8 @@ static uint32_t comm_rank(const struct ow *w, const struct sh5_evtask *t,
 	if (world < 0)
 		goto world_comm;
 	loc = sh5_evstep_loc(s, world);
-	if (ci >= 0 && s->comms[ci].tasks && s->comms[ci].global) {
-		*ref = (uint32_t)ci + 1;
+	if (ci >= 0 && w->cref[ci]) {
+		*ref = w->cref[ci];
 		for (i = 0; i < s->comms[ci].size; i++)
 			if ((int64_t)s->comms[ci].tasks[i] == loc)
 				return (uint32_t)i;
@@ -358,7 +359,7 @@ static int write_defs(struct ow *w, const char *machine, uint64_t *nev,
 		const struct sh5_evcomm *c = &s->comms[i];
 		size_t n = 0;
 
-		if (!c->tasks || !c->global)
+		if (!w->cref[i])
 			continue;
 		free(mem);
 		mem = malloc((c->size + 1) * sizeof(uint64_t));
@@ -371,13 +372,13 @@ static int write_defs(struct ow *w, const char *machine, uint64_t *nev,
 				mem[n++] = w->pos[row];
 		}
 		OTF2_GlobalDefWriter_WriteGroup(
-			gd, (uint32_t)i + 2, empty, OTF2_GROUP_TYPE_COMM_GROUP,
+			gd, w->cref[i] + 1, empty, OTF2_GROUP_TYPE_COMM_GROUP,
 			OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, (uint32_t)n,
 			mem);
 		snprintf(b, sizeof(b), "comm %#llx",
 			 (unsigned long long)c->global);
-		OTF2_GlobalDefWriter_WriteComm(gd, (uint32_t)i + 1, str(w, b),
-					       (uint32_t)i + 2,
+		OTF2_GlobalDefWriter_WriteComm(gd, w->cref[i], str(w, b),
+					       w->cref[i] + 1,
 					       OTF2_UNDEFINED_COMM,
 					       OTF2_COMM_FLAG_NONE);
 		w->res->comms++;
@@ -414,10 +415,11 @@ int sh5_otf2_write(const struct sh5_evstep *s, const char *dir,
 				     "(no SyncTimeNs): merge with --sync clc,"
 				     " or use --raw", s->step);
 	}
+	w.cref = calloc(s->ncomms + 1, sizeof(uint32_t));
 	w.order = malloc(s->ntasks * sizeof(size_t));
 	w.pos = malloc(s->ntasks * sizeof(uint32_t));
 	nev = calloc(s->ntasks, sizeof(uint64_t));
-	if (!w.order || !w.pos || !nev) {
+	if (!w.cref || !w.order || !w.pos || !nev) {
 		sh5_errprintf(errp, "out of memory");
 		goto out;
 	}
@@ -428,6 +430,14 @@ int sh5_otf2_write(const struct sh5_evstep *s, const char *dir,
 	for (i = 0; i < s->ntasks; i++)
 		w.pos[w.order[i]] = (uint32_t)i;
 	w.phase_param = 0;
+	/* comm refs in definition order: 0 world, then those with members */
+	{
+		uint32_t next = 1;
+
+		for (i = 0; i < s->ncomms; i++)
+			if (s->comms[i].tasks && s->comms[i].global)
+				w.cref[i] = next++;
+	}
 	w.ar = OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE,
 				 1024 * 1024, 4 * 1024 * 1024,
 				 OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
@@ -482,6 +492,7 @@ out:
 	if (w.ar)
 		OTF2_Archive_Close(w.ar);
 	free(w.reg);
+	free(w.cref);
 	free(w.order);
 	free(w.pos);
 	free(nev);

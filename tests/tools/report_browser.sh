@@ -1,0 +1,133 @@
+#!/bin/bash
+# report_browser.sh - sh5merge report opened in a real browser (Debian's
+# chromium-headless-shell, file://, tests/tools/report_browser_check.sh:
+# no console message, no network request, the expected figures in the
+# DOM) for: a job with application events on three skewed nodes
+# (events_mkjob.py, merge --sync clc), a job made the real way
+# (bench/gen_job: our writer and stock files, with Energy), and the bad
+# inputs: no events, no clock offsets, one node (a report that says what
+# is missing), a damaged file and a missing step (a clear error, no
+# file under the output name, an existing output left as it was).
+set -u
+PY=/usr/bin/python3
+$PY -c 'import h5py, numpy' 2>/dev/null || { echo "no h5py/numpy"; exit 77; }
+command -v chromium-headless-shell >/dev/null ||
+	{ echo "no chromium-headless-shell"; exit 77; }
+SH5MERGE=$top_builddir/sh5merge/sh5merge
+GEN=$top_builddir/bench/gen_job
+T=$top_srcdir/tests/tools
+CHECK=$T/report_browser_check.sh
+W=$(mktemp -d /tmp/report_browser.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+merge() { "$SH5MERGE" -q merge -j 4343 -p "$1" -u "" -o "$2" "${@:3}"; }
+leftovers() { ls "$W" | grep -q '\.tmp'; }
+
+# 1. events on three skewed nodes
+$PY "$T/events_mkjob.py" "$W/in" --nodes 3 --tasks 2 --iterations 4 \
+	--seed 7 --skew-ms 3,-2.5,0.8 || exit 1
+merge "$W/in" "$W/ev.h5" --sync clc 2>/dev/null || { bad "merge"; exit 1; }
+if "$SH5MERGE" report "$W/ev.h5" -o "$W/ev.html" 2>"$W/ev.err"; then
+	ok "report of a job with events: $(tail -1 "$W/ev.err")"
+else cat "$W/ev.err"; bad "report of a job with events"; fi
+"$CHECK" "$W/ev.html" "$W/b1" series heat clock-raw clock-corrected \
+	timeline imbalance phase-load comm-matrix || bad "browser: events job"
+grep -o 'data-series="[A-Za-z.]*"' "$W/b1/dom.html" | sort -u |
+	grep -q 'Task.CPUUtilization' && ok "plot of Task.CPUUtilization" ||
+	bad "no Task.CPUUtilization plot"
+n=$(grep -o 'class="message"' "$W/b1/dom.html" | wc -l)
+want=$($PY -c "import h5py,numpy as np
+f=h5py.File('$W/ev.h5','r'); n=0
+def v(name,o):
+    global n
+    if isinstance(o,h5py.Dataset) and name.split('/')[-2]=='Events' and name.split('/')[-1].isdigit():
+        n+=int((o['Kind'][()]==4).sum())
+f['Steps/0'].visititems(v); print(n)")
+[ "$n" = "$want" ] && ok "timeline draws every message ($n)" ||
+	bad "timeline: $n messages drawn, job has $want sends"
+grep -q 'id="missing"' "$W/b1/dom.html" &&
+	bad "events job: report says something is missing" ||
+	ok "events job: nothing missing"
+sz=$(stat -c %s "$W/ev.html")
+grep -Eo '(src|href)="https?:' "$W/ev.html" && bad "external reference" ||
+	ok "no external references ($sz bytes)"
+
+# 2. a job made the real way (gen_job: sh5 and stock files, Energy)
+if [ -x "$GEN" ]; then
+	mkdir -p "$W/real"
+	"$GEN" -d "$W/real" -j 777 -n 3 -t 2 -s 120 -S 0,1 -f mixed -E \
+		>/dev/null || bad "gen_job"
+	"$SH5MERGE" -q merge -j 777 -p "$W/real" -u "" -o "$W/real.h5" ||
+		bad "merge of gen_job files"
+	"$SH5MERGE" -q report "$W/real.h5" -o "$W/real.html" 2>"$W/r.err" ||
+		{ cat "$W/r.err"; bad "report of the gen_job job"; }
+	TEXT="No application events" "$CHECK" "$W/real.html" "$W/b2" series \
+		heat '!timeline' || bad "browser: gen_job job"
+	for s in Task.CPUUtilization Task.RSS Energy.Power; do
+		grep -q "data-series=\"$s\"" "$W/b2/dom.html" &&
+			ok "plot of $s" || bad "no plot of $s"
+	done
+	grep -q 'data-step="1"' "$W/b2/dom.html" && ok "both steps" ||
+		bad "step 1 missing"
+else
+	echo "skip: no bench/gen_job"
+fi
+
+# 3. no events: a report that says so (exports_mkjob.py writes the job)
+$PY "$T/exports_mkjob.py" "$W/noev.h5" --nodes 2 --samples 30 --sync ||
+	bad "exports_mkjob"
+"$SH5MERGE" report "$W/noev.h5" -o "$W/noev.html" 2>"$W/noev.err" &&
+	grep -q 'no application events' "$W/noev.err" &&
+	ok "no events: warned on stderr" ||
+	{ cat "$W/noev.err"; bad "no events"; }
+TEXT="No application events in this step" "$CHECK" "$W/noev.html" \
+	"$W/b3" series '!timeline' || bad "browser: no events"
+
+# 4. no clock offsets; 5. one node
+$PY "$T/events_mkjob.py" "$W/inoff" --nodes 2 --tasks 2 --iterations 2 \
+	--no-offsets >/dev/null || bad "mkjob --no-offsets"
+merge "$W/inoff" "$W/nooff.h5" --sync none 2>/dev/null || bad "merge"
+"$SH5MERGE" -q report "$W/nooff.h5" -o "$W/nooff.html" 2>/dev/null ||
+	bad "report without offsets"
+TEXT="No clock offsets" "$CHECK" "$W/nooff.html" "$W/b4" timeline \
+	'!clock-raw' || bad "browser: no offsets"
+grep -q 'NOT synchronized' "$W/b4/dom.html" &&
+	ok "unsynchronized events said so" || bad "unsynchronized not said"
+$PY "$T/events_mkjob.py" "$W/in1" --nodes 1 --tasks 3 --iterations 2 \
+	>/dev/null || bad "mkjob --nodes 1"
+merge "$W/in1" "$W/one.h5" --sync clc 2>/dev/null || bad "merge one node"
+"$SH5MERGE" -q report "$W/one.h5" -o "$W/one.html" 2>/dev/null ||
+	bad "report of one node"
+TEXT="one node: nothing to synchronize" "$CHECK" "$W/one.html" "$W/b5" \
+	timeline clock-raw || bad "browser: one node"
+
+# 6. damaged input, missing step, usage: clean errors, outputs untouched
+head -c 5000 "$W/ev.h5" >"$W/dmg.h5"
+echo keep >"$W/keep.html"
+rc=0
+"$SH5MERGE" report "$W/dmg.h5" -o "$W/keep.html" 2>"$W/d.err" || rc=$?
+[ $rc = 1 ] && grep -q 'dmg.h5' "$W/d.err" && [ "$(cat "$W/keep.html")" = keep ] &&
+	! leftovers && ok "damaged file: $(cat "$W/d.err")" ||
+	{ cat "$W/d.err"; bad "damaged file (rc $rc)"; }
+rc=0
+"$SH5MERGE" report "$W/ev.h5" -o "$W/nostep.html" --step 9 2>"$W/s.err" ||
+	rc=$?
+[ $rc = 1 ] && grep -q 'no step 9' "$W/s.err" && [ ! -e "$W/nostep.html" ] &&
+	! leftovers && ok "missing step: $(cat "$W/s.err")" ||
+	{ cat "$W/s.err"; bad "missing step (rc $rc)"; }
+rc=0
+sum=$(md5sum <"$W/ev.h5")
+"$SH5MERGE" report "$W/ev.h5" -o "$W/ev.h5" 2>/dev/null || rc=$?
+[ $rc = 1 ] && [ "$(md5sum <"$W/ev.h5")" = "$sum" ] &&
+	ok "input not overwritten" ||
+	bad "output = input (rc $rc)"
+rc=0
+"$SH5MERGE" report "$W/ev.h5" 2>/dev/null || rc=$?
+[ $rc = 2 ] && ok "usage: no -o" || bad "usage (rc $rc)"
+# stderr not a terminal: no progress lines
+grep -q $'\r' "$W/ev.err" && bad "progress on a non-terminal" ||
+	ok "quiet when stderr is not a terminal"
+echo "$fails failed"
+[ $fails = 0 ]
