@@ -29,6 +29,12 @@ function fmtT(s, span) {
 	if (span < 2) return fmt(s * 1e3) + " ms";
 	return fmt(s) + " s";
 }
+/* Tick label: SI prefix by magnitude, decimals by the tick step. */
+function fmtTick(v, st) {
+	var a = Math.abs(v) + Math.abs(st), sc = a >= 1e9 ? 1e9 : a >= 1e6 ? 1e6 : a >= 1e4 ? 1e3 : 1;
+	var d = Math.max(0, Math.min(9, -Math.floor(Math.log10(st / sc) + 1e-9)));
+	return (v / sc).toFixed(d) + (sc === 1e9 ? "G" : sc === 1e6 ? "M" : sc === 1e3 ? "k" : "");
+}
 function ticks(lo, hi, n) {
 	if (!(hi > lo)) { hi = lo + 1; }
 	var st = Math.pow(10, Math.floor(Math.log10((hi - lo) / n))), e = (hi - lo) / n / st, out = [], v;
@@ -47,8 +53,8 @@ function heatColor(f) {	/* 0..1 -> viridis-like */
 	return [r, g, Math.max(0, b)];
 }
 function table(parent, head, rows, cls) {
-	var t = el("table", cls ? { "class": cls } : {}, parent), tr = el("tr", {}, t);
-	head.forEach(function (h) { el("th", {}, tr, h); });
+	var t = el("table", cls ? { "class": cls } : {}, parent), tr;
+	if (head.join("")) { tr = el("tr", {}, t); head.forEach(function (h) { el("th", {}, tr, h); }); }
 	rows.forEach(function (r) {
 		var x = el("tr", r.cls ? { "class": r.cls } : {}, t);
 		(r.cells || r).forEach(function (c) {
@@ -79,9 +85,10 @@ function plot(f, o) {
 	if (!(x1 > x0)) x1 = x0 + 1;
 	function X(v) { return L + (v - x0) / (x1 - x0) * (W - L - R); }
 	function Y(v) { return T + (1 - (v - ylo) / (yhi - ylo)) * (H - T - B); }
-	ticks(ylo, yhi, 5).forEach(function (v) {
+	var yt = ticks(ylo, yhi, 5), yst = yt.length > 1 ? yt[1] - yt[0] : 1;
+	yt.forEach(function (v) {
 		sv("line", { x1: L, x2: W - R, y1: Y(v), y2: Y(v), "class": "grid" }, s);
-		sv("text", { x: L - 4, y: Y(v) + 4, "text-anchor": "end" }, s, fmt(v));
+		sv("text", { x: L - 4, y: Y(v) + 4, "text-anchor": "end" }, s, fmtTick(v, yst));
 	});
 	ticks(x0, x1, 6).forEach(function (v) {
 		sv("line", { x1: X(v), x2: X(v), y1: H - B, y2: H - B + 4, "class": "ax" }, s);
