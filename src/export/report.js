@@ -22,6 +22,11 @@ function fmt(v) {
 	if (a !== 0 && (a >= 1e6 || a < 1e-3)) return v.toExponential(2);
 	return String(+v.toPrecision(4));
 }
+/* Ticks of a time axis (seconds) at round values of its display unit. */
+function tticks(lo, hi, n) {
+	var sp = hi - lo, d = sp > 7200 ? 3600 : sp > 300 ? 60 : sp < 0.01 ? 1e-6 : sp < 2 ? 1e-3 : 1;
+	return ticks(lo / d, hi / d, n).map(function (v) { return +(v * d).toPrecision(12); });
+}
 function fmtT(s, span) {
 	if (span > 7200) return fmt(s / 3600) + " h";
 	if (span > 300) return fmt(s / 60) + " min";
@@ -90,9 +95,9 @@ function plot(f, o) {
 		sv("line", { x1: L, x2: W - R, y1: Y(v), y2: Y(v), "class": "grid" }, s);
 		sv("text", { x: L - 4, y: Y(v) + 4, "text-anchor": "end" }, s, fmtTick(v, yst));
 	});
-	ticks(x0, x1, 6).forEach(function (v) {
+	(o.xlab === "phase" ? ticks(x0, x1, 6) : tticks(x0, x1, 6)).forEach(function (v) {
 		sv("line", { x1: X(v), x2: X(v), y1: H - B, y2: H - B + 4, "class": "ax" }, s);
-		sv("text", { x: X(v), y: H - B + 16, "text-anchor": "middle" }, s, fmtT(v, x1 - x0));
+		sv("text", { x: X(v), y: H - B + 16, "text-anchor": "middle" }, s, o.xlab === "phase" ? fmt(v) : fmtT(v, x1 - x0));
 	});
 	sv("line", { x1: L, x2: L, y1: T, y2: H - B, "class": "ax" }, s);
 	sv("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, "class": "ax" }, s);
@@ -144,7 +149,7 @@ function heat(f, o) {
 	var step = Math.max(1, Math.ceil(rows / (Hc / 13)));
 	for (i = 0; i < rows; i += step) g.fillText(o.label(i), L - 4, 3 + (i + 0.5) * Hc / rows + 4);
 	g.textAlign = "center";
-	ticks(o.x0, o.x1, 5).forEach(function (t) {
+	if (o.x1 > o.x0) tticks(o.x0, o.x1, 5).forEach(function (t) {
 		var x = L + (t - o.x0) / (o.x1 - o.x0) * Wc;
 		if (x >= L - 1 && x <= L + Wc + 1) g.fillText(fmtT(t, o.x1 - o.x0), x, Hc + 20);
 	});
@@ -224,7 +229,7 @@ function eventsSection(root, st) {
 			sv("line", { x1: X(E.msgs[i + 1]), y1: E.msgs[i] * RH + RH / 2, x2: X(E.msgs[i + 3]), y2: E.msgs[i + 2] * RH + RH / 2, stroke: "#000", "stroke-width": 0.6, "class": "message" }, s);
 		for (i = 0; i < E.colls.length; i += 4)
 			sv("rect", { x: X(E.colls[i + 2]), y: E.colls[i] * RH + RH - 3, width: Math.max(0.5, X(E.colls[i + 3]) - X(E.colls[i + 2])), height: 3, fill: "#9467bd", "class": "collective" }, s);
-		ticks(E.e0, E.e1, 6).forEach(function (t) { sv("text", { x: X(t), y: H - 8, "text-anchor": "middle" }, s, fmtT(t, E.e1 - E.e0)); });
+		tticks(E.e0, E.e1, 6).forEach(function (t) { sv("text", { x: X(t), y: H - 8, "text-anchor": "middle" }, s, fmtT(t, E.e1 - E.e0)); });
 		el("div", { "class": "legend" }, f).innerHTML = "<span><i style='background:#2ca02c'></i>user region</span><span><i style='background:#ff7f0e'></i>MPI</span><span><i style='background:#d62728'></i>MPI collective</span><span><i style='background:#9467bd'></i>collective begin..end</span><span><i style='background:#000'></i>message</span>";
 		caption(f, "Timeline per rank (exact): " + E.iv.length / 6 + " regions, " + E.msgs.length / 5 + " messages shown, " + E.colls.length / 4 + " collectives");
 	} else {
