@@ -70,6 +70,13 @@ merge "$W/in1" "$W/one.h5" --sync clc 2>/dev/null
 	$PY "$T/otf2_check.py" "$W/tr1/traces.otf2" "$W/one.h5" 0 >/dev/null &&
 	ok "one node" || bad "one node"
 
+# 136 ranks on 17 nodes, sub-communicators of every rank
+$PY "$T/events_mkjob.py" "$W/inb" --nodes 17 --tasks 8 --iterations 2 >/dev/null
+merge "$W/inb" "$W/big.h5" --sync clc 2>/dev/null
+"$SH5MERGE" -q otf2 "$W/big.h5" -o "$W/trb" &&
+	$PY "$T/otf2_check.py" "$W/trb/traces.otf2" "$W/big.h5" 0 >"$W/big.out" &&
+	ok "136 ranks on 17 nodes" || { cat "$W/big.out"; bad "136 ranks"; }
+
 # unsynchronized: refused, --raw works
 merge "$W/in" "$W/none.h5" --sync none 2>/dev/null
 rc=0

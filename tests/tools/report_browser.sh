@@ -54,6 +54,18 @@ sz=$(stat -c %s "$W/ev.html")
 grep -Eo '(src|href)="https?:' "$W/ev.html" && bad "external reference" ||
 	ok "no external references ($sz bytes)"
 
+# 1b. 136 ranks on 17 nodes: the binned timeline, a matrix of nodes
+$PY "$T/events_mkjob.py" "$W/inb" --nodes 17 --tasks 8 --iterations 2 \
+	>/dev/null || bad "mkjob 136 ranks"
+merge "$W/inb" "$W/big.h5" --sync clc 2>/dev/null || bad "merge 136 ranks"
+"$SH5MERGE" -q report "$W/big.h5" -o "$W/big.html" || bad "report 136 ranks"
+TEXT="Timeline per rank (binned" "$CHECK" "$W/big.html" "$W/b1b" timeline \
+	phase-load comm-matrix imbalance || bad "browser: 136 ranks"
+grep -q 'column: receiver' "$W/b1b/dom.html" &&
+	grep -q '(row: sender node' "$W/b1b/dom.html" &&
+	ok "136 ranks: communication matrix between nodes" ||
+	bad "136 ranks: matrix not per node"
+
 # 2. a job made the real way (gen_job: sh5 and stock files, Energy)
 if [ -x "$GEN" ]; then
 	mkdir -p "$W/real"
