@@ -95,7 +95,7 @@ function plot(f, o) {
 		sv("line", { x1: L, x2: W - R, y1: Y(v), y2: Y(v), "class": "grid" }, s);
 		sv("text", { x: L - 4, y: Y(v) + 4, "text-anchor": "end" }, s, fmtTick(v, yst));
 	});
-	(o.xlab === "phase" ? ticks(x0, x1, 6) : tticks(x0, x1, 6)).forEach(function (v) {
+	(o.xlab === "phase" ? ticks(x0, x1, 6).filter(function (v) { return v === Math.round(v); }) : tticks(x0, x1, 6)).forEach(function (v) {
 		sv("line", { x1: X(v), x2: X(v), y1: H - B, y2: H - B + 4, "class": "ax" }, s);
 		sv("text", { x: X(v), y: H - B + 16, "text-anchor": "middle" }, s, o.xlab === "phase" ? fmt(v) : fmtT(v, x1 - x0));
 	});
@@ -131,9 +131,13 @@ function plot(f, o) {
 }
 /* Heat map on a canvas: rows x cols bytes (255 = none), with labels. */
 function heat(f, o) {
-	var rows = o.rows, cols = o.cols, L = 70, B = 30, Hc = Math.max(rows, Math.min(360, rows * 6)), Wc = 480;
-	var c = el("canvas", { width: Wc + L + 10, height: Hc + B + 6, "class": "heat" }, f), g = c.getContext("2d");
-	var img = g.createImageData(cols, rows), i, v, p, k;
+	var rows = o.rows, cols = o.cols, L = 40, B = 30, Hc = Math.max(rows, Math.min(360, rows * 6)), Wc = o.w || 480, i;
+	var step = Math.max(1, Math.ceil(rows / (Hc / 13))), c = el("canvas", { "class": "heat" }, f), g = c.getContext("2d");
+	g.font = "11px sans-serif";
+	for (i = 0; i < rows; i += step) L = Math.max(L, Math.min(220, g.measureText(o.label(i)).width + 8));
+	c.width = Wc + L + 10; c.height = Hc + B + 6;
+	g = c.getContext("2d");
+	var img = g.createImageData(cols, rows), v, p, k;
 	for (i = 0; i < rows * cols; i++) {
 		v = o.q[i];
 		p = o.map ? o.map(v) : v === 255 ? [240, 240, 240] : heatColor(v / 254);
@@ -146,7 +150,6 @@ function heat(f, o) {
 	g.imageSmoothingEnabled = false;
 	g.drawImage(tmp, L, 3, Wc, Hc);
 	g.fillStyle = "#333"; g.font = "11px sans-serif"; g.textAlign = "right";
-	var step = Math.max(1, Math.ceil(rows / (Hc / 13)));
 	for (i = 0; i < rows; i += step) g.fillText(o.label(i), L - 4, 3 + (i + 0.5) * Hc / rows + 4);
 	g.textAlign = "center";
 	if (o.x1 > o.x0) tticks(o.x0, o.x1, 5).forEach(function (t) {
@@ -233,7 +236,7 @@ function eventsSection(root, st) {
 		el("div", { "class": "legend" }, f).innerHTML = "<span><i style='background:#2ca02c'></i>user region</span><span><i style='background:#ff7f0e'></i>MPI</span><span><i style='background:#d62728'></i>MPI collective</span><span><i style='background:#9467bd'></i>collective begin..end</span><span><i style='background:#000'></i>message</span>";
 		caption(f, "Timeline per rank (exact): " + E.iv.length / 6 + " regions, " + E.msgs.length / 5 + " messages shown, " + E.colls.length / 4 + " collectives");
 	} else {
-		heat(f, { rows: nr, cols: E.bins.n, q: b64(E.bins.q), x0: E.e0, x1: E.e1, label: rl, map: function (v) { var fr = (v & 127) / 100; return v & 128 ? [255, Math.round(255 - 200 * fr), Math.round(255 - 200 * fr)] : [Math.round(255 - 40 * fr), Math.round(255 - 150 * fr), Math.round(255 - 230 * fr)]; } });
+		heat(f, { w: 900, rows: nr, cols: E.bins.n, q: b64(E.bins.q), x0: E.e0, x1: E.e1, label: rl, map: function (v) { var fr = (v & 127) / 100; return v & 128 ? [255, Math.round(255 - 200 * fr), Math.round(255 - 200 * fr)] : [Math.round(255 - 40 * fr), Math.round(255 - 150 * fr), Math.round(255 - 230 * fr)]; } });
 		caption(f, "Timeline per rank (binned, " + E.bins.n + " bins): colour = fraction of time in MPI (orange p2p, red when collectives lead)");
 	}
 	var regs = [];
@@ -256,16 +259,19 @@ function eventsSection(root, st) {
 		box.textContent = "";
 		var lf = figure(box, "phase-load");
 		s = sv("svg", { width: W, height: H }, lf);
-		bw = (W - 60) / nr;
-		for (k = 0; k < nr; k++) sv("rect", { x: 50 + k * bw, y: 10 + (1 - p.loads[k] / mx) * (H - 40), width: Math.max(0.5, bw - 1), height: p.loads[k] / mx * (H - 40), fill: k === p.argmax ? "#d62728" : "#1f77b4", "class": "bar" }, s);
+		/* at most 512 bars: each the largest load of its group of ranks */
+		var nb = Math.min(nr, 512), bars = new Array(nb).fill(0), hot = Math.floor(p.argmax * nb / nr);
+		for (k = 0; k < nr; k++) { var gi = Math.floor(k * nb / nr); bars[gi] = Math.max(bars[gi], p.loads[k]); }
+		bw = (W - 60) / nb;
+		for (k = 0; k < nb; k++) sv("rect", { x: 50 + k * bw, y: 10 + (1 - bars[k] / mx) * (H - 40), width: Math.max(0.5, bw - 1), height: bars[k] / mx * (H - 40), fill: k === hot ? "#d62728" : "#1f77b4", "class": "bar" }, s);
 		sv("line", { x1: 50, x2: W - 10, y1: 10 + (1 - p.mean / mx) * (H - 40), y2: 10 + (1 - p.mean / mx) * (H - 40), stroke: "#000", "stroke-dasharray": "4 3" }, s);
 		sv("text", { x: 46, y: 14, "text-anchor": "end" }, s, fmt(mx));
 		sv("text", { x: 46, y: H - 30, "text-anchor": "end" }, s, "0");
-		sv("text", { x: 50 + (W - 60) / 2, y: H - 10, "text-anchor": "middle" }, s, "rank (" + nr + "), dashed = mean");
+		sv("text", { x: 50 + (W - 60) / 2, y: H - 10, "text-anchor": "middle" }, s, "rank (" + nr + (nb < nr ? ", " + nb + " bars of the group maximum" : "") + "), dashed = mean");
 		caption(lf, "Load per rank, phase " + p.id + ": imbalance " + fmt(p.imb));
 		var mf = figure(box, "comm-matrix"), D = E.D, q = new Uint8Array(D * D), m = Math.max.apply(null, p.mat.concat([0]));
 		for (k = 0; k < D * D; k++) q[k] = p.mat[k] > 0 ? Math.round(p.mat[k] / m * 254) : 255;
-		heat(mf, { rows: D, cols: D, q: q, x0: 0, x1: 0, label: function (k) { return E.matrix === "rank" ? rl(k) : "nodes " + k; } });
+		heat(mf, { rows: D, cols: D, q: q, x0: 0, x1: 0, label: function (k) { return E.matrix === "rank" ? rl(k) : D === E.evnodes.length ? E.evnodes[k] : "node group " + k; } });
 		caption(mf, "Bytes sent, phase " + p.id + " (row: sender " + E.matrix + ", column: receiver; max " + fmt(m) + " B)");
 	}
 	sel.onchange = show;
