@@ -17,11 +17,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: sh5merge events JOB.h5 -o OUT.csv [--raw] [--step S]\n"
+"Usage: sh5merge events [-i] JOB.h5 -o OUT.csv [--raw] [--step S]\n"
 "\n"
 "Write the application events of one step of a job file as an event\n"
 "trace (CSV, version 1: see `sh5merge sync`).\n"
 "\n"
+"  -i, --input FILE    the job file (or as the only argument)\n"
 "  -o, --output FILE   where to write the trace (required)\n"
 "  -r, --raw           the times as recorded (each node's own clock), with\n"
 "                      the nodes' clock-offset measurements as OFFSET lines;\n"
@@ -87,12 +88,13 @@ int cmd_events(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
+		{ "input", required_argument, NULL, 'i' },
 		{ "raw", no_argument, NULL, 'r' },
 		{ "step", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *in, *out = NULL, *step = NULL;
+	const char *in = NULL, *out = NULL, *step = NULL;
 	struct sh5_error err = { "" };
 	struct sh5_evstep *s = NULL;
 	char **steps = NULL;
@@ -102,10 +104,13 @@ int cmd_events(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:rs:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:i:rs:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
+			break;
+		case 'i':
+			in = optarg;
 			break;
 		case 'r':
 			raw = 1;
@@ -123,13 +128,15 @@ int cmd_events(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc - 1 || !out) {
-		fprintf(stderr, "sh5merge: events: %s\n", optind != argc - 1 ?
+	if (optind != argc - (in ? 0 : 1) || !out) {
+		fprintf(stderr, "sh5merge: events: %s\n",
+			optind != argc - (in ? 0 : 1) ?
 			"want exactly one job file" : "-o OUT.csv is required");
 		usage(stderr);
 		return 2;
 	}
-	in = argv[optind];
+	if (!in)
+		in = argv[optind];
 	sh5_error_h5_silence();
 	if ((f = H5Fopen(in, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
 		cli_error(in, "cannot open as an HDF5 file");

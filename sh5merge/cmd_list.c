@@ -10,6 +10,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "events/jobevents.h"
 #include "error.h"
 #include "jobfile.h"
 #include "merge_integ.h"
@@ -151,6 +152,20 @@ int cmd_list(int argc, char **argv)
 				H5Gclose(g);
 			}
 			printf("\n");
+			if ((g = H5Gopen2(f, np, H5P_DEFAULT)) >= 0) {
+				size_t et;
+				uint64_t en;
+				int es;
+
+				sh5_evstep_count(g, &et, &en, &es);
+				if (et)
+					printf("  events: %zu task%s, %" PRIu64
+					       " events%s\n", et,
+					       et == 1 ? "" : "s", en, es ?
+					       " (corrected: SyncTimeNs)" :
+					       "");
+				H5Gclose(g);
+			}
 			snprintf(last_step, sizeof(last_step), "%s", e->step);
 			last_node[0] = '\0';
 			last_kind[0] = '\0';

@@ -54,8 +54,9 @@ static herr_t node_cb(hid_t g, const char *name, const H5L_info_t *li,
 			snprintf(w->cur.path, sizeof(w->cur.path), "%s", name);
 		return push(w) < 0 ? -1 : 0;
 	}
+	/* Totals and the application events are not series. */
 	if (oi.type == H5O_TYPE_GROUP && w->depth == 0 &&
-	    strcmp(name, "Totals")) {
+	    strcmp(name, "Totals") && strcmp(name, "Events")) {
 		herr_t rc;
 
 		snprintf(w->cur.parent, sizeof(w->cur.parent), "%s", name);

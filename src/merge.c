@@ -899,8 +899,9 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 	f->usable = 1;
 	f->status = "merged";
 	f->kind = ns->kind;
-	if (m->o->hooks && m->o->hooks->probe)
-	{
+	/* probe's value may be a mask of what it found (mergesync.c:
+	 * measurements, events); any > 0 is a hit. */
+	if (m->o->hooks && m->o->hooks->probe) {
 		int hit = m->o->hooks->probe(m->o->hooks->arg, ns->node);
 
 		f->probe_hit = hit > 0 ? hit : 0;

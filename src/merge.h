@@ -84,12 +84,13 @@ struct sh5_merge_hooks {
 	int (*finish)(void *arg, hid_t fout, struct sh5_error *errp);
 	void *arg;
 	/* In the first pass (a checking child process), for each input
-	 * that opens: in_node is its node group.  Returns 1 when the file
-	 * holds what the hooks look for (clock-offset measurements), else
-	 * 0.  Lets the hooks decide without opening every file again. */
+	 * that opens: in_node is its node group.  Returns > 0 when the file
+	 * holds what the hooks look for (a mask: mergesync.c returns 1 for
+	 * clock-offset measurements, 2 for events), else 0.  Lets the hooks
+	 * decide without opening every file again. */
 	int (*probe)(void *arg, hid_t in_node);
-	/* After the first pass: any != 0 when probe returned 1 for some
-	 * input.  Returns 1 when node_begin may return 1, 0 when it never
+	/* After the first pass: any is the OR of what probe returned for
+	 * the usable inputs.  Returns 1 when node_begin may return 1, 0 when it never
 	 * will, -1 to stop the merge (errp set). */
 	int (*checked)(void *arg, int any, struct sh5_error *errp);
 	/* Without checked: set when node_begin never returns 1.  When no

@@ -1,369 +1,23 @@
-/* jobevents.c - see jobevents.h.
+/* jobevents.c - see jobevents.h: reading a step's events, the checks
+ * that tie them together (world ranks, communicators, ids).  The HDF5
+ * helpers are in jobevents_h5.c (jobevents_int.h).
  *
  * Everything read here was written from data a task produced: every
  * dataset's type, shape and size is checked before it is read, and every
- * id a record uses must have its definition.  The HDF5 types are built
- * here by member name (HDF5 converts compounds by name), so reading does
- * not depend on the writer's code.
+ * id a record uses must have its definition.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "events/jobevents.h"
-#include "merge.h"	/* sh5_step_cmp() */
+#include "events/jobevents_int.h"
 #include "mergesync.h"	/* sh5_clock_points_read(): --sync offset's filter */
 #include "reader.h"	/* sh5_attr_get_int(), sh5_attr_get_str() */
 #include "trace.h"	/* sh5_trace_op_class() */
-
-/* Sizes beyond these are refused as damage, not allocated. */
-#define MAX_RECS (UINT64_C(1) << 28)	/* per task: 10 GiB of records */
-#define MAX_ROWS (UINT64_C(1) << 24)	/* Regions, Comms, CommMembers */
-#define MAX_LINKS 1000000		/* names in Nodes/, Events/ */
-
-/* ------------------------------------------------------------------ */
-/* Memory types, by member name. */
-
-static hid_t str_type(size_t n)
-{
-	hid_t t = H5Tcopy(H5T_C_S1);
-
-	if (t < 0)
-		return -1;
-	if (H5Tset_size(t, n) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0) {
-		H5Tclose(t);
-		return -1;
-	}
-	return t;
-}
-
-struct member {
-	const char *name;
-	size_t off;
-	hid_t type;		/* native type, or 0: string of size */
-	size_t size;
-	H5T_class_t cls;	/* what the file member must be */
-};
-
-static hid_t mem_type(size_t size, const struct member *m, size_t n)
-{
-	hid_t t = H5Tcreate(H5T_COMPOUND, size);
-	size_t i;
-
-	if (t < 0)
-		return -1;
-	for (i = 0; i < n; i++) {
-		hid_t mt = m[i].type ? m[i].type : str_type(m[i].size);
-		herr_t rc;
-
-		if (mt < 0)
-			goto error;
-		rc = H5Tinsert(t, m[i].name, m[i].off, mt);
-		if (!m[i].type)
-			H5Tclose(mt);
-		if (rc < 0)
-			goto error;
-	}
-	return t;
-error:
-	H5Tclose(t);
-	return -1;
-}
-
-#define M(st, f, name, ty, cl) { name, offsetof(st, f), ty, 0, cl }
-
-static const struct member *rec_members(size_t *n)
-{
-	static struct member m[9];
-
-	m[0] = (struct member)M(struct sh5ev_rec, time_ns, "TimeNs",
-				H5T_NATIVE_INT64, H5T_INTEGER);
-	m[1] = (struct member)M(struct sh5ev_rec, kind, "Kind",
-				H5T_NATIVE_UINT8, H5T_INTEGER);
-	m[2] = (struct member)M(struct sh5ev_rec, op, "Op", H5T_NATIVE_UINT8,
-				H5T_INTEGER);
-	m[3] = (struct member)M(struct sh5ev_rec, flags, "Flags",
-				H5T_NATIVE_UINT16, H5T_INTEGER);
-	m[4] = (struct member)M(struct sh5ev_rec, id, "Id", H5T_NATIVE_UINT32,
-				H5T_INTEGER);
-	m[5] = (struct member)M(struct sh5ev_rec, peer, "Peer",
-				H5T_NATIVE_INT32, H5T_INTEGER);
-	m[6] = (struct member)M(struct sh5ev_rec, tag, "Tag", H5T_NATIVE_INT32,
-				H5T_INTEGER);
-	m[7] = (struct member)M(struct sh5ev_rec, bytes, "Bytes",
-				H5T_NATIVE_UINT64, H5T_INTEGER);
-	m[8] = (struct member)M(struct sh5ev_rec, value, "Value",
-				H5T_NATIVE_DOUBLE, H5T_FLOAT);
-	*n = 9;
-	return m;
-}
-
-static const struct member *region_members(size_t *n)
-{
-	static struct member m[4];
-
-	m[0] = (struct member)M(struct sh5_evstore_region, task, "Task",
-				H5T_NATIVE_UINT32, H5T_INTEGER);
-	m[1] = (struct member)M(struct sh5_evstore_region, region, "Region",
-				H5T_NATIVE_UINT32, H5T_INTEGER);
-	m[2] = (struct member)M(struct sh5_evstore_region, flags, "Flags",
-				H5T_NATIVE_UINT32, H5T_INTEGER);
-	m[3] = (struct member){ "Name",
-				offsetof(struct sh5_evstore_region, name), 0,
-				SH5EV_NAME_MAX + 1, H5T_STRING };
-	*n = 4;
-	return m;
-}
-
-static const struct member *comm_members(size_t *n)
-{
-	static struct member m[5];
-
-	m[0] = (struct member)M(struct sh5_evstore_comm, task, "Task",
-				H5T_NATIVE_UINT32, H5T_INTEGER);
-	m[1] = (struct member)M(struct sh5_evstore_comm, local, "Local",
-				H5T_NATIVE_UINT32, H5T_INTEGER);
-	m[2] = (struct member)M(struct sh5_evstore_comm, global, "Global",
-				H5T_NATIVE_UINT64, H5T_INTEGER);
-	m[3] = (struct member)M(struct sh5_evstore_comm, size, "Size",
-				H5T_NATIVE_INT32, H5T_INTEGER);
-	m[4] = (struct member)M(struct sh5_evstore_comm, rank, "Rank",
-				H5T_NATIVE_INT32, H5T_INTEGER);
-	*n = 5;
-	return m;
-}
-
-static const struct member *cmember_members(size_t *n)
-{
-	static struct member m[3];
-
-	m[0] = (struct member)M(struct sh5_evstore_member, global, "Global",
-				H5T_NATIVE_UINT64, H5T_INTEGER);
-	m[1] = (struct member)M(struct sh5_evstore_member, rank, "Rank",
-				H5T_NATIVE_INT32, H5T_INTEGER);
-	m[2] = (struct member)M(struct sh5_evstore_member, world_rank,
-				"WorldRank", H5T_NATIVE_INT32, H5T_INTEGER);
-	*n = 3;
-	return m;
-}
-
-/*
- * Read the 1-D compound dataset name of g (HDF5 path shown as path) into
- * a new array of *n records of size bytes, after checking that the file
- * type has every member with its class and that there are at most max
- * rows.  Returns the array (NULL with *n 0 for an empty dataset), or
- * NULL with errp set and *n == (size_t)-1.
- */
-static void *read_compound(hid_t g, const char *name, const char *path,
-			   size_t size, const struct member *m, size_t nm,
-			   uint64_t max, size_t *n, struct sh5_error *errp)
-{
-	hid_t d = -1, ft = -1, sp = -1, mt = -1;
-	hsize_t dims[1] = { 0 };
-	void *buf = NULL;
-	size_t i;
-
-	*n = (size_t)-1;
-	if ((d = H5Dopen2(g, name, H5P_DEFAULT)) < 0) {
-		sh5_errprintf_h5(errp, "%s: not a readable dataset", path);
-		goto error;
-	}
-	if ((ft = H5Dget_type(d)) < 0 || H5Tget_class(ft) != H5T_COMPOUND) {
-		sh5_errprintf(errp, "%s: wrong type (not a compound)", path);
-		goto error;
-	}
-	for (i = 0; i < nm; i++) {
-		int k = H5Tget_member_index(ft, m[i].name);
-
-		if (k < 0 || H5Tget_member_class(ft, (unsigned)k) != m[i].cls) {
-			sh5_errprintf(errp, "%s: wrong type (member %s %s)",
-				      path, m[i].name,
-				      k < 0 ? "missing" : "of the wrong class");
-			goto error;
-		}
-	}
-	if ((sp = H5Dget_space(d)) < 0 ||
-	    H5Sget_simple_extent_ndims(sp) != 1 ||
-	    H5Sget_simple_extent_dims(sp, dims, NULL) != 1) {
-		sh5_errprintf(errp, "%s: wrong shape (not one-dimensional)",
-			      path);
-		goto error;
-	}
-	if (dims[0] > max) {
-		sh5_errprintf(errp, "%s: claims %llu rows, more than the "
-			      "%llu accepted", path,
-			      (unsigned long long)dims[0],
-			      (unsigned long long)max);
-		goto error;
-	}
-	if (dims[0] == 0) {
-		*n = 0;
-		goto out;
-	}
-	if (!(buf = calloc((size_t)dims[0], size))) {
-		sh5_errprintf(errp, "%s: out of memory for %llu rows", path,
-			      (unsigned long long)dims[0]);
-		goto error;
-	}
-	if ((mt = mem_type(size, m, nm)) < 0 ||
-	    H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-		sh5_errprintf_h5(errp, "%s: unreadable", path);
-		goto error;
-	}
-	*n = (size_t)dims[0];
-	goto out;
-error:
-	free(buf);
-	buf = NULL;
-	if (!errno)
-		errno = EINVAL;
-out:
-	if (mt >= 0)
-		H5Tclose(mt);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (ft >= 0)
-		H5Tclose(ft);
-	if (d >= 0)
-		H5Dclose(d);
-	return buf;
-}
-
-/* dst = a "/" b [ "/" c ], cut to len (paths in messages only). */
-static void join(char *dst, size_t len, const char *a, const char *b,
-		 const char *c)
-{
-	const char *p[3] = { a, b, c };
-	size_t i, n = 0;
-
-	for (i = 0; i < 3 && p[i] && len; i++) {
-		size_t l = strlen(p[i]);
-
-		if (i && n + 1 < len)
-			dst[n++] = '/';
-		if (l > len - 1 - n)
-			l = len - 1 - n;
-		memcpy(dst + n, p[i], l);
-		n += l;
-	}
-	if (len)
-		dst[n < len ? n : len - 1] = '\0';
-}
-
-/* ------------------------------------------------------------------ */
-
-struct names {
-	char **v;
-	size_t n, cap;
-	int over;
-};
-
-static herr_t name_cb(hid_t g, const char *name, const H5L_info_t *info,
-		      void *arg)
-{
-	struct names *nm = arg;
-	char *s;
-
-	(void)g;
-	(void)info;
-	if (nm->n >= MAX_LINKS) {
-		nm->over = 1;
-		return 1;
-	}
-	if (nm->n == nm->cap) {
-		size_t c = nm->cap ? nm->cap * 2 : 16;
-		char **v = realloc(nm->v, c * sizeof(*v));
-
-		if (!v)
-			return -1;
-		nm->v = v;
-		nm->cap = c;
-	}
-	if (!(s = strdup(name)))
-		return -1;
-	nm->v[nm->n++] = s;
-	return 0;
-}
-
-static void names_free(struct names *nm)
-{
-	size_t i;
-
-	for (i = 0; i < nm->n; i++)
-		free(nm->v[i]);
-	free(nm->v);
-	memset(nm, 0, sizeof(*nm));
-}
-
-static int names_list(hid_t g, const char *path, struct names *nm,
-		      struct sh5_error *errp)
-{
-	hsize_t idx = 0;
-
-	memset(nm, 0, sizeof(*nm));
-	if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, name_cb, nm) <
-	    0) {
-		names_free(nm);
-		errno = errno ? errno : EIO;
-		return sh5_errprintf_h5(errp, "%s: cannot list its members",
-					path);
-	}
-	if (nm->over) {
-		names_free(nm);
-		errno = EFBIG;
-		return sh5_errprintf(errp, "%s: more than %d members", path,
-				     MAX_LINKS);
-	}
-	return 0;
-}
-
-/* Link name as a task id: decimal, no sign, fits uint32. */
-static int task_name(const char *s, uint32_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v > UINT32_MAX)
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
-}
-
-static int obj_type(hid_t g, const char *name)
-{
-	H5O_info_t oi;
-
-	if (H5Lexists(g, name, H5P_DEFAULT) <= 0)
-		return -2;
-	if (H5Oget_info_by_name2(g, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) <
-	    0)
-		return -1;
-	return (int)oi.type;
-}
-
-static void warnf(struct sh5_evstep *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void warnf(struct sh5_evstep *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (s->nwarnings < sizeof(s->warning) / sizeof(s->warning[0])) {
-		va_start(ap, fmt);
-		vsnprintf(s->warning[s->nwarnings], sizeof(s->warning[0]), fmt,
-			  ap);
-		va_end(ap);
-	}
-	s->nwarnings++;
-}
 
 /* Reading state beyond the step itself. */
 struct rd {
@@ -397,7 +51,7 @@ static int read_task(struct rd *r, hid_t ev, const char *name, uint32_t id,
 		     const char *evpath, uint32_t ni, struct sh5_error *errp)
 {
 	struct sh5_evtask *t;
-	const struct member *m;
+	const struct sh5_jev_member *m;
 	size_t nm, n;
 	long long v;
 	hid_t d;
@@ -409,9 +63,9 @@ static int read_task(struct rd *r, hid_t ev, const char *name, uint32_t id,
 	t->task = id;
 	t->node = ni;
 	t->world_rank = -1;
-	join(t->path, sizeof(t->path), evpath, name, NULL);
-	m = rec_members(&nm);
-	t->ev = read_compound(ev, name, t->path, sizeof(struct sh5ev_rec), m,
+	sh5_jev_join(t->path, sizeof(t->path), evpath, name, NULL);
+	m = sh5_jev_rec_members(&nm);
+	t->ev = sh5_jev_read_compound(ev, name, t->path, sizeof(struct sh5ev_rec), m,
 			      nm, MAX_RECS, &n, errp);
 	if (n == (size_t)-1)
 		return -1;
@@ -419,7 +73,7 @@ static int read_task(struct rd *r, hid_t ev, const char *name, uint32_t id,
 	r->s->nev += n;
 	if ((d = H5Dopen2(ev, name, H5P_DEFAULT)) >= 0) {
 		if (sh5_attr_get_int(d, "Task", &v) == 0 && v != (long long)id)
-			warnf(r->s, "%s: attribute Task is %lld", t->path, v);
+			sh5_jev_warnf(r->s, "%s: attribute Task is %lld", t->path, v);
 		H5Dclose(d);
 	}
 	return 0;
@@ -449,24 +103,24 @@ static int assign_defs(struct rd *r, size_t from, hid_t ev,
 {
 	struct sh5_evstep *s = r->s;
 	char path[320];
-	const struct member *m;
+	const struct sh5_jev_member *m;
 	struct sh5_evstore_region *reg = NULL;
 	struct sh5_evstore_comm *com = NULL;
 	size_t nm, nreg = 0, ncom = 0, i;
 	int rc = -1;
 
 	if (H5Lexists(ev, "Regions", H5P_DEFAULT) > 0) {
-		join(path, sizeof(path), evpath, "Regions", NULL);
-		m = region_members(&nm);
-		reg = read_compound(ev, "Regions", path, sizeof(*reg), m, nm,
+		sh5_jev_join(path, sizeof(path), evpath, "Regions", NULL);
+		m = sh5_jev_region_members(&nm);
+		reg = sh5_jev_read_compound(ev, "Regions", path, sizeof(*reg), m, nm,
 				    MAX_ROWS, &nreg, errp);
 		if (nreg == (size_t)-1)
 			goto out;
 	}
 	if (H5Lexists(ev, "Comms", H5P_DEFAULT) > 0) {
-		join(path, sizeof(path), evpath, "Comms", NULL);
-		m = comm_members(&nm);
-		com = read_compound(ev, "Comms", path, sizeof(*com), m, nm,
+		sh5_jev_join(path, sizeof(path), evpath, "Comms", NULL);
+		m = sh5_jev_comm_members(&nm);
+		com = sh5_jev_read_compound(ev, "Comms", path, sizeof(*com), m, nm,
 				    MAX_ROWS, &ncom, errp);
 		if (ncom == (size_t)-1)
 			goto out;
@@ -480,7 +134,7 @@ static int assign_defs(struct rd *r, size_t from, hid_t ev,
 		if (t)
 			t->nregions++;
 		else
-			warnf(s, "%s/Regions: row %zu names task %" PRIu32
+			sh5_jev_warnf(s, "%s/Regions: row %zu names task %" PRIu32
 			      " without events on this node", evpath, i,
 			      reg[i].task);
 	}
@@ -490,7 +144,7 @@ static int assign_defs(struct rd *r, size_t from, hid_t ev,
 		if (t)
 			t->ncomms++;
 		else
-			warnf(s, "%s/Comms: row %zu names task %" PRIu32
+			sh5_jev_warnf(s, "%s/Comms: row %zu names task %" PRIu32
 			      " without events on this node", evpath, i,
 			      com[i].task);
 	}
@@ -554,15 +208,15 @@ static int read_members(struct rd *r, size_t from, hid_t ev,
 			const char *evpath, struct sh5_error *errp)
 {
 	char path[320];
-	const struct member *m;
+	const struct sh5_jev_member *m;
 	struct sh5_evstore_member *mem, *v;
 	size_t nm, n, i, k;
 
 	if (H5Lexists(ev, "CommMembers", H5P_DEFAULT) <= 0)
 		return 0;
-	join(path, sizeof(path), evpath, "CommMembers", NULL);
-	m = cmember_members(&nm);
-	mem = read_compound(ev, "CommMembers", path, sizeof(*mem), m, nm,
+	sh5_jev_join(path, sizeof(path), evpath, "CommMembers", NULL);
+	m = sh5_jev_cmember_members(&nm);
+	mem = sh5_jev_read_compound(ev, "CommMembers", path, sizeof(*mem), m, nm,
 			    MAX_ROWS, &n, errp);
 	if (n == (size_t)-1)
 		return -1;
@@ -625,7 +279,7 @@ static int read_sync(struct rd *r, size_t from, hid_t ev, const char *evpath,
 		hsize_t dims[1] = { 0 };
 
 		snprintf(name, sizeof(name), "%" PRIu32, t->task);
-		join(path, sizeof(path), evpath, SH5_EVSTORE_SYNC, name);
+		sh5_jev_join(path, sizeof(path), evpath, SH5_EVSTORE_SYNC, name);
 		if (H5Lexists(g, name, H5P_DEFAULT) <= 0)
 			continue;
 		if ((d = H5Dopen2(g, name, H5P_DEFAULT)) < 0 ||
@@ -681,7 +335,7 @@ static int read_node(struct rd *r, hid_t nodes, const char *nodes_path,
 	struct sh5_evstep *s = r->s;
 	char npath[256], evpath[300], why[128] = "";
 	struct sh5_clock_points cp;
-	struct names nm = { 0 };
+	struct sh5_jev_names nm = { 0 };
 	struct sh5_evnode *node;
 	hid_t g = -1, ev = -1;
 	size_t from = s->ntasks, i;
@@ -689,11 +343,11 @@ static int read_node(struct rd *r, hid_t nodes, const char *nodes_path,
 	uint32_t ni, id;
 	int rc = -1, ty;
 
-	join(npath, sizeof(npath), nodes_path, name, NULL);
-	join(evpath, sizeof(evpath), npath, SH5_EVSTORE_GROUP, NULL);
+	sh5_jev_join(npath, sizeof(npath), nodes_path, name, NULL);
+	sh5_jev_join(evpath, sizeof(evpath), npath, SH5_EVSTORE_GROUP, NULL);
 	if ((g = H5Gopen2(nodes, name, H5P_DEFAULT)) < 0)
 		return 0;	/* not a group: not a node */
-	ty = obj_type(g, SH5_EVSTORE_GROUP);
+	ty = sh5_jev_obj_type(g, SH5_EVSTORE_GROUP);
 	if (ty == -2) {
 		rc = 0;
 		goto out;
@@ -731,22 +385,22 @@ static int read_node(struct rd *r, hid_t nodes, const char *nodes_path,
 			     sizeof(node->name)) < 0)
 		snprintf(node->name, sizeof(node->name), "%s", name);
 	if (sh5_clock_points_read(g, &cp, why, sizeof(why)) < 0) {
-		warnf(s, "%s: %s: no OFFSET lines for its tasks", npath, why);
+		sh5_jev_warnf(s, "%s: %s: no OFFSET lines for its tasks", npath, why);
 	} else {
 		node->noff = cp.n;
 		node->off = cp.pts;
 		node->off_rtt = cp.rtt;
 	}
-	if (names_list(ev, evpath, &nm, errp) < 0)
+	if (sh5_jev_names_list(ev, evpath, &nm, errp) < 0)
 		goto out;
 	for (i = 0; i < nm.n; i++) {
 		const char *n = nm.v[i];
 
-		if (task_name(n, &id) < 0) {
+		if (sh5_jev_task_name(n, &id) < 0) {
 			if (strcmp(n, "Regions") && strcmp(n, "Comms") &&
 			    strcmp(n, "CommMembers") &&
 			    strcmp(n, SH5_EVSTORE_SYNC))
-				warnf(s, "%s/%s: not an events dataset; left "
+				sh5_jev_warnf(s, "%s/%s: not an events dataset; left "
 				      "out", evpath, n);
 			continue;
 		}
@@ -759,7 +413,7 @@ static int read_node(struct rd *r, hid_t nodes, const char *nodes_path,
 		goto out;
 	rc = 0;
 out:
-	names_free(&nm);
+	sh5_jev_names_free(&nm);
 	if (ev >= 0)
 		H5Gclose(ev);
 	H5Gclose(g);
@@ -796,44 +450,76 @@ static int set_ranks(struct sh5_evstep *s, struct sh5_error *errp)
 				break;
 			}
 	}
-	for (i = 0; i < s->ntasks; i++)
-		for (k = i + 1; k < s->ntasks; k++)
-			if (s->tasks[i].world_rank >= 0 &&
-			    s->tasks[i].world_rank == s->tasks[k].world_rank) {
-				errno = EINVAL;
-				return sh5_errprintf(errp, "%s: world rank %"
-					PRId32 " is also task %" PRIu32 "'s",
-					s->tasks[k].path,
-					s->tasks[k].world_rank,
-					s->tasks[i].task);
-			}
+	/* A map world rank -> location when the ranks are dense enough
+	 * (they are 0..n-1 in a sane step), else a search per lookup. */
+	for (i = 0, k = 0; i < s->ntasks; i++)
+		if (s->tasks[i].world_rank >= 0 &&
+		    (size_t)s->tasks[i].world_rank + 1 > k)
+			k = (size_t)s->tasks[i].world_rank + 1;
+	if (k && k <= 4 * s->ntasks + 1024 &&
+	    (s->rank_loc = malloc(k * sizeof(*s->rank_loc)))) {
+		s->nrank_loc = k;
+		for (i = 0; i < k; i++)
+			s->rank_loc[i] = -1;
+	}
+	for (i = 0; i < s->ntasks; i++) {
+		int32_t r = s->tasks[i].world_rank;
+		int64_t other = -1;
+
+		if (r < 0)
+			continue;
+		if (s->rank_loc) {
+			other = s->rank_loc[r];
+			s->rank_loc[r] = s->tasks[i].task;
+		} else {
+			for (k = 0; k < i; k++)
+				if (s->tasks[k].world_rank == r)
+					other = s->tasks[k].task;
+		}
+		if (other >= 0) {
+			errno = EINVAL;
+			return sh5_errprintf(errp, "%s: world rank %" PRId32
+					     " is also task %" PRId64 "'s",
+					     s->tasks[i].path, r, other);
+		}
+	}
 	return 0;
+}
+
+/* Location of world rank r >= 0 from a RANK record, or -1. */
+static int64_t ranked(const struct sh5_evstep *s, int32_t r)
+{
+	size_t i;
+
+	if (s->rank_loc)
+		return (size_t)r < s->nrank_loc ? s->rank_loc[r] : -1;
+	for (i = 0; i < s->ntasks; i++)
+		if (s->tasks[i].world_rank == r)
+			return s->tasks[i].task;
+	return -1;
 }
 
 int64_t sh5_evstep_loc(const struct sh5_evstep *s, int32_t r)
 {
-	size_t i;
+	int64_t l;
 
 	if (r < 0)
 		return -1;
-	for (i = 0; i < s->ntasks; i++)
-		if (s->tasks[i].world_rank == r)
-			return s->tasks[i].task;
-	return r;
+	l = ranked(s, r);
+	return l >= 0 ? l : r;
 }
 
 /* Same, warning once about the fallback. */
 static int64_t loc_of(struct sh5_evstep *s, int32_t r, int *warned)
 {
-	size_t i;
+	int64_t l;
 
 	if (r < 0)
 		return -1;
-	for (i = 0; i < s->ntasks; i++)
-		if (s->tasks[i].world_rank == r)
-			return s->tasks[i].task;
+	if ((l = ranked(s, r)) >= 0)
+		return l;
 	if (!*warned) {
-		warnf(s, "world rank %" PRId32 " has no RANK record: taken as "
+		sh5_jev_warnf(s, "world rank %" PRId32 " has no RANK record: taken as "
 		      "task %" PRId32, r, r);
 		*warned = 1;
 	}
@@ -1134,7 +820,7 @@ struct sh5_evstep *sh5_evstep_read(hid_t step, const char *step_name,
 {
 	struct sh5_evstep *s;
 	struct rd r = { 0 };
-	struct names nm = { 0 };
+	struct sh5_jev_names nm = { 0 };
 	char path[128];
 	hid_t nodes = -1;
 	size_t i;
@@ -1146,7 +832,7 @@ struct sh5_evstep *sh5_evstep_read(hid_t step, const char *step_name,
 	}
 	r.s = s;
 	snprintf(s->step, sizeof(s->step), "%s", step_name);
-	join(path, sizeof(path), "/Steps", step_name, "Nodes");
+	sh5_jev_join(path, sizeof(path), "/Steps", step_name, "Nodes");
 	if (H5Lexists(step, "Nodes", H5P_DEFAULT) <= 0)
 		return s;
 	if ((nodes = H5Gopen2(step, "Nodes", H5P_DEFAULT)) < 0) {
@@ -1154,7 +840,7 @@ struct sh5_evstep *sh5_evstep_read(hid_t step, const char *step_name,
 		sh5_errprintf(errp, "%s: not a group", path);
 		goto error;
 	}
-	if (names_list(nodes, path, &nm, errp) < 0)
+	if (sh5_jev_names_list(nodes, path, &nm, errp) < 0)
 		goto error;
 	for (i = 0; i < nm.n; i++)
 		if (read_node(&r, nodes, path, nm.v[i], errp) < 0)
@@ -1167,12 +853,12 @@ struct sh5_evstep *sh5_evstep_read(hid_t step, const char *step_name,
 	for (i = 0; i < s->ntasks; i++)
 		if (!s->tasks[i].sync)
 			s->synced = 0;
-	names_free(&nm);
+	sh5_jev_names_free(&nm);
 	free(r.mem);
 	H5Gclose(nodes);
 	return s;
 error:
-	names_free(&nm);
+	sh5_jev_names_free(&nm);
 	free(r.mem);
 	if (nodes >= 0)
 		H5Gclose(nodes);
@@ -1180,86 +866,6 @@ error:
 	if (!errno)
 		errno = EINVAL;
 	return NULL;
-}
-
-static int step_cmp(const void *pa, const void *pb)
-{
-	return sh5_step_cmp(*(char *const *)pa, *(char *const *)pb);
-}
-
-int sh5_evjob_steps(hid_t file, char ***names, size_t *n,
-		    struct sh5_error *errp)
-{
-	struct names st = { 0 }, nd = { 0 };
-	size_t i, k, j = 0;
-	hid_t steps;
-
-	*names = NULL;
-	*n = 0;
-	if (H5Lexists(file, "Steps", H5P_DEFAULT) <= 0)
-		return 0;
-	if ((steps = H5Gopen2(file, "Steps", H5P_DEFAULT)) < 0) {
-		errno = EINVAL;
-		return sh5_errprintf(errp, "/Steps: not a group");
-	}
-	if (names_list(steps, "/Steps", &st, errp) < 0) {
-		H5Gclose(steps);
-		return -1;
-	}
-	for (i = 0; i < st.n; i++) {
-		char path[300];
-		hid_t g;
-		int any = 0;
-
-		join(path, sizeof(path), st.v[i], "Nodes", NULL);
-		if (H5Lexists(steps, st.v[i], H5P_DEFAULT) <= 0 ||
-		    H5Lexists(steps, path, H5P_DEFAULT) <= 0 ||
-		    (g = H5Gopen2(steps, path, H5P_DEFAULT)) < 0) {
-			free(st.v[i]);
-			st.v[i] = NULL;
-			continue;
-		}
-		if (names_list(g, path, &nd, errp) == 0) {
-			for (k = 0; k < nd.n && !any; k++) {
-				hid_t ng = H5Gopen2(g, nd.v[k], H5P_DEFAULT);
-
-				if (ng < 0)
-					continue;
-				any = H5Lexists(ng, SH5_EVSTORE_GROUP,
-						H5P_DEFAULT) > 0;
-				H5Gclose(ng);
-			}
-			names_free(&nd);
-		}
-		H5Gclose(g);
-		if (any) {
-			char *keep = st.v[i];
-
-			st.v[i] = NULL;
-			st.v[j++] = keep;
-		} else {
-			free(st.v[i]);
-			st.v[i] = NULL;
-		}
-	}
-	H5Gclose(steps);
-	qsort(st.v, j, sizeof(*st.v), step_cmp);
-	*names = st.v;
-	*n = j;
-	if (!j) {
-		free(st.v);
-		*names = NULL;
-	}
-	return 0;
-}
-
-void sh5_evjob_steps_free(char **names, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
 }
 
 void sh5_evstep_free(struct sh5_evstep *s)
@@ -1283,5 +889,6 @@ void sh5_evstep_free(struct sh5_evstep *s)
 	free(s->tasks);
 	free(s->nodes);
 	free(s->comms);
+	free(s->rank_loc);
 	free(s);
 }

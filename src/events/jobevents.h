@@ -65,6 +65,9 @@ struct sh5_evstep {
 	int synced;			/* every task has SyncTimeNs */
 	size_t nwarnings;
 	char warning[8][200];		/* the first few */
+	int64_t *rank_loc;		/* internal: world rank -> location,
+					 * -1 none; NULL: search tasks */
+	size_t nrank_loc;
 };
 
 /*
@@ -89,6 +92,14 @@ void sh5_evstep_free(struct sh5_evstep *s);
 int sh5_evjob_steps(hid_t file, char ***names, size_t *n,
 		    struct sh5_error *errp);
 void sh5_evjob_steps_free(char **names, size_t n);
+
+/*
+ * Count the events of step group `step` of a job file without reading
+ * them: *tasks task datasets, *events records (their sizes), *synced 1
+ * when each has its SyncTimeNs.  Unreadable parts are not counted.
+ */
+void sh5_evstep_count(hid_t step, size_t *tasks, uint64_t *events,
+		      int *synced);
 
 /* Location (task id) of world rank r; -1 when unknown. */
 int64_t sh5_evstep_loc(const struct sh5_evstep *s, int32_t r);

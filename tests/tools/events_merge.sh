@@ -66,6 +66,11 @@ $PY "$T/events_check.py" barriers "$W/raw.csv" "$W/sync.csv" \
 $PY "$T/events_check.py" job "$W/job.h5" "$W/sync.csv" "$W/truth.json" &&
 	ok "/Merge records, SyncTimeNs" || bad "job file"
 
+"$SH5MERGE" list -i "$W/job.h5" | grep -q '^  events: 6 tasks, [0-9]* events (corrected: SyncTimeNs)$' &&
+	ok "list: the events line" || bad "list: no events line"
+"$SH5MERGE" events -i "$W/job.h5" -o "$W/sync_i.csv" &&
+	cmp "$W/sync_i.csv" "$W/sync.csv" && ok "events -i" || bad "events -i"
+
 # auto picks clc; none keeps the events (raw only)
 merge "$W/in" "$W/auto.h5" 2>"$W/auto.err" &&
 	grep -q 'sync clc' "$W/auto.err" && ok "auto: clc with events" ||
@@ -73,7 +78,7 @@ merge "$W/in" "$W/auto.h5" 2>"$W/auto.err" &&
 merge "$W/in" "$W/none.h5" --sync none 2>/dev/null &&
 	"$SH5MERGE" events --raw "$W/none.h5" -o "$W/none.csv" &&
 	cmp "$W/none.csv" "$W/raw.csv" &&
-	ok "--sync none: the events copied whole, same raw trace" ||
+	ok "--sync none: the events copied by value, same raw trace" ||
 	bad "--sync none"
 rc=0
 "$SH5MERGE" events "$W/none.h5" -o "$W/none2.csv" 2>"$W/e.err" || rc=$?
@@ -81,6 +86,51 @@ if clean_fail $rc && grep -q 'merge with --sync clc, or use --raw' "$W/e.err" &&
 	[ ! -e "$W/none2.csv" ]
 then ok "events without SyncTimeNs refused"
 else cat "$W/e.err"; bad "events without SyncTimeNs: rc $rc"; fi
+
+# copied whole: bench/gen_job files (checksummed, with totals) given the
+# same Events groups
+GEN=$top_builddir/bench/gen_job
+if [ -x "$GEN" ]; then
+	mkdir -p "$W/whole"
+	"$GEN" -d "$W/whole" -j 4343 -n 3 -t 2 -s 5 -S 0 -f sh5 || exit 1
+	$PY - "$W/in" "$W/whole" <<'EOF2' || exit 1
+import sys, h5py
+for k in (1, 2, 3):
+    with h5py.File("%s/4343_0_node%d.h5" % (sys.argv[1], k), "r") as s, \
+         h5py.File("%s/4343_0_node%d.h5" % (sys.argv[2], k), "r+") as d:
+        s.copy(s["node%d/Events" % k], d["node%d" % k], "Events")
+EOF2
+	if merge "$W/whole" "$W/whole.h5" --sync none 2>"$W/whole.err" &&
+		grep -q '3 copied whole' "$W/whole.err" &&
+		"$SH5MERGE" events --raw "$W/whole.h5" -o "$W/whole.csv" &&
+		$PY "$T/events_check.py" raw "$W/whole.csv" "$W/truth.json" \
+			>/dev/null
+	then ok "copied whole: the events with the node group"
+	else cat "$W/whole.err"; bad "copied whole"; fi
+else
+	echo "note: no bench/gen_job: whole copy not tested"
+fi
+
+# two steps with events: each synchronized; events wants --step
+cp -r "$W/in" "$W/two"
+$PY "$T/events_mkjob.py" "$W/two" --step 1 --nodes 2 --tasks 2 \
+	--iterations 2 --seed 11 --truth "$W/two1.json" || exit 1
+rc=0
+if merge "$W/two" "$W/two.h5" --sync clc 2>"$W/two.err" &&
+	grep -q 'sync clc: 2 of 2 steps with events synchronized' "$W/two.err"
+then
+	"$SH5MERGE" events "$W/two.h5" -o "$W/two.csv" 2>"$W/two.e" || rc=$?
+	if clean_fail $rc && grep -q 'choose one with --step' "$W/two.e" &&
+		"$SH5MERGE" events "$W/two.h5" --step 1 -o "$W/two1.csv" &&
+		"$SH5MERGE" events --raw "$W/two.h5" -s 1 -o "$W/two1r.csv" &&
+		$PY "$T/events_check.py" raw "$W/two1r.csv" "$W/two1.json" \
+			>/dev/null &&
+		$PY "$T/sync_check.py" violations "$W/two1.csv" >/dev/null &&
+		"$SH5MERGE" events "$W/two.h5" --step 0 -o "$W/two0.csv" &&
+		cmp "$W/two0.csv" "$W/sync.csv"
+	then ok "two steps with events"
+	else cat "$W/two.e"; bad "two steps: events"; fi
+else cat "$W/two.err"; bad "two steps: merge"; fi
 
 # world ranks not in task order: mapped through the RANK records
 $PY "$T/events_mkjob.py" "$W/rev" --nodes 2 --tasks 3 --iterations 2 \

@@ -332,7 +332,8 @@ def write_node(a, sim, k, skew, drift, path, damage):
             span = last - first
             recs = []
             for i in range(m):
-                tt = first - 10**6 + (span + 2 * 10**6) * i // (m - 1)
+                # from 1 s before the first event to 1 s after the last
+                tt = first - 10**9 + (span + 2 * 10**9) * i // (m - 1)
                 lo = local_of(tt, skew, drift, sim.t0)
                 err = int(rng.integers(-a.offset_error_ns,
                                        a.offset_error_ns + 1))

@@ -55,7 +55,7 @@ static void put(hid_t loc, const char *name, hid_t type, const void *buf,
 
 /* Damage variants. */
 enum { OK, BAD_TYPE, BAD_REGION, BAD_MEMBERS, HUGE, BAD_KIND, SYNC_SHORT,
-       SYNC_OK };
+       SYNC_OK, DUP_RANK };
 
 /*
  * Node "a" (index 0): task 0 (world rank 1); node "b" (index 1): task 1
@@ -130,6 +130,8 @@ static void make(int damage)
 		r0[1].id = 9;
 	if (damage == BAD_KIND)
 		r1[1].kind = 77;
+	if (damage == DUP_RANK)
+		r1[0].peer = 1;
 
 	snprintf(path, sizeof(path), "/tmp/test_jobevents.%d.h5", (int)getpid());
 	f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
@@ -347,6 +349,8 @@ static const struct {
 	{ BAD_MEMBERS, "/Steps/0/Nodes/a/Events/CommMembers: " },
 	{ HUGE, "/Steps/0/Nodes/a/Events/0: claims 1099511627776 rows" },
 	{ BAD_KIND, "/Steps/0/Nodes/b/Events/1: record 1 (kind 77" },
+	{ DUP_RANK, "/Steps/0/Nodes/b/Events/1: world rank 1 is also task "
+		    "0's" },
 	{ SYNC_SHORT, "/Steps/0/Nodes/a/Events/SyncTimeNs/0: 9 times for "
 		      "10 records" },
 };

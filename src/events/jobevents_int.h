@@ -1,0 +1,73 @@
+/*
+ * jobevents_int.h - internals shared by jobevents.c and jobevents_h5.c
+ * (not an interface: see jobevents.h).
+ */
+#ifndef SH5_JOBEVENTS_INT_H
+#define SH5_JOBEVENTS_INT_H
+
+#include <hdf5.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "events/jobevents.h"
+
+/* Sizes beyond these are refused as damage, not allocated. */
+#define MAX_RECS (UINT64_C(1) << 28)	/* per task: 10 GiB of records */
+#define MAX_ROWS (UINT64_C(1) << 24)	/* Regions, Comms, CommMembers */
+#define MAX_LINKS 1000000		/* names in Nodes/, Events/ */
+
+/* One member of a compound as read: name, offset in the memory struct,
+ * native type (0: a fixed string of size bytes) and the class the file's
+ * member must have. */
+struct sh5_jev_member {
+	const char *name;
+	size_t off;
+	hid_t type;		/* native type, or 0: string of size */
+	size_t size;
+	H5T_class_t cls;	/* what the file member must be */
+};
+
+/* The members of struct sh5ev_rec, sh5_evstore_region, _comm, _member. */
+const struct sh5_jev_member *sh5_jev_rec_members(size_t *n);
+const struct sh5_jev_member *sh5_jev_region_members(size_t *n);
+const struct sh5_jev_member *sh5_jev_comm_members(size_t *n);
+const struct sh5_jev_member *sh5_jev_cmember_members(size_t *n);
+
+/*
+ * Read the 1-D compound dataset name of g (HDF5 path shown as path) into
+ * a new array of *n records of size bytes, after checking that the file
+ * type has every member with its class and that there are at most max
+ * rows.  Returns the array (NULL with *n 0 for an empty dataset), or
+ * NULL with errp set and *n == (size_t)-1.
+ */
+void *sh5_jev_read_compound(hid_t g, const char *name, const char *path,
+			    size_t size, const struct sh5_jev_member *m,
+			    size_t nm, uint64_t max, size_t *n,
+			    struct sh5_error *errp);
+
+/* dst = a "/" b [ "/" c ], cut to len (paths in messages only). */
+void sh5_jev_join(char *dst, size_t len, const char *a, const char *b,
+		  const char *c);
+
+/* The link names of a group, in name order (at most MAX_LINKS). */
+struct sh5_jev_names {
+	char **v;
+	size_t n, cap;
+	int over;
+};
+int sh5_jev_names_list(hid_t g, const char *path, struct sh5_jev_names *nm,
+		       struct sh5_error *errp);
+void sh5_jev_names_free(struct sh5_jev_names *nm);
+
+/* Link name as a task id: decimal, no sign, fits uint32.  0 or -1. */
+int sh5_jev_task_name(const char *s, uint32_t *out);
+
+/* H5O_type_t of g/name, -2 when there is no such link, -1 unreadable. */
+int sh5_jev_obj_type(hid_t g, const char *name);
+
+/* A warning into s->warning (the first few kept, all counted). */
+void sh5_jev_warnf(struct sh5_evstep *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif /* SH5_JOBEVENTS_INT_H */
