@@ -259,6 +259,19 @@ static int p2_chunk(void *arg, const struct sh5_jobread_series *se,
 	return 0;
 }
 
+static int p2_node(void *arg, const struct sh5_jobread_step *st,
+		   const struct sh5_jobread_node *nd, struct sh5_error *errp)
+{
+	struct rs *s = arg;
+
+	(void)st;
+	(void)errp;
+	if (s->r->o.progress)
+		s->r->o.progress(s->r->o.progress_arg, "series",
+				 nd->position, s->r->nnodes);
+	return 0;
+}
+
 static double cell_mean(const struct rf *f, size_t bins, size_t row,
 			size_t b0, size_t b1)
 {
@@ -422,7 +435,8 @@ int rp_series(struct rp *r, const char *step, struct sh5_error *errp)
 {
 	struct sh5_jobread_ops p1 = { .node_begin = p1_node,
 				      .series_begin = p1_series };
-	struct sh5_jobread_ops p2 = { .series_begin = p2_series,
+	struct sh5_jobread_ops p2 = { .node_begin = p2_node,
+				      .series_begin = p2_series,
 				      .chunk = p2_chunk };
 	struct rs s = { .r = r };
 	struct sh5_json *j = r->j;
@@ -440,8 +454,6 @@ int rp_series(struct rp *r, const char *step, struct sh5_error *errp)
 		r->t0 = r->t1 = 0;
 	if (rp_alloc_fields(&s, errp) < 0)
 		goto out;
-	if (r->o.progress)
-		r->o.progress(r->o.progress_arg, "series", 0, 1);
 	if (sh5_jobread_walk(r->jr, step, &p2, &s, errp) < 0)
 		goto out;
 	r->res->nnodes += r->nnodes;
