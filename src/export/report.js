@@ -308,6 +308,17 @@ function summary(root) {
 	var sync = [];
 	for (i = 0; i < D.merge.length; i += 2) if (/Sync|Options|Merge Time|Partial/.test(D.merge[i])) sync.push([D.merge[i], String(D.merge[i + 1])]);
 	table(root, ["", ""], kv, "summary");
+	var tot = [];
+	D.steps.forEach(function (st) {
+		st.series.forEach(function (s) {
+			tot.push([st.name, s.s + "." + s.f, s.delta ? "sum " + fmt(s.stats.sum) + (s.stats.unit ? " " + s.stats.unit : "") : "mean " + fmt(s.stats.mean) + ", max " + fmt(s.stats.max) + (s.u ? " " + s.u : ""), s.n + " " + s.rows + "s"]);
+		});
+	});
+	if (tot.length) {
+		var dt = el("details", {}, root);
+		el("summary", {}, dt, "Totals per series (" + tot.length + " counters)");
+		table(dt, ["step", "counter", "total (delta fields) or mean, max", "rows"], tot, "totals");
+	}
 	el("h3", {}, root, "Synchronization and merge");
 	if (sync.length) table(root, ["", ""], sync, "sync"); else el("p", { "class": "warn" }, root, "No merge or synchronization records (/Merge): times are as recorded.");
 	if (D.nmissing) {

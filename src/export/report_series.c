@@ -26,7 +26,8 @@
 #define RP_LINE_ROWS 16
 
 struct rf {
-	char series[64], field[64], unit[24];
+	char series[64], field[64], unit[24], raw_unit[16];
+	double raw_sum;		/* sum of the recorded values */
 	int delta, task_rows;
 	size_t nrows;
 	float *sum;		/* nrows * bins */
@@ -94,6 +95,8 @@ static void read_units(struct rs *s, const struct sh5_jobread_series *se,
 		if (k < 0)
 			continue;
 		s->f[i].delta = sr->fields[k].kind == SH5_FK_DELTA;
+		snprintf(s->f[i].raw_unit, sizeof(s->f[i].raw_unit), "%s",
+			 sr->fields[k].unit);
 		snprintf(s->f[i].unit, sizeof(s->f[i].unit), "%s%s",
 			 sr->fields[k].unit, s->f[i].delta ? "/s" : "");
 	}
@@ -233,6 +236,7 @@ static int p2_chunk(void *arg, const struct sh5_jobread_series *se,
 			if (s->cur_map[k] < 0 || !isfinite(v))
 				continue;
 			f = &s->f[s->cur_map[k]];
+			f->raw_sum += v;
 			if (f->delta) {
 				if (dt <= 0)
 					continue;
@@ -313,6 +317,9 @@ static int write_field(struct rs *s, struct rf *f, size_t heat_bins,
 	rp_num(j, f->min);
 	sh5_json_key(j, "max");
 	rp_num(j, f->max);
+	sh5_json_key(j, "sum");
+	rp_num(j, f->raw_sum);
+	sh5_json_kv_string(j, "unit", f->raw_unit);
 	sh5_json_object_close(j);
 	/* per bin over rows: min, mean, max of the rows' means */
 	m = malloc(3 * nb * sizeof(double));

@@ -83,6 +83,34 @@ if [ -x "$GEN" ]; then
 	done
 	grep -q 'data-step="1"' "$W/b2/dom.html" && ok "both steps" ||
 		bad "step 1 missing"
+	grep -q 'Totals per series' "$W/b2/dom.html" && ok "totals per series" ||
+		bad "no totals per series"
+	# the report's numbers against the job file (h5py): samples per
+	# counter, sums, min and max
+	$PY - "$W/real.html" "$W/real.h5" <<'PY' && ok "report data equal the job file's" || bad "report data"
+import json, re, sys, h5py, numpy as np
+html = open(sys.argv[1]).read()
+d = json.loads(re.search(r'<script id="data" type="application/json">(.*?)</script>', html, re.S).group(1))
+f = h5py.File(sys.argv[2], "r")
+for st in d["steps"]:
+    for s in st["series"]:
+        vals = []
+        for g in f["Steps/%s/Nodes" % st["name"]].values():
+            if s["s"] == "Task":
+                ds = [g["Tasks"][k] for k in g["Tasks"]] if "Tasks" in g else []
+            else:
+                ds = [g[s["s"]]] if s["s"] in g else []
+            for x in ds:
+                vals.append(x[s["f"]].astype(float))
+        v = np.concatenate(vals)
+        want = v.sum()
+        assert abs(s["stats"]["sum"] - want) <= 1e-3 * max(1, abs(want)), (s["s"], s["f"], s["stats"]["sum"], want)
+        if not s["delta"]:
+            assert int(s["stats"]["count"]) == len(v), (s["f"], s["stats"]["count"], len(v))
+            assert abs(s["stats"]["max"] - v.max()) <= 1e-3 * max(1, abs(v.max())), s["f"]
+            assert abs(s["stats"]["min"] - v.min()) <= 1e-3 * max(1, abs(v.min())), s["f"]
+print("checked", sum(len(st["series"]) for st in d["steps"]), "counters")
+PY
 else
 	echo "skip: no bench/gen_job"
 fi
