@@ -143,6 +143,17 @@ merge "$W/in1" "$W/one.h5" --sync clc 2>/dev/null || bad "merge one node"
 TEXT="one node: nothing to synchronize" "$CHECK" "$W/one.html" "$W/b5" \
 	timeline clock-raw || bad "browser: one node"
 
+# 5b. damaged events in a readable job file: the report says so
+$PY "$T/events_mkjob.py" "$W/ind" --nodes 2 --damage region >/dev/null
+if merge "$W/ind" "$W/dmgev.h5" --sync none 2>/dev/null; then
+	"$SH5MERGE" report "$W/dmgev.h5" -o "$W/dmgev.html" 2>"$W/de.err" &&
+		grep -q 'events unreadable: .*region id without definition' \
+			"$W/de.err" && ok "damaged events: warned" ||
+		{ cat "$W/de.err"; bad "damaged events"; }
+	TEXT="Events unreadable: " "$CHECK" "$W/dmgev.html" "$W/b6" series \
+		'!timeline' || bad "browser: damaged events"
+fi
+
 # 6. damaged input, missing step, usage: clean errors, outputs untouched
 head -c 5000 "$W/ev.h5" >"$W/dmg.h5"
 echo keep >"$W/keep.html"
