@@ -494,13 +494,134 @@ static const char *op_names[] = { "", "Barrier", "Bcast", "Scatter",
 				  "Allgather", "Alltoall", "Reduce_scatter",
 				  "Scan", "Exscan" };
 
+/* Set up e for step ev: sizes, time span, bins, phases. */
+static int re_init(struct re *e, struct rp *r, const struct sh5_evstep *ev)
+{
+	size_t i, k;
+
+	memset(e, 0, sizeof(*e));
+	e->r = r;
+	e->ev = ev;
+	e->nrows = ev->ntasks;
+	e->exact = ev->ntasks <= RP_EXACT_TASKS &&
+		   ev->nev <= 4 * RP_EXACT_IVALS;
+	e->mat_nodes = ev->ntasks > RP_MATRIX;
+	e->D = e->mat_nodes ? (ev->nnodes < RP_MATRIX ? ev->nnodes :
+						       RP_MATRIX) :
+			      ev->ntasks;
+	if (!e->D)
+		e->D = 1;
+	e->e0 = INT64_MAX;
+	e->e1 = INT64_MIN;
+	for (i = 0; i < ev->ntasks; i++)
+		for (k = 0; k < ev->tasks[i].nev; k++) {
+			int64_t t = tm(e, &ev->tasks[i], k);
+
+			if (t < e->e0)
+				e->e0 = t;
+			if (t > e->e1)
+				e->e1 = t;
+		}
+	if (e->e0 == INT64_MAX)
+		e->e0 = e->e1 = 0;
+	e->t0 = r->t0 || r->t1 ? r->t0 : e->e0;
+	e->binw = ((double)(e->e1 - e->e0) + 1.0) / RP_EV_BINS;
+	e->binmpi = calloc(e->nrows * RP_EV_BINS, sizeof(float));
+	e->bincoll = calloc(e->nrows * RP_EV_BINS, sizeof(float));
+	e->ph = calloc(RP_MAX_PHASES, sizeof(*e->ph));
+	return e->binmpi && e->bincoll && e->ph ? 0 : -1;
+}
+
+/* Ranks, nodes, counts per kind, warnings, regions. */
+static void write_head(struct re *e)
+{
+	static const char *kn[] = { "", "enter", "exit", "phase", "send",
+				    "recv", "cbegin", "cend", "object",
+				    "rank", "lost" };
+	const struct sh5_evstep *ev = e->ev;
+	struct sh5_json *j = e->r->j;
+	size_t i;
+
+	sh5_json_kv_bool(j, "synced", ev->synced);
+	sh5_json_kv_uint(j, "nev", ev->nev);
+	sh5_json_key(j, "e0");
+	rp_num(j, rel(e, e->e0));
+	sh5_json_key(j, "e1");
+	rp_num(j, rel(e, e->e1));
+	sh5_json_key(j, "ranks");	/* [task, world rank, node] */
+	sh5_json_array_open(j);
+	for (i = 0; i < ev->ntasks; i++) {
+		sh5_json_uint(j, ev->tasks[i].task);
+		sh5_json_int(j, ev->tasks[i].world_rank);
+		sh5_json_uint(j, ev->tasks[i].node);
+	}
+	sh5_json_array_close(j);
+	sh5_json_key(j, "evnodes");
+	sh5_json_array_open(j);
+	for (i = 0; i < ev->nnodes; i++)
+		sh5_json_string(j, ev->nodes[i].name);
+	sh5_json_array_close(j);
+	sh5_json_key(j, "kinds");
+	sh5_json_object_open(j);
+	for (i = 1; i <= SH5EV_K_LOST; i++)
+		sh5_json_kv_uint(j, kn[i], e->kinds[i]);
+	sh5_json_object_close(j);
+	sh5_json_key(j, "warnings");
+	sh5_json_array_open(j);
+	for (i = 0; i < ev->nwarnings && i < 8; i++)
+		sh5_json_string(j, ev->warning[i]);
+	sh5_json_array_close(j);
+	sh5_json_key(j, "regions");	/* [name, mpi, calls, seconds] */
+	sh5_json_array_open(j);
+	for (i = 0; i < e->nrn; i++) {
+		sh5_json_string(j, e->rn[i].name);
+		sh5_json_uint(j, e->rn[i].mpi);
+		sh5_json_uint(j, e->rn[i].calls);
+		rp_num(j, e->rn[i].tot);
+	}
+	sh5_json_array_close(j);
+}
+
+/* The exact timeline (intervals, collectives) or the binned one. */
+static void write_timeline(struct re *e)
+{
+	struct sh5_json *j = e->r->j;
+	size_t i;
+
+	sh5_json_kv_bool(j, "exact", e->exact);
+	if (!e->exact) {
+		write_bins(e);
+		return;
+	}
+	sh5_json_key(j, "iv");	/* row, name, depth, cls, a, b */
+	sh5_json_array_open(j);
+	for (i = 0; i < e->niv; i++) {
+		sh5_json_uint(j, e->iv[i].row);
+		sh5_json_uint(j, e->iv[i].name);
+		sh5_json_uint(j, e->iv[i].depth);
+		sh5_json_uint(j, e->iv[i].cls);
+		rp_num(j, rel(e, e->iv[i].a));
+		rp_num(j, rel(e, e->iv[i].b));
+	}
+	sh5_json_array_close(j);
+	sh5_json_key(j, "colls");	/* row, op, a, b */
+	sh5_json_array_open(j);
+	for (i = 0; i < e->nco; i++) {
+		sh5_json_uint(j, e->co[i].row);
+		sh5_json_string(j, e->co[i].op < SH5EV_OP_COUNT ?
+					   op_names[e->co[i].op] : "?");
+		rp_num(j, rel(e, e->co[i].a));
+		rp_num(j, rel(e, e->co[i].b));
+	}
+	sh5_json_array_close(j);
+}
+
 int rp_events(struct rp *r, const struct sh5_evstep *ev,
 	      struct sh5_error *errp)
 {
 	struct sh5_json *j = r->j;
 	struct re e;
-	size_t i, k;
-	uint64_t matched;
+	size_t i;
 	int rc = -1;
 
 	sh5_json_key(j, "events");
@@ -508,36 +629,7 @@ int rp_events(struct rp *r, const struct sh5_evstep *ev,
 		rp_missing(r, "step %s: no application events", r->step);
 		return sh5_json_null(j);
 	}
-	memset(&e, 0, sizeof(e));
-	e.r = r;
-	e.ev = ev;
-	e.nrows = ev->ntasks;
-	e.exact = ev->ntasks <= RP_EXACT_TASKS &&
-		  ev->nev <= 4 * RP_EXACT_IVALS;
-	e.mat_nodes = ev->ntasks > RP_MATRIX;
-	e.D = e.mat_nodes ? (ev->nnodes < RP_MATRIX ? ev->nnodes : RP_MATRIX)
-			  : ev->ntasks;
-	if (!e.D)
-		e.D = 1;
-	e.e0 = INT64_MAX;
-	e.e1 = INT64_MIN;
-	for (i = 0; i < ev->ntasks; i++)
-		for (k = 0; k < ev->tasks[i].nev; k++) {
-			int64_t t = tm(&e, &ev->tasks[i], k);
-
-			if (t < e.e0)
-				e.e0 = t;
-			if (t > e.e1)
-				e.e1 = t;
-		}
-	if (e.e0 == INT64_MAX)
-		e.e0 = e.e1 = 0;
-	e.t0 = r->t0 || r->t1 ? r->t0 : e.e0;
-	e.binw = ((double)(e.e1 - e.e0) + 1.0) / RP_EV_BINS;
-	e.binmpi = calloc(e.nrows * RP_EV_BINS, sizeof(float));
-	e.bincoll = calloc(e.nrows * RP_EV_BINS, sizeof(float));
-	e.ph = calloc(RP_MAX_PHASES, sizeof(*e.ph));
-	if (!e.binmpi || !e.bincoll || !e.ph) {
+	if (re_init(&e, r, ev) < 0) {
 		sh5_errprintf(errp, "out of memory");
 		goto out;
 	}
@@ -554,79 +646,11 @@ int rp_events(struct rp *r, const struct sh5_evstep *ev,
 		e.exact = 0;
 	r->res->events += ev->nev;
 	sh5_json_object_open(j);
-	sh5_json_kv_bool(j, "synced", ev->synced);
-	sh5_json_kv_uint(j, "nev", ev->nev);
-	sh5_json_key(j, "e0");
-	rp_num(j, rel(&e, e.e0));
-	sh5_json_key(j, "e1");
-	rp_num(j, rel(&e, e.e1));
-	sh5_json_key(j, "ranks");	/* [task, world rank, node] */
-	sh5_json_array_open(j);
-	for (i = 0; i < ev->ntasks; i++) {
-		sh5_json_uint(j, ev->tasks[i].task);
-		sh5_json_int(j, ev->tasks[i].world_rank);
-		sh5_json_uint(j, ev->tasks[i].node);
-	}
-	sh5_json_array_close(j);
-	sh5_json_key(j, "evnodes");
-	sh5_json_array_open(j);
-	for (i = 0; i < ev->nnodes; i++)
-		sh5_json_string(j, ev->nodes[i].name);
-	sh5_json_array_close(j);
-	sh5_json_key(j, "kinds");
-	sh5_json_object_open(j);
-	{
-		static const char *kn[] = { "", "enter", "exit", "phase",
-					    "send", "recv", "cbegin", "cend",
-					    "object", "rank", "lost" };
-		for (i = 1; i <= SH5EV_K_LOST; i++)
-			sh5_json_kv_uint(j, kn[i], e.kinds[i]);
-	}
-	sh5_json_object_close(j);
-	sh5_json_key(j, "warnings");
-	sh5_json_array_open(j);
-	for (i = 0; i < ev->nwarnings && i < 8; i++)
-		sh5_json_string(j, ev->warning[i]);
-	sh5_json_array_close(j);
-	sh5_json_key(j, "regions");	/* [name, mpi, calls, seconds] */
-	sh5_json_array_open(j);
-	for (i = 0; i < e.nrn; i++) {
-		sh5_json_string(j, e.rn[i].name);
-		sh5_json_uint(j, e.rn[i].mpi);
-		sh5_json_uint(j, e.rn[i].calls);
-		rp_num(j, e.rn[i].tot);
-	}
-	sh5_json_array_close(j);
-	sh5_json_kv_bool(j, "exact", e.exact);
-	if (e.exact) {
-		sh5_json_key(j, "iv");	/* row, name, depth, cls, a, b */
-		sh5_json_array_open(j);
-		for (i = 0; i < e.niv; i++) {
-			sh5_json_uint(j, e.iv[i].row);
-			sh5_json_uint(j, e.iv[i].name);
-			sh5_json_uint(j, e.iv[i].depth);
-			sh5_json_uint(j, e.iv[i].cls);
-			rp_num(j, rel(&e, e.iv[i].a));
-			rp_num(j, rel(&e, e.iv[i].b));
-		}
-		sh5_json_array_close(j);
-		sh5_json_key(j, "colls");	/* row, op, a, b */
-		sh5_json_array_open(j);
-		for (i = 0; i < e.nco; i++) {
-			sh5_json_uint(j, e.co[i].row);
-			sh5_json_string(j, e.co[i].op < SH5EV_OP_COUNT ?
-						   op_names[e.co[i].op] : "?");
-			rp_num(j, rel(&e, e.co[i].a));
-			rp_num(j, rel(&e, e.co[i].b));
-		}
-		sh5_json_array_close(j);
-	} else {
-		write_bins(&e);
-	}
+	write_head(&e);
+	write_timeline(&e);
 	sh5_json_kv_uint(j, "sends", e.nsnd);
 	sh5_json_kv_uint(j, "recvs", e.nrcv);
-	matched = write_msgs(&e);
-	sh5_json_kv_uint(j, "matched", matched);
+	sh5_json_kv_uint(j, "matched", write_msgs(&e));
 	write_phases(&e);
 	if (!e.nph)
 		rp_missing(r, "step %s: events without phases (PHASE)",
