@@ -178,151 +178,179 @@ static void bin_add(struct re *e, float *bins, size_t row, int64_t a,
 
 struct frame { uint32_t name; int64_t a; int cls; };
 
-static int task_pass(struct re *e, size_t row)
-{
-	const struct sh5_evtask *k = &e->ev->tasks[row];
+/* The state of one task's pass. */
+struct tp {
+	size_t row;
+	const struct sh5_evtask *k;
 	struct frame st[RP_DEPTH];
 	struct { int64_t a; uint32_t op; } cst[RP_DEPTH];
-	size_t depth = 0, cdepth = 0, i, mpi_depth = 0;
-	int64_t mpi_a = 0, last = 0;
-	struct ph *cur = NULL;
+	size_t depth, cdepth, mpi_depth;
+	int64_t mpi_a;
+	struct ph *cur;
+};
 
-	for (i = 0; i < k->nev; i++) {
-		const struct sh5ev_rec *x = &k->ev[i];
-		int64_t t = tm(e, k, i);
-		uint32_t fl = 0;
-		long nm;
+static int on_enter(struct re *e, struct tp *p, const struct sh5ev_rec *x,
+		    int64_t t)
+{
+	uint32_t fl = 0;
+	const char *n = sh5_evstep_region(p->k, x->id, &fl);
+	long nm = name_index(e, n, (fl & SH5EV_F_MPI) != 0);
+
+	if (nm < 0)
+		return -1;
+	if (p->depth < RP_DEPTH) {
+		p->st[p->depth].name = (uint32_t)nm;
+		p->st[p->depth].a = t;
+		p->st[p->depth].cls = fl & SH5EV_F_MPI ? C_MPI : C_USER;
+	}
+	if ((fl & SH5EV_F_MPI) && !p->mpi_depth++)
+		p->mpi_a = t;
+	p->depth++;
+	return 0;
+}
+
+static int on_leave(struct re *e, struct tp *p, int64_t t)
+{
+	struct frame *f;
+
+	if (!p->depth)
+		return 0;
+	p->depth--;
+	if (p->depth >= RP_DEPTH)
+		return 0;
+	f = &p->st[p->depth];
+	e->rn[f->name].calls++;
+	e->rn[f->name].tot += (double)(t - f->a) / 1e9;
+	if (f->cls != C_USER && p->mpi_depth && !--p->mpi_depth) {
+		bin_add(e, f->cls == C_COLL ? e->bincoll : e->binmpi, p->row,
+			p->mpi_a, t);
+		if (p->cur)
+			p->cur->mpi[p->row] += (double)(t - p->mpi_a) / 1e9;
+	}
+	if (!e->exact)
+		return 0;
+	if (grow((void **)&e->iv, &e->civ, e->niv, sizeof(*e->iv)) < 0)
+		return -1;
+	e->iv[e->niv++] = (struct ival){ (uint32_t)p->row, f->name,
+					 (uint32_t)p->depth, (uint32_t)f->cls,
+					 f->a, t };
+	return 0;
+}
+
+static int on_msg(struct re *e, struct tp *p, const struct sh5ev_rec *x,
+		  int64_t t)
+{
+	int snd = x->kind == SH5EV_K_SEND;
+	long peer = row_of(e->ev, x->peer);
+	uint32_t row = (uint32_t)p->row;
+	struct msg m;
+
+	if (peer < 0)
+		return 0;
+	m = (struct msg){ snd ? row : (uint32_t)peer,
+			  snd ? (uint32_t)peer : row,
+			  sh5_evstep_comm(p->k, x->id), x->tag, t, x->bytes,
+			  0 };
+	if (!snd) {
+		if (grow((void **)&e->rcv, &e->crcv, e->nrcv, sizeof(m)) < 0)
+			return -1;
+		m.seq = e->nrcv;
+		e->rcv[e->nrcv++] = m;
+		return 0;
+	}
+	if (grow((void **)&e->snd, &e->csnd, e->nsnd, sizeof(m)) < 0)
+		return -1;
+	m.seq = e->nsnd;
+	e->snd[e->nsnd++] = m;
+	if (p->cur)
+		p->cur->mat[mrow(e, p->row) * e->D + mrow(e, (size_t)peer)] +=
+			(double)x->bytes;
+	return 0;
+}
+
+static int on_coll(struct re *e, struct tp *p, const struct sh5ev_rec *x,
+		   int64_t t)
+{
+	if (x->kind == SH5EV_K_CBEGIN) {
+		if (p->depth && p->depth <= RP_DEPTH &&
+		    p->st[p->depth - 1].cls == C_MPI)
+			p->st[p->depth - 1].cls = C_COLL;
+		if (p->cdepth < RP_DEPTH) {
+			p->cst[p->cdepth].a = t;
+			p->cst[p->cdepth].op = x->op;
+		}
+		p->cdepth++;
+		return 0;
+	}
+	if (!p->cdepth)
+		return 0;
+	p->cdepth--;
+	if (!e->exact || p->cdepth >= RP_DEPTH)
+		return 0;
+	if (grow((void **)&e->co, &e->cco, e->nco, sizeof(*e->co)) < 0)
+		return -1;
+	e->co[e->nco++] = (struct coll){ (uint32_t)p->row,
+					 p->cst[p->cdepth].op,
+					 p->cst[p->cdepth].a, t };
+	return 0;
+}
+
+static int task_pass(struct re *e, size_t row)
+{
+	struct tp p;
+	int64_t last = 0;
+	size_t i;
+	int rc = 0;
+
+	memset(&p, 0, sizeof(p));
+	p.row = row;
+	p.k = &e->ev->tasks[row];
+	for (i = 0; i < p.k->nev && rc == 0; i++) {
+		const struct sh5ev_rec *x = &p.k->ev[i];
+		int64_t t = tm(e, p.k, i);
 
 		last = t;
 		if (x->kind < SH5EV_K_COUNT)
 			e->kinds[x->kind]++;
 		switch (x->kind) {
-		case SH5EV_K_ENTER: {
-			const char *n = sh5_evstep_region(k, x->id, &fl);
-
-			nm = name_index(e, n, (fl & SH5EV_F_MPI) != 0);
-			if (nm < 0)
-				return -1;
-			if (depth < RP_DEPTH) {
-				st[depth].name = (uint32_t)nm;
-				st[depth].a = t;
-				st[depth].cls = fl & SH5EV_F_MPI ? C_MPI :
-								   C_USER;
-			}
-			if ((fl & SH5EV_F_MPI) && !mpi_depth++)
-				mpi_a = t;
-			depth++;
+		case SH5EV_K_ENTER:
+			rc = on_enter(e, &p, x, t);
 			break;
-		}
 		case SH5EV_K_EXIT:
-			if (!depth)
-				break;
-			depth--;
-			if (depth >= RP_DEPTH)
-				break;
-			e->rn[st[depth].name].calls++;
-			e->rn[st[depth].name].tot +=
-				(double)(t - st[depth].a) / 1e9;
-			if (st[depth].cls != C_USER && mpi_depth &&
-			    !--mpi_depth) {
-				float *b = st[depth].cls == C_COLL ?
-						   e->bincoll : e->binmpi;
-
-				bin_add(e, b, row, mpi_a, t);
-				if (cur)
-					cur->mpi[row] +=
-						(double)(t - mpi_a) / 1e9;
-			}
-			if (e->exact) {
-				if (grow((void **)&e->iv, &e->civ, e->niv,
-					 sizeof(*e->iv)) < 0)
-					return -1;
-				e->iv[e->niv++] = (struct ival){
-					(uint32_t)row, st[depth].name,
-					(uint32_t)depth,
-					(uint32_t)st[depth].cls, st[depth].a, t
-				};
-			}
+			rc = on_leave(e, &p, t);
 			break;
 		case SH5EV_K_PHASE:
-			if (cur)
-				cur->dur[row] +=
-					(double)(t - cur->start[row]) / 1e9;
-			cur = phase(e, x->id);
-			if (cur)
-				cur->start[row] = t;
+			if (p.cur)
+				p.cur->dur[row] +=
+					(double)(t - p.cur->start[row]) / 1e9;
+			p.cur = phase(e, x->id);
+			if (p.cur)
+				p.cur->start[row] = t;
 			break;
 		case SH5EV_K_OBJECT:
 			if (isfinite(x->value)) {
-				struct ph *p = phase(e, x->id);
+				struct ph *q = phase(e, x->id);
 
 				e->have_obj = 1;
-				if (p)
-					p->obj[row] += x->value;
+				if (q)
+					q->obj[row] += x->value;
 			}
 			break;
 		case SH5EV_K_SEND:
-		case SH5EV_K_RECV: {
-			int snd = x->kind == SH5EV_K_SEND;
-			long peer = row_of(e->ev, x->peer);
-			struct msg m;
-
-			if (peer < 0)
-				break;
-			m = (struct msg){ snd ? (uint32_t)row : (uint32_t)peer,
-					  snd ? (uint32_t)peer : (uint32_t)row,
-					  sh5_evstep_comm(k, x->id), x->tag,
-					  t, x->bytes, 0 };
-			if (snd) {
-				if (grow((void **)&e->snd, &e->csnd, e->nsnd,
-					 sizeof(m)) < 0)
-					return -1;
-				m.seq = e->nsnd;
-				e->snd[e->nsnd++] = m;
-				if (cur)
-					cur->mat[mrow(e, row) * e->D +
-						 mrow(e, (size_t)peer)] +=
-						(double)x->bytes;
-			} else {
-				if (grow((void **)&e->rcv, &e->crcv, e->nrcv,
-					 sizeof(m)) < 0)
-					return -1;
-				m.seq = e->nrcv;
-				e->rcv[e->nrcv++] = m;
-			}
+		case SH5EV_K_RECV:
+			rc = on_msg(e, &p, x, t);
 			break;
-		}
 		case SH5EV_K_CBEGIN:
-			if (depth && depth <= RP_DEPTH &&
-			    st[depth - 1].cls == C_MPI)
-				st[depth - 1].cls = C_COLL;
-			if (cdepth < RP_DEPTH) {
-				cst[cdepth].a = t;
-				cst[cdepth].op = x->op;
-			}
-			cdepth++;
-			break;
 		case SH5EV_K_CEND:
-			if (!cdepth)
-				break;
-			cdepth--;
-			if (e->exact && cdepth < RP_DEPTH) {
-				if (grow((void **)&e->co, &e->cco, e->nco,
-					 sizeof(*e->co)) < 0)
-					return -1;
-				e->co[e->nco++] = (struct coll){
-					(uint32_t)row, cst[cdepth].op,
-					cst[cdepth].a, t
-				};
-			}
+			rc = on_coll(e, &p, x, t);
 			break;
 		default:
 			break;
 		}
 	}
-	if (cur)
-		cur->dur[row] += (double)(last - cur->start[row]) / 1e9;
-	return 0;
+	if (p.cur)
+		p.cur->dur[row] += (double)(last - p.cur->start[row]) / 1e9;
+	return rc;
 }
 
 static int msg_cmp(const void *a, const void *b)
