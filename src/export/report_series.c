@@ -290,14 +290,67 @@ static double cell_mean(const struct rf *f, size_t bins, size_t row,
 	return n ? sum / (double)n : NAN;
 }
 
+/* Heat map of f: rows x heat_bins bytes, 0..254, 255 = no data. */
+static int write_heat(struct rs *s, struct rf *f, size_t heat_bins,
+		      struct sh5_error *errp)
+{
+	struct sh5_json *j = s->r->j;
+	size_t b, row, nb = s->bins;
+	double lo = INFINITY, hi = -INFINITY;
+	unsigned char *q;
+	double *m;
+
+	q = malloc(f->nrows * heat_bins + 1);
+	m = malloc((f->nrows * heat_bins + 1) * sizeof(double));
+	if (!q || !m) {
+		free(q);
+		free(m);
+		return sh5_errprintf(errp, "out of memory");
+	}
+	for (row = 0; row < f->nrows; row++)
+		for (b = 0; b < heat_bins; b++) {
+			double v = cell_mean(f, nb, row, b * nb / heat_bins,
+					     (b + 1) * nb / heat_bins);
+
+			m[row * heat_bins + b] = v;
+			if (isnan(v))
+				continue;
+			if (v < lo)
+				lo = v;
+			if (v > hi)
+				hi = v;
+		}
+	for (b = 0; b < f->nrows * heat_bins; b++) {
+		double v = m[b];
+
+		if (isnan(v))
+			q[b] = 255;
+		else if (hi > lo)
+			q[b] = (unsigned char)lrint((v - lo) / (hi - lo) * 254);
+		else
+			q[b] = 127;
+	}
+	sh5_json_key(j, "heat");
+	sh5_json_object_open(j);
+	sh5_json_kv_uint(j, "bins", heat_bins);
+	sh5_json_key(j, "lo");
+	rp_num(j, lo);
+	sh5_json_key(j, "hi");
+	rp_num(j, hi);
+	sh5_json_key(j, "q");
+	rp_base64(j, q, f->nrows * heat_bins);
+	sh5_json_object_close(j);
+	free(q);
+	free(m);
+	return 0;
+}
+
 static int write_field(struct rs *s, struct rf *f, size_t heat_bins,
 		       struct sh5_error *errp)
 {
 	struct sh5_json *j = s->r->j;
 	size_t b, row, nb = s->bins;
-	double lo = INFINITY, hi = -INFINITY;
-	unsigned char *q = NULL;
-	double *m = NULL;
+	double *m;
 
 	sh5_json_object_open(j);
 	sh5_json_kv_string(j, "s", f->series);
@@ -359,49 +412,8 @@ static int write_field(struct rs *s, struct rf *f, size_t heat_bins,
 				rp_num(j, cell_mean(f, nb, row, b, b + 1));
 		sh5_json_array_close(j);
 	}
-	/* heat map: rows x heat_bins, 0..254, 255 = no data */
-	q = malloc(f->nrows * heat_bins + 1);
-	m = malloc((f->nrows * heat_bins + 1) * sizeof(double));
-	if (!q || !m) {
-		free(q);
-		free(m);
-		return sh5_errprintf(errp, "out of memory");
-	}
-	for (row = 0; row < f->nrows; row++)
-		for (b = 0; b < heat_bins; b++) {
-			double v = cell_mean(f, nb, row, b * nb / heat_bins,
-					     (b + 1) * nb / heat_bins);
-
-			m[row * heat_bins + b] = v;
-			if (isnan(v))
-				continue;
-			if (v < lo)
-				lo = v;
-			if (v > hi)
-				hi = v;
-		}
-	for (b = 0; b < f->nrows * heat_bins; b++) {
-		double v = m[b];
-
-		if (isnan(v))
-			q[b] = 255;
-		else if (hi > lo)
-			q[b] = (unsigned char)lrint((v - lo) / (hi - lo) * 254);
-		else
-			q[b] = 127;
-	}
-	sh5_json_key(j, "heat");
-	sh5_json_object_open(j);
-	sh5_json_kv_uint(j, "bins", heat_bins);
-	sh5_json_key(j, "lo");
-	rp_num(j, lo);
-	sh5_json_key(j, "hi");
-	rp_num(j, hi);
-	sh5_json_key(j, "q");
-	rp_base64(j, q, f->nrows * heat_bins);
-	sh5_json_object_close(j);
-	free(q);
-	free(m);
+	if (write_heat(s, f, heat_bins, errp) < 0)
+		return -1;
 	return sh5_json_object_close(j);
 }
 
