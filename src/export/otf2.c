@@ -282,34 +282,22 @@ static int write_rank(struct ow *w, size_t row, uint64_t *nev,
 	return 0;
 }
 
-static int write_defs(struct ow *w, const char *machine, uint64_t *nev,
-		      struct sh5_error *errp)
+/* System tree (machine, nodes), a process per rank, a location each. */
+static void write_tree(struct ow *w, const char *machine, const uint64_t *nev)
 {
 	const struct sh5_evstep *s = w->s;
 	OTF2_GlobalDefWriter *gd = w->gd;
-	uint32_t empty, root, cls_node, cls_machine, mpi_s, loc_g = 0;
-	uint64_t *mem = NULL;
+	uint32_t cls_machine = str(w, "machine"), cls_node = str(w, "node");
 	size_t i, k;
 	char b[160];
-	OTF2_ErrorCode e;
 
-	empty = str(w, "");
-	e = OTF2_GlobalDefWriter_WriteClockProperties(
-		gd, 1000000000ull, (uint64_t)w->res->t0,
-		(uint64_t)(w->res->t1 - w->res->t0) + 1,
-		(uint64_t)w->res->t0);
-	if (e != OTF2_SUCCESS)
-		return fail(errp, "clock properties", e);
-	cls_machine = str(w, "machine");
-	cls_node = str(w, "node");
-	root = 0;
-	OTF2_GlobalDefWriter_WriteSystemTreeNode(gd, root, str(w, machine),
+	OTF2_GlobalDefWriter_WriteSystemTreeNode(gd, 0, str(w, machine),
 						 cls_machine,
 						 OTF2_UNDEFINED_SYSTEM_TREE_NODE);
 	for (i = 0; i < s->nnodes; i++)
 		OTF2_GlobalDefWriter_WriteSystemTreeNode(
 			gd, (uint32_t)i + 1, str(w, s->nodes[i].name),
-			cls_node, root);
+			cls_node, 0);
 	for (k = 0; k < s->ntasks; k++) {
 		const struct sh5_evtask *t = &s->tasks[w->order[k]];
 
@@ -326,24 +314,23 @@ static int write_defs(struct ow *w, const char *machine, uint64_t *nev,
 			gd, t->task, str(w, b), OTF2_LOCATION_TYPE_CPU_THREAD,
 			nev[w->order[k]], (uint32_t)k);
 	}
-	mpi_s = str(w, "MPI");
-	for (i = 0; i < w->nreg; i++)
-		OTF2_GlobalDefWriter_WriteRegion(
-			gd, (uint32_t)i, str(w, w->reg[i].name),
-			str(w, w->reg[i].name), empty,
-			w->reg[i].mpi ? OTF2_REGION_ROLE_FUNCTION :
-					OTF2_REGION_ROLE_CODE,
-			w->reg[i].mpi ? OTF2_PARADIGM_MPI : OTF2_PARADIGM_USER,
-			OTF2_REGION_FLAG_NONE, empty, 0, 0);
-	OTF2_GlobalDefWriter_WriteParameter(gd, w->phase_param, str(w, "phase"),
-					    OTF2_PARAMETER_TYPE_INT64);
-	/* group 0: all locations (world order); comm 0: MPI_COMM_WORLD */
-	mem = malloc((s->ntasks + 1) * sizeof(uint64_t));
+}
+
+/* Group 0: all locations (world order); comm 0 MPI_COMM_WORLD over
+ * group 1; then a group and a comm per communicator with members. */
+static int write_comms(struct ow *w, uint32_t empty, struct sh5_error *errp)
+{
+	const struct sh5_evstep *s = w->s;
+	OTF2_GlobalDefWriter *gd = w->gd;
+	uint64_t *mem = malloc((s->ntasks + 1) * sizeof(uint64_t));
+	size_t i, k;
+	char b[160];
+
 	if (!mem)
 		return sh5_errprintf(errp, "out of memory");
 	for (k = 0; k < s->ntasks; k++)
 		mem[k] = s->tasks[w->order[k]].task;
-	OTF2_GlobalDefWriter_WriteGroup(gd, loc_g, mpi_s,
+	OTF2_GlobalDefWriter_WriteGroup(gd, 0, str(w, "MPI"),
 					OTF2_GROUP_TYPE_COMM_LOCATIONS,
 					OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
 					(uint32_t)s->ntasks, mem);
@@ -385,6 +372,34 @@ static int write_defs(struct ow *w, const char *machine, uint64_t *nev,
 	}
 	free(mem);
 	return 0;
+}
+
+static int write_defs(struct ow *w, const char *machine, uint64_t *nev,
+		      struct sh5_error *errp)
+{
+	OTF2_GlobalDefWriter *gd = w->gd;
+	uint32_t empty = str(w, "");
+	OTF2_ErrorCode e;
+	size_t i;
+
+	e = OTF2_GlobalDefWriter_WriteClockProperties(
+		gd, 1000000000ull, (uint64_t)w->res->t0,
+		(uint64_t)(w->res->t1 - w->res->t0) + 1,
+		(uint64_t)w->res->t0);
+	if (e != OTF2_SUCCESS)
+		return fail(errp, "clock properties", e);
+	write_tree(w, machine, nev);
+	for (i = 0; i < w->nreg; i++)
+		OTF2_GlobalDefWriter_WriteRegion(
+			gd, (uint32_t)i, str(w, w->reg[i].name),
+			str(w, w->reg[i].name), empty,
+			w->reg[i].mpi ? OTF2_REGION_ROLE_FUNCTION :
+					OTF2_REGION_ROLE_CODE,
+			w->reg[i].mpi ? OTF2_PARADIGM_MPI : OTF2_PARADIGM_USER,
+			OTF2_REGION_FLAG_NONE, empty, 0, 0);
+	OTF2_GlobalDefWriter_WriteParameter(gd, w->phase_param, str(w, "phase"),
+					    OTF2_PARAMETER_TYPE_INT64);
+	return write_comms(w, empty, errp);
 }
 
 int sh5_otf2_write(const struct sh5_evstep *s, const char *dir,
