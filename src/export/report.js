@@ -175,7 +175,8 @@ function seriesSection(root, st, anoms) {
 		el("div", {}, f, name + unit + (s.delta ? " (rate)" : ""));
 		var lines = [{ x: xs, y: s.agg.slice(nb, 2 * nb), c: "#1f77b4", w: 2 }];
 		if (s.lines) for (i = 0; i < s.n; i++) lines.push({ x: xs, y: s.lines.slice(i * nb, (i + 1) * nb), c: color(i + 1), w: 1 });
-		var marks = anoms.filter(function (a) { return a[4] === name; }).map(function (a) { return { x: (a[0] - st.t0) / 1e9, y: a[5] }; });
+		/* anomalies are raw values: marked on level fields only (delta fields are plotted as rates) */
+		var marks = anoms.filter(function (a) { return a[4] === name && !s.delta; }).map(function (a) { return { x: (a[0] - st.t0) / 1e9, y: a[5] }; });
 		plot(f, { x0: 0, x1: dur, ylab: s.u || s.f, lines: lines, band: { x: xs, lo: s.agg.slice(0, nb), hi: s.agg.slice(2 * nb) }, marks: marks });
 		caption(f, "mean " + fmt(s.stats.mean) + ", sd " + fmt(s.stats.sd) + ", min " + fmt(s.stats.min) + ", max " + fmt(s.stats.max) + unit + "; " + s.n + " " + s.rows + "s" + (marks.length ? "; " + marks.length + " anomalies (red)" : ""));
 		var h = figure(root, "heat");
