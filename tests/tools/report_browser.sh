@@ -116,7 +116,8 @@ else
 fi
 
 # 3. no events: a report that says so (exports_mkjob.py writes the job)
-$PY "$T/exports_mkjob.py" "$W/noev.h5" --nodes 2 --samples 30 --sync ||
+$PY "$T/exports_mkjob.py" "$W/noev.h5" --nodes 2 --samples 30 --sync \
+	--spike 1:3:20 ||
 	bad "exports_mkjob"
 "$SH5MERGE" report "$W/noev.h5" -o "$W/noev.html" 2>"$W/noev.err" &&
 	grep -q 'no application events' "$W/noev.err" &&
@@ -124,6 +125,14 @@ $PY "$T/exports_mkjob.py" "$W/noev.h5" --nodes 2 --samples 30 --sync ||
 	{ cat "$W/noev.err"; bad "no events"; }
 TEXT="No application events in this step" "$CHECK" "$W/noev.html" \
 	"$W/b3" series '!timeline' || bad "browser: no events"
+# the spike (CPUUtilization x 50 on node 1, task 3, sample 20): marked
+# on its plot, its row highlighted in the anomalies table
+grep -qP '<figure[^>]*data-series="Task.CPUUtilization"(?:(?!</figure>).)*class="anomaly"' \
+	"$W/b3/dom.html" && ok "anomaly marked on the plot" ||
+	bad "no anomaly mark on Task.CPUUtilization"
+grep -q '<tr class="anom"><td>[^<]*</td><td>4242.0</td><td>[^<]*</td><td>3</td><td>Task.CPUUtilization</td>' \
+	"$W/b3/dom.html" && ok "anomaly listed (task 3, Task.CPUUtilization)" ||
+	bad "anomaly not listed"
 
 # 4. no clock offsets; 5. one node
 $PY "$T/events_mkjob.py" "$W/inoff" --nodes 2 --tasks 2 --iterations 2 \
