@@ -77,6 +77,19 @@ merge "$W/inb" "$W/big.h5" --sync clc 2>/dev/null
 	$PY "$T/otf2_check.py" "$W/trb/traces.otf2" "$W/big.h5" 0 >"$W/big.out" &&
 	ok "136 ranks on 17 nodes" || { cat "$W/big.out"; bad "136 ranks"; }
 
+# two steps with events: --step chooses, without it a clear error
+$PY "$T/events_mkjob.py" "$W/in2" --nodes 2 --iterations 2 --step 0 >/dev/null
+$PY "$T/events_mkjob.py" "$W/in2" --nodes 2 --iterations 3 --step 1 \
+	--seed 3 >/dev/null
+merge "$W/in2" "$W/two.h5" --sync clc 2>/dev/null
+rc=0
+"$SH5MERGE" otf2 "$W/two.h5" -o "$W/t2" 2>"$W/t2.err" || rc=$?
+[ $rc = 1 ] && grep -q 'choose one with --step' "$W/t2.err" && [ ! -e "$W/t2" ] &&
+	ok "two steps: $(cat "$W/t2.err")" || bad "two steps without --step"
+"$SH5MERGE" -q otf2 "$W/two.h5" -o "$W/t2" --step 1 &&
+	$PY "$T/otf2_check.py" "$W/t2/traces.otf2" "$W/two.h5" 1 >/dev/null &&
+	ok "--step 1" || bad "--step 1"
+
 # unsynchronized: refused, --raw works
 merge "$W/in" "$W/none.h5" --sync none 2>/dev/null
 rc=0

@@ -66,6 +66,17 @@ grep -q 'column: receiver' "$W/b1b/dom.html" &&
 	ok "136 ranks: communication matrix between nodes" ||
 	bad "136 ranks: matrix not per node"
 
+# 1c. two steps with events: a section, a timeline each
+$PY "$T/events_mkjob.py" "$W/in2" --nodes 2 --iterations 2 --step 0 >/dev/null
+$PY "$T/events_mkjob.py" "$W/in2" --nodes 2 --iterations 3 --step 1 \
+	--seed 3 >/dev/null
+merge "$W/in2" "$W/two.h5" --sync clc 2>/dev/null || bad "merge two steps"
+"$SH5MERGE" -q report "$W/two.h5" -o "$W/two.html" || bad "report two steps"
+"$CHECK" "$W/two.html" "$W/b1c" timeline >/dev/null || bad "browser: two steps"
+[ "$(grep -o 'data-kind="timeline"' "$W/b1c/dom.html" | wc -l)" = 2 ] &&
+	grep -q 'data-step="1"' "$W/b1c/dom.html" &&
+	ok "two steps with events: two timelines" || bad "two steps"
+
 # 2. a job made the real way (gen_job: sh5 and stock files, Energy)
 if [ -x "$GEN" ]; then
 	mkdir -p "$W/real"
