@@ -22,6 +22,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: sh5merge otf2 JOB.h5 -o DIR [--step S] [--raw]\n"
+		"                     [--groups rank|node]\n"
 		"\n"
 		"Write the application events of a step as an OTF2 archive\n"
 		"(DIR/traces.otf2, DIR/traces.def, DIR/traces/), on the\n"
@@ -32,6 +33,9 @@ static void usage(FILE *f)
 		"  -o, --output DIR    the archive directory\n"
 		"  -s, --step S        the step (default: the one with events)\n"
 		"  -r, --raw           the recorded times, not synchronized\n"
+		"      --groups G      location groups: rank (a process per rank,"
+		"\n"
+		"                      default) or node (one per node)\n"
 		"  -h, --help          this help\n");
 }
 
@@ -71,7 +75,7 @@ static void machine_name(hid_t f, char *buf, size_t len)
 
 /* Write the archive into a temporary directory beside out, rename. */
 static int write_dir(const struct sh5_evstep *s, const char *in,
-		     const char *out, int raw, hid_t f)
+		     const char *out, int flags, hid_t f)
 {
 	struct sh5_error err = { "" };
 	struct sh5_otf2_result r;
@@ -94,7 +98,7 @@ static int write_dir(const struct sh5_evstep *s, const char *in,
 	umask(um);
 	chmod(tmp, 0777 & ~um);
 	machine_name(f, machine, sizeof(machine));
-	if (sh5_otf2_write(s, tmp, machine, raw, &r, &err) < 0) {
+	if (sh5_otf2_write_flags(s, tmp, machine, flags, &r, &err) < 0) {
 		cli_error(in, "%s", err.text);
 		goto error;
 	}
@@ -127,6 +131,7 @@ int cmd_otf2(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "raw", no_argument, NULL, 'r' },
+		{ "groups", required_argument, NULL, 'g' },
 		{ "step", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -137,7 +142,7 @@ int cmd_otf2(int argc, char **argv)
 	char **steps = NULL;
 	size_t nsteps = 0, i;
 	hid_t f = -1, g = -1;
-	int raw = 0, c, rc = 1;
+	int raw = 0, c, rc = 1, flags = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -151,6 +156,15 @@ int cmd_otf2(int argc, char **argv)
 			break;
 		case 's':
 			step = optarg;
+			break;
+		case 'g':
+			if (!strcmp(optarg, "node")) {
+				flags |= SH5_OTF2_GROUP_NODE;
+			} else if (strcmp(optarg, "rank")) {
+				fprintf(stderr, "sh5merge: otf2: --groups: "
+					"rank or node, not '%s'\n", optarg);
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -218,7 +232,7 @@ int cmd_otf2(int argc, char **argv)
 			  "with --sync clc, or use --raw", step);
 		goto out;
 	}
-	if (write_dir(s, in, out, raw, f) < 0)
+	if (write_dir(s, in, out, flags | (raw ? SH5_OTF2_RAW : 0), f) < 0)
 		goto out;
 	rc = 0;
 out:

@@ -16,6 +16,7 @@
 struct ow {
 	const struct sh5_evstep *s;
 	int raw;
+	int by_node;		/* a location group per node */
 	OTF2_Archive *ar;
 	OTF2_GlobalDefWriter *gd;
 	uint32_t nstr;
@@ -298,9 +299,18 @@ static void write_tree(struct ow *w, const char *machine, const uint64_t *nev)
 		OTF2_GlobalDefWriter_WriteSystemTreeNode(
 			gd, (uint32_t)i + 1, str(w, s->nodes[i].name),
 			cls_node, 0);
+	if (w->by_node)
+		for (i = 0; i < s->nnodes; i++)
+			OTF2_GlobalDefWriter_WriteLocationGroup(
+				gd, (uint32_t)i, str(w, s->nodes[i].name),
+				OTF2_LOCATION_GROUP_TYPE_PROCESS,
+				(uint32_t)i + 1,
+				OTF2_UNDEFINED_LOCATION_GROUP);
 	for (k = 0; k < s->ntasks; k++) {
 		const struct sh5_evtask *t = &s->tasks[w->order[k]];
 
+		if (w->by_node)
+			goto location;
 		if (t->world_rank >= 0)
 			snprintf(b, sizeof(b), "MPI rank %d", t->world_rank);
 		else
@@ -309,10 +319,11 @@ static void write_tree(struct ow *w, const char *machine, const uint64_t *nev)
 			gd, (uint32_t)k, str(w, b),
 			OTF2_LOCATION_GROUP_TYPE_PROCESS, t->node + 1,
 			OTF2_UNDEFINED_LOCATION_GROUP);
+location:
 		snprintf(b, sizeof(b), "task %u", t->task);
 		OTF2_GlobalDefWriter_WriteLocation(
 			gd, t->task, str(w, b), OTF2_LOCATION_TYPE_CPU_THREAD,
-			nev[w->order[k]], (uint32_t)k);
+			nev[w->order[k]], w->by_node ? t->node : (uint32_t)k);
 	}
 }
 
@@ -406,6 +417,15 @@ int sh5_otf2_write(const struct sh5_evstep *s, const char *dir,
 		   const char *machine, int raw, struct sh5_otf2_result *res,
 		   struct sh5_error *errp)
 {
+	return sh5_otf2_write_flags(s, dir, machine, raw ? SH5_OTF2_RAW : 0,
+				    res, errp);
+}
+
+int sh5_otf2_write_flags(const struct sh5_evstep *s, const char *dir,
+			 const char *machine, int flags,
+			 struct sh5_otf2_result *res, struct sh5_error *errp)
+{
+	int raw = (flags & SH5_OTF2_RAW) != 0;
 	struct sh5_otf2_result dummy;
 	struct ow w;
 	uint64_t *nev = NULL;
@@ -420,6 +440,7 @@ int sh5_otf2_write(const struct sh5_evstep *s, const char *dir,
 	w.res->t1 = INT64_MIN;
 	w.s = s;
 	w.raw = raw;
+	w.by_node = (flags & SH5_OTF2_GROUP_NODE) != 0;
 	if (!s->ntasks) {
 		errno = ENOENT;
 		return sh5_errprintf(errp, "step %s has no events", s->step);

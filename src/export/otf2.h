@@ -3,7 +3,8 @@
  *
  * Mapping (doc/otf2.md): one location (CPU thread) per rank, in a
  * location group (process) of its own whose system-tree parent is its
- * node (machine -> node -> rank); regions unified by name over ranks
+ * node (machine -> node -> rank), or one location group per node
+ * (SH5_OTF2_GROUP_NODE); regions unified by name over ranks
  * (MPI functions with paradigm MPI, others user); SEND/RECV as MpiSend/
  * MpiRecv on the recorded communicator (peer as the rank in it);
  * CBEGIN/CEND as MpiCollectiveBegin/End; PHASE as a ParameterInt
@@ -38,5 +39,16 @@ struct sh5_otf2_result {
 int sh5_otf2_write(const struct sh5_evstep *s, const char *dir,
 		   const char *machine, int raw, struct sh5_otf2_result *res,
 		   struct sh5_error *errp);
+
+/*
+ * The same with flags: SH5_OTF2_GROUP_NODE makes one location group
+ * (type PROCESS) per node holding its ranks' locations, instead of one
+ * per rank.
+ */
+#define SH5_OTF2_RAW 0x1
+#define SH5_OTF2_GROUP_NODE 0x2
+int sh5_otf2_write_flags(const struct sh5_evstep *s, const char *dir,
+			 const char *machine, int flags,
+			 struct sh5_otf2_result *res, struct sh5_error *errp);
 
 #endif

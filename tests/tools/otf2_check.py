@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""otf2_check.py ARCHIVE.otf2 JOB.h5 STEP - read an archive of `sh5merge
+"""otf2_check.py ARCHIVE.otf2 JOB.h5 STEP [rank|node] - read an archive of `sh5merge
 otf2` back with python3-otf2 and check it against the job file: event
 counts per kind, per-location timestamps equal to the records'
 SyncTimeNs and non-decreasing, every MpiSend has its MpiRecv, locations
-grouped by node in the system tree, clock properties.  Prints one line
+grouped by node in the system tree (and the location groups: one per
+rank, or one per node with "node"), clock properties.  Prints one line
 per check; exit 1 on any failure."""
 import collections
 import sys
@@ -46,6 +47,7 @@ def job_events(path, step):
 
 def main():
     arch, job, step = sys.argv[1:4]
+    groups = sys.argv[4] if len(sys.argv) > 4 else "rank"
     truth = job_events(job, step)
     want = collections.Counter()
     for _, kinds, _ in truth.values():
@@ -65,6 +67,17 @@ def main():
                if l.group.system_tree_parent.name !=
                truth[int(n.split()[1])][0]]
         check(not bad, "locations grouped by node (system tree)")
+        lg = list(defs.location_groups)
+        nodes = {v[0] for v in truth.values()}
+        if groups == "node":
+            check(len(lg) == len(nodes) and all(
+                l.group.name == truth[int(n.split()[1])][0]
+                for n, l in locs.items()),
+                "a location group per node (%d)" % len(lg))
+        else:
+            check(len(lg) == len(truth) and all(
+                g.location_group_type == otf2.LocationGroupType.PROCESS
+                for g in lg), "a location group (process) per rank")
 
         def comm_loc(comm, rank):
             m = comm.group.members[rank]

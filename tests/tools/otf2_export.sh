@@ -63,6 +63,15 @@ for n in node1 node2 node3; do
 done
 ok "system tree: a node per node"
 
+# --groups node: a location group per node
+"$SH5MERGE" -q otf2 "$W/job.h5" -o "$W/trg" --groups node &&
+	$PY "$T/otf2_check.py" "$W/trg/traces.otf2" "$W/job.h5" 0 node \
+		>"$W/g.out" && ok "--groups node: $(grep 'per node' "$W/g.out")" ||
+	{ cat "$W/g.out"; bad "--groups node"; }
+rc=0
+"$SH5MERGE" otf2 "$W/job.h5" -o "$W/trx" --groups host 2>/dev/null || rc=$?
+[ $rc = 2 ] && [ ! -e "$W/trx" ] && ok "--groups host: usage" || bad "--groups host (rc $rc)"
+
 # one node
 $PY "$T/events_mkjob.py" "$W/in1" --nodes 1 --tasks 3 --iterations 2 >/dev/null
 merge "$W/in1" "$W/one.h5" --sync clc 2>/dev/null
