@@ -27,7 +27,8 @@
 #define RP_EXACT_TASKS 128
 #define RP_EXACT_IVALS 40000
 #define RP_EXACT_MSGS 5000
-#define RP_EV_BINS 400
+#define RP_EV_BINS 400		/* time bins of the binned timeline, at most */
+#define RP_EV_CELLS (1u << 20)	/* and rows x bins at most (bytes) */
 #define RP_MAX_PHASES 512
 #define RP_MATRIX 64
 #define RP_DETAIL_CELLS 300000
@@ -59,8 +60,9 @@ struct re {
 	struct msg *snd, *rcv; size_t nsnd, csnd, nrcv, crcv;
 	struct coll *co; size_t nco, cco;
 	struct rname *rn; size_t nrn, crn;
-	float *binmpi, *bincoll;	/* rows x RP_EV_BINS, seconds */
+	float *binmpi, *bincoll;	/* rows x nb, seconds */
 	double binw;			/* bin width, ns */
+	size_t nb;			/* bins per row */
 	int64_t e0, e1;
 	struct ph *ph; size_t nph;
 	int have_obj;
@@ -157,21 +159,22 @@ static size_t mrow(const struct re *e, size_t row)
 static void bin_add(struct re *e, float *bins, size_t row, int64_t a,
 		    int64_t b)
 {
+	int64_t end;
 	double x;
 	size_t i;
 
 	while (a < b) {
 		x = (double)(a - e->e0) / e->binw;
 		i = x < 0 ? 0 : (size_t)x;
-		if (i >= RP_EV_BINS)
-			i = RP_EV_BINS - 1;
-		int64_t end = e->e0 + (int64_t)((double)(i + 1) * e->binw);
+		if (i >= e->nb)
+			i = e->nb - 1;
+		end = e->e0 + (int64_t)((double)(i + 1) * e->binw);
 
-		if (end > b || i == RP_EV_BINS - 1)
+		if (end > b || i == e->nb - 1)
 			end = b;
 		if (end <= a)
 			end = b;
-		bins[row * RP_EV_BINS + i] += (float)((double)(end - a) / 1e9);
+		bins[row * e->nb + i] += (float)((double)(end - a) / 1e9);
 		a = end;
 	}
 }
@@ -474,7 +477,7 @@ static void write_phases(struct re *e)
 static void write_bins(struct re *e)
 {
 	struct sh5_json *j = e->r->j;
-	size_t n = e->nrows * RP_EV_BINS, i;
+	size_t n = e->nrows * e->nb, i;
 	unsigned char *q = malloc(n + 1);
 	double w = e->binw / 1e9;
 
@@ -489,7 +492,7 @@ static void write_bins(struct re *e)
 	}
 	sh5_json_key(j, "bins");
 	sh5_json_object_open(j);
-	sh5_json_kv_uint(j, "n", RP_EV_BINS);
+	sh5_json_kv_uint(j, "n", e->nb);
 	sh5_json_key(j, "q");
 	rp_base64(j, q, n);
 	sh5_json_object_close(j);
@@ -553,9 +556,14 @@ static int re_init(struct re *e, struct rp *r, const struct sh5_evstep *ev)
 	if (e->e0 == INT64_MAX)
 		e->e0 = e->e1 = 0;
 	e->t0 = r->t0 || r->t1 ? r->t0 : e->e0;
-	e->binw = ((double)(e->e1 - e->e0) + 1.0) / RP_EV_BINS;
-	e->binmpi = calloc(e->nrows * RP_EV_BINS, sizeof(float));
-	e->bincoll = calloc(e->nrows * RP_EV_BINS, sizeof(float));
+	e->nb = RP_EV_CELLS / (e->nrows ? e->nrows : 1);
+	if (e->nb > RP_EV_BINS)
+		e->nb = RP_EV_BINS;
+	if (e->nb < 16)
+		e->nb = 16;
+	e->binw = ((double)(e->e1 - e->e0) + 1.0) / (double)e->nb;
+	e->binmpi = calloc(e->nrows * e->nb, sizeof(float));
+	e->bincoll = calloc(e->nrows * e->nb, sizeof(float));
 	e->ph = calloc(RP_MAX_PHASES, sizeof(*e->ph));
 	return e->binmpi && e->bincoll && e->ph ? 0 : -1;
 }
