@@ -72,6 +72,13 @@ rc=0
 "$SH5MERGE" otf2 "$W/job.h5" -o "$W/trx" --groups host 2>/dev/null || rc=$?
 [ $rc = 2 ] && [ ! -e "$W/trx" ] && ok "--groups host: usage" || bad "--groups host (rc $rc)"
 
+# no clock offsets: the CLC alone synchronizes the events
+$PY "$T/events_mkjob.py" "$W/ino" --nodes 2 --iterations 2 --no-offsets >/dev/null
+merge "$W/ino" "$W/nooff.h5" --sync clc 2>/dev/null
+"$SH5MERGE" -q otf2 "$W/nooff.h5" -o "$W/tro" &&
+	$PY "$T/otf2_check.py" "$W/tro/traces.otf2" "$W/nooff.h5" 0 >/dev/null &&
+	ok "no clock offsets" || bad "no clock offsets"
+
 # one node
 $PY "$T/events_mkjob.py" "$W/in1" --nodes 1 --tasks 3 --iterations 2 >/dev/null
 merge "$W/in1" "$W/one.h5" --sync clc 2>/dev/null
