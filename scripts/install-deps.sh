@@ -7,6 +7,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
  slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev slurm-wlm-hdf5-plugin
  influxdb chrony faketime python3-h5py python3-numpy
  openmpi-bin libopenmpi-dev python3-schema
+ libotf2-trace-dev otf2-tools python3-otf2 chromium-headless-shell
  iproute2 valgrind dpkg-dev debhelper fakeroot git curl openssl groff-base
  libdeflate0"
 missing=""

@@ -22,6 +22,8 @@ SH5_CMD(sync);
 SH5_CMD(lbdata);
 SH5_CMD(counters);
 SH5_CMD(events);
+SH5_CMD(report);
+SH5_CMD(otf2);
 
 /* Program-wide options parsed before the subcommand. */
 extern int sh5merge_quiet;

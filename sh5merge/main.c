@@ -22,6 +22,8 @@ static const struct command commands[] = {
 	{ "lbdata", cmd_lbdata, "export a job file as vt LBDatafile (VOM) JSON" },
 	{ "counters", cmd_counters, "export counter statistics and anomalies as JSON" },
 	{ "events", cmd_events, "write the application events of a step as an event trace" },
+	{ "report", cmd_report, "write a self-contained HTML report of a job file" },
+	{ "otf2", cmd_otf2, "write the application events as an OTF2 archive" },
 };
 
 static void usage(FILE *f)

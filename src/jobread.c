@@ -252,6 +252,11 @@ error:
 	return NULL;
 }
 
+long long sh5_jobread_file(const struct sh5_jobread *jr)
+{
+	return jr->file;
+}
+
 void sh5_jobread_close(struct sh5_jobread *jr)
 {
 	if (!jr)
@@ -420,21 +425,30 @@ static int64_t to_ns(const struct series_state *st, int64_t t)
 /* Read rows [first, first + n) with memory type mt into buf. */
 static int read_rows(hid_t d, hid_t mt, hsize_t first, hsize_t n, void *buf)
 {
-	hid_t fs = H5Dget_space(d), ms = -1;
+	hid_t fs = H5Dget_space(d), ms = -1, dx;
+	size_t tb = (size_t)n * H5Tget_size(mt);
 	int rc = -1;
 
 	if (fs < 0)
 		return -1;
+	/* HDF5 callocs its type-conversion and background buffers (1 MiB
+	 * each by default) on every read: size them to the rows read */
+	dx = H5Pcreate(H5P_DATASET_XFER);
+	if (dx >= 0)
+		H5Pset_buffer(dx, tb < 65536 ? 65536 : tb > (1u << 20) ?
+				  (1u << 20) : tb, NULL, NULL);
 	if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, &first, NULL, &n,
 				NULL) < 0)
 		goto out;
 	ms = H5Screate_simple(1, &n, NULL);
 	if (ms < 0)
 		goto out;
-	if (H5Dread(d, mt, ms, fs, H5P_DEFAULT, buf) < 0)
+	if (H5Dread(d, mt, ms, fs, dx >= 0 ? dx : H5P_DEFAULT, buf) < 0)
 		goto out;
 	rc = 0;
 out:
+	if (dx >= 0)
+		H5Pclose(dx);
 	if (ms >= 0)
 		H5Sclose(ms);
 	H5Sclose(fs);

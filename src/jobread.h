@@ -107,6 +107,9 @@ struct sh5_jobread *sh5_jobread_open(const char *path,
 /* Close the file and free the handle (NULL-safe). */
 void sh5_jobread_close(struct sh5_jobread *jr);
 
+/* The open HDF5 file (owned by jr: do not close). */
+long long sh5_jobread_file(const struct sh5_jobread *jr);
+
 /* Root "Job ID" as text ("" when absent); owned by jr. */
 const char *sh5_jobread_job_id(const struct sh5_jobread *jr);
 
