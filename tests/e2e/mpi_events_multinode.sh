@@ -111,4 +111,25 @@ note "clocks:$clocks"
 $CHECK csv "$OUT/raw.csv" "$OUT/corr.csv" "$OUT/truth.json" --skew 32.5 \
 	$clocks || fail "events against the program and the clocks"
 $CHECK lbdata "$OUT/lb" "$OUT/truth.json" || fail "LBDatafile communications"
+# The views of the same real job (issue 12): the report in a real browser
+# holds the timeline, phases, imbalance and the communication matrix; the
+# OTF2 archive read back by python3-otf2 matches the job file.
+T=$top_srcdir/tests/tools
+if [ -x "$SH5MERGE" ] && "$SH5MERGE" report "$OUT/job.h5" -o "$OUT/report.html" &&
+	command -v chromium-headless-shell >/dev/null; then
+	bash "$T/report_browser_check.sh" "$OUT/report.html" "$OUT/browser" \
+		timeline phase-load comm-matrix imbalance ||
+		fail "report of the MPI job in the browser"
+else
+	fail "sh5merge report of the MPI job (or no chromium-headless-shell)"
+fi
+if "$SH5MERGE" otf2 "$OUT/job.h5" -o "$OUT/trace" 2>"$OUT/otf2.err"; then
+	$PY "$T/otf2_check.py" "$OUT/trace/traces.otf2" "$OUT/job.h5" 0 ||
+		fail "OTF2 archive of the MPI job"
+elif grep -q 'not built' "$OUT/otf2.err"; then
+	note "otf2 not built into sh5merge: not checked"
+else
+	cat "$OUT/otf2.err" >&2
+	fail "sh5merge otf2 of the MPI job"
+fi
 exit 0
