@@ -373,7 +373,8 @@ static void seg_child(int fd, const struct opts *o, struct sel *v,
 
 			memset(&fr, 0, sizeof(fr));
 			fr.end = 3;
-			snprintf(fr.reason, sizeof(fr.reason), "%s", err.text);
+			snprintf(fr.reason, sizeof(fr.reason), "%.*s",
+				 (int)sizeof(fr.reason) - 1, err.text);
 			sh5_fd_write_all(fd, &fr, sizeof(fr));
 			_exit(0);
 		}

@@ -208,7 +208,7 @@ int cmd_list(int argc, char **argv)
 				fmt_time(b, t1, sizeof(t1));
 				printf("    %-16s %8" PRIu64 " samples  %s .. %s"
 				       " (%.0f s)\n", e->path, cur.nrows, t0,
-				       t1, (double)(b - a) / 1e9);
+				       t1, ((double)b - (double)a) / 1e9);
 			} else {
 				printf("    %-16s %8" PRIu64 " samples\n",
 				       e->path, cur.nrows);

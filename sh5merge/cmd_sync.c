@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "common/outfile.h"
 #include "timesync.h"
 #include "trace.h"
 #include "sync/syncrun.h"
@@ -264,6 +265,15 @@ int cmd_sync(int argc, char **argv)
 		return 2;
 	}
 	in = argv[optind];
+	if (sh5_infile_check(in, &err) < 0) {
+		fprintf(stderr, "sh5merge: %s\n", err.text);
+		return 1;
+	}
+	if (sh5_outfile_same(out, &in, 1)) {
+		fprintf(stderr, "sh5merge: %s: is also the input; refusing to "
+			"overwrite it\n", out);
+		return 1;
+	}
 	{
 		struct stat st;
 

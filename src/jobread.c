@@ -412,9 +412,14 @@ out:
 	return rc;
 }
 
-static int64_t to_ns(const struct series_state *st, int64_t t)
+/* t (seconds or ns, per the series) in ns; -1 if it does not fit. */
+static int to_ns(const struct series_state *st, int64_t t, int64_t *ns)
 {
-	return st->s.time_source == TIME_EPOCH ? t * 1000000000LL : t;
+	if (st->s.time_source != TIME_EPOCH) {
+		*ns = t;
+		return 0;
+	}
+	return __builtin_mul_overflow(t, (int64_t)1000000000, ns) ? -1 : 0;
 }
 
 /* Read rows [first, first + n) with memory type mt into buf. */
@@ -473,10 +478,12 @@ static int walk_series(struct walk *w, hid_t parent, const char *dname,
 	if (st->s.nsamples > 0) {
 		if (read_rows(d, st->timetype, 0, 1, &t) < 0)
 			goto h5err;
-		st->s.t_first_ns = to_ns(st, t);
+		if (to_ns(st, t, &st->s.t_first_ns) < 0)
+			goto range;
 		if (read_rows(d, st->timetype, st->s.nsamples - 1, 1, &t) < 0)
 			goto h5err;
-		st->s.t_last_ns = to_ns(st, t);
+		if (to_ns(st, t, &st->s.t_last_ns) < 0)
+			goto range;
 	}
 	if (w->ops->series_begin) {
 		r = w->ops->series_begin(w->arg, &st->s, w->errp);
@@ -519,7 +526,8 @@ static int walk_series(struct walk *w, hid_t parent, const char *dname,
 			const char *row = w->rowbuf + i * st->rowsize;
 
 			memcpy(&t, row, sizeof(t));
-			w->times[i] = to_ns(st, t);
+			if (to_ns(st, t, &w->times[i]) < 0)
+				goto range;
 			for (k = 0; k < st->s.nfields; k++)
 				memcpy(&w->values[i * st->s.nfields + k],
 				       row + sizeof(int64_t) +
@@ -541,6 +549,11 @@ static int walk_series(struct walk *w, hid_t parent, const char *dname,
 	goto out;
 h5err:
 	sh5_errprintf_h5(w->errp, "%s: cannot read", where);
+	goto out;
+range:
+	errno = ERANGE;
+	sh5_errprintf(w->errp, "%s: time %" PRId64 " s out of range", where,
+		      t);
 out:
 	H5Dclose(d);
 	return rc;

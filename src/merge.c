@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -207,7 +208,8 @@ int sh5_merge_discover(const char *dir, uint32_t job,
 		v[cnt++] = in;
 	}
 	closedir(d);
-	qsort(v, cnt, sizeof(*v), input_cmp);
+	if (cnt > 1)
+		qsort(v, cnt, sizeof(*v), input_cmp);
 	*out = v;
 	*n = cnt;
 	return 0;
@@ -937,9 +939,12 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 		f->samples += e->nrows;
 		if (e->series->ops == sh5_series_ops_lookup("Tasks", "0")) {
 			char *end;
-			long t = strtol(e->series->name, &end, 10);
+			long t;
 
-			if (!*end && t > f->max_task)
+			errno = 0;
+			t = strtol(e->series->name, &end, 10);
+			/* A task id beyond INT_MAX is no task of Slurm's. */
+			if (!errno && !*end && t <= INT_MAX && t > f->max_task)
 				f->max_task = t;
 		}
 		/* A whole copy's datasets were all read by whole_ok(). */

@@ -1211,6 +1211,13 @@ size_t sh5_cursor_read(struct sh5_cursor *c, void *buf, size_t max)
 			n = r;
 			break;
 		}
+		/* A time in ns must fit int64 (until 2262). */
+		if (!s->has_time_ns && v[1].u > INT64_MAX / 1000000000) {
+			cursor_damage(c, c->pos + r, "%s", "EpochTime out of "
+				      "range (after the year 2262)");
+			n = r;
+			break;
+		}
 		if (!s->has_time_ns)
 			v[2].i = (int64_t)v[1].u * 1000000000;
 	}
