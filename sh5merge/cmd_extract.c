@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "common/outfile.h"
 #include "commands.h"
 #include "csvfmt.h"
 #include "fdio.h"
@@ -928,6 +929,8 @@ int cmd_extract(int argc, char **argv)
 	size_t n = 0, i;
 	hid_t f = -1;
 	FILE *out = NULL;
+	struct sh5_outfile of = { .fd = -1 };
+	struct sh5_error oerr = { "" };
 	char *first = NULL;
 	static char obuf[1 << 20];
 	int c, status = 1;
@@ -969,6 +972,13 @@ int cmd_extract(int argc, char **argv)
 		cli_error(NULL, "--field works on time series only");
 		return 2;
 	}
+	if (sh5_infile_check(o.input, &oerr) < 0 ||
+	    (o.output && sh5_outfile_same(o.output, &o.input, 1) &&
+	     sh5_errprintf(&oerr, "%s: is also the input; refusing to "
+			   "overwrite it", o.output))) {
+		cli_error(NULL, "%s", oerr.text);
+		return 1;
+	}
 	sh5_error_h5_silence();
 	if ((f = H5Fopen(o.input, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
 		struct sh5_error err;
@@ -1005,8 +1015,12 @@ int cmd_extract(int argc, char **argv)
 			goto out;
 		}
 	}
-	out = o.output && strcmp(o.output, "-") ? fopen(o.output, "w") : stdout;
-	if (!out) {
+	if (sh5_outfile_open(&of, o.output ? o.output : "-", &o.input, 1,
+			     &oerr) < 0) {
+		cli_error(NULL, "%s", oerr.text);
+		goto out;
+	}
+	if (!(out = sh5_outfile_fp(&of))) {
 		cli_error(o.output, "%s", strerror(errno));
 		goto out;
 	}
@@ -1018,19 +1032,19 @@ int cmd_extract(int argc, char **argv)
 	if (o.field ? aligned(&o, v, n, out) :
 	    o.totals ? totals(&o, f, v, n, out) : timeseries(&o, v, n, out))
 		goto out;
-	if (fflush(out) != 0 || ferror(out)) {
-		cli_error(o.output ? o.output : "stdout", "write error: %s",
-			  strerror(errno));
+	if (ferror(out)) {
+		cli_error(o.output ? o.output : "stdout", "write failed: %s",
+			  strerror(errno ? errno : EIO));
+		goto out;
+	}
+	out = NULL;
+	if (sh5_outfile_commit(&of, &oerr) < 0) {
+		cli_error(NULL, "%s", oerr.text);
 		goto out;
 	}
 	status = 0;
 out:
-	if (out && out != stdout && fclose(out) != 0 && !status) {
-		cli_error(o.output, "write error: %s", strerror(errno));
-		status = 1;
-	}
-	if (out == stdout)
-		fflush(stdout);
+	sh5_outfile_abort(&of);
 	free(first);
 	free_sel(v, n);
 	if (f >= 0)

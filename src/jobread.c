@@ -10,6 +10,7 @@
 #include <hdf5.h>
 
 #include "jobread.h"
+#include "common/outfile.h"
 
 struct namelist {
 	char **v;
@@ -220,10 +221,8 @@ struct sh5_jobread *sh5_jobread_open(const char *path, struct sh5_error *errp)
 		goto error;
 	}
 	sh5_error_h5_silence();
-	if (access(path, R_OK) < 0) {
-		sh5_errprintf(errp, "%s: %s", path, strerror(errno));
+	if (sh5_infile_check(path, errp) < 0)
 		goto error;
-	}
 	fapl = H5Pcreate(H5P_FILE_ACCESS);
 #ifdef HAVE_H5PSET_FILE_LOCKING
 	if (fapl >= 0)

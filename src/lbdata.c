@@ -167,6 +167,14 @@ struct sh5_lbdata_file *sh5_lbdata_file_open(const char *dir, const char *stem,
 	if (!f->j)
 		goto error;
 	j = f->j;
+	{
+		/* Errors name the file the user asked for. */
+		char *final = part_path(dir, stem ? stem : "data",
+					meta->rank, 0);
+
+		sh5_json_set_name(j, final ? final : f->tmp);
+		free(final);
+	}
 	sh5_json_object_open(j);
 	sh5_json_kv_string(j, "type", "LBDatafile");
 	sh5_json_key(j, "metadata");

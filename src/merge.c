@@ -16,6 +16,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -530,6 +532,7 @@ struct mstate {
 	size_t nsteps_written;
 	int write_failed;       /* an HDF5 write failed: stop */
 	int out_fd;             /* the temporary output, for early writeback */
+	int out_wfd;            /* the same, writable: space reservations */
 	hid_t dxpl;             /* small conversion buffers */
 	/* Second pass: a child process reads and decodes the records of
 	 * the inputs in order and streams them here (see feed_read()). */
@@ -2283,6 +2286,40 @@ oom:
  * stored ones.  Returns 0, -1 on an error (merge failed), or 1 when
  * nothing was written and the node must go the normal way.
  */
+/*
+ * Make sure `bytes` more can be written to the output before H5Ocopy():
+ * HDF5 (1.10 to 1.14) crashes inside H5Ocopy() when a write fails (a full
+ * disk, a file size limit), so the room is reserved first: blocks past
+ * the end (fallocate, keeping the size), else a look at the free space;
+ * and the file size limit.  0, or -1 with errno set (ENOSPC, EFBIG).
+ */
+static int reserve_room(struct mstate *m, off_t bytes)
+{
+	struct statvfs vs;
+	struct rlimit rl;
+	struct stat st;
+	off_t end;
+
+	if (m->out_wfd < 0 || fstat(m->out_wfd, &st) < 0)
+		return 0; /* nothing to go by: let HDF5 try */
+	end = st.st_size + bytes;
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (rlim_t)end > rl.rlim_cur) {
+		errno = EFBIG;
+		return -1;
+	}
+	if (fallocate(m->out_wfd, FALLOC_FL_KEEP_SIZE, st.st_size, bytes) == 0)
+		return 0;
+	if (errno == ENOSPC || errno == EFBIG || errno == EDQUOT)
+		return -1;
+	if (fstatvfs(m->out_wfd, &vs) == 0 &&
+	    (uint64_t)vs.f_bavail * vs.f_frsize < (uint64_t)bytes) {
+		errno = ENOSPC;
+		return -1;
+	}
+	return 0;
+}
+
 static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 			    struct finfo *f, struct sh5_totacc **sacc,
 			    size_t *nsacc, uint32_t *ntasks, int64_t *start_ns)
@@ -2304,6 +2341,13 @@ static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 	    (in = H5Gopen2(fid, node, H5P_DEFAULT)) < 0) {
 		rc = 1; /* changed since the first pass */
 		goto out;
+	}
+	/* The copy is at most the input's size; its metadata, a margin. */
+	if (reserve_room(m, (off_t)f->size + (off_t)f->size / 8 +
+			 (1 << 20)) < 0) {
+		sh5_errprintf(m->errp, "%s: cannot write %s: %s",
+			      m->o->output, gpath, strerror(errno));
+		goto fail;
 	}
 	if (H5Ocopy(fid, node, nodes, node, H5P_DEFAULT, H5P_DEFAULT) < 0) {
 		H5Ldelete(nodes, node, H5P_DEFAULT);
@@ -2962,6 +3006,7 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
 	if (o->temp_path && !again)
 		o->temp_path(o->arg, tmp);
 	m->out_fd = open(tmp, O_RDONLY | O_CLOEXEC);
+	m->out_wfd = open(tmp, O_WRONLY | O_CLOEXEC);
 	wb_start(m);
 	if ((sg = make_group(fout, "Steps")) < 0) {
 		h5err(m->errp, "%s: cannot create /Steps", tmp);
@@ -3010,6 +3055,10 @@ out:
 		close(m->out_fd);
 		m->out_fd = -1;
 	}
+	if (m->out_wfd >= 0) {
+		close(m->out_wfd);
+		m->out_wfd = -1;
+	}
 	if (H5Fclose(fout) < 0 && rc == 0)
 		rc = h5err(m->errp, "%s: cannot close (disk full?)", tmp);
 	if (rc == 0)
@@ -3034,6 +3083,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	memset(&m, 0, sizeof(m));
 	m.feed_fd = -1;
 	m.out_fd = -1;
+	m.out_wfd = -1;
 	if (!stats)
 		stats = &dummy;
 	memset(stats, 0, sizeof(*stats));
