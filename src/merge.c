@@ -1525,6 +1525,7 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 	long step_tasks = -1;
 	int tasks_known = 1;
 	char *seen = NULL;
+	const char *st_from = NULL, *nn_from = NULL; /* who said so */
 
 	for (i = lo; i < hi; i++) {
 		struct finfo *f = &m->fi[i];
@@ -1541,10 +1542,14 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 			tasks_known = 0;
 		if (f->node_index > max_index)
 			max_index = f->node_index;
-		if (f->nnodes > nnodes)
+		if (f->nnodes > nnodes) {
 			nnodes = f->nnodes;
-		if (f->step_tasks > step_tasks)
+			nn_from = f->in->file;
+		}
+		if (f->step_tasks > step_tasks) {
 			step_tasks = f->step_tasks;
+			st_from = f->in->file;
+		}
 	}
 	if (!usable)
 		return add_missing(m, "step %s: no usable node-step file", step);
@@ -1556,6 +1561,8 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 	if (nnodes - 1 > max_index && strcmp(step, "batch") &&
 	    strcmp(step, "interactive"))
 		max_index = nnodes - 1;
+	else
+		nn_from = NULL;
 	if (max_index >= 0 && max_index < 1000000 &&
 	    (seen = calloc((size_t)max_index + 1, 1))) {
 		long k, first = -1;
@@ -1572,10 +1579,14 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 			if (first < 0)
 				continue;
 			if (add_missing(m, "step %s: node index%s %ld%s%.0ld "
-					"missing (no node-step file)", step,
-					k - 1 > first ? "es" : "", first,
+					"missing (no node-step file%s%s%s)",
+					step, k - 1 > first ? "es" : "", first,
 					k - 1 > first ? "-" : "",
-					k - 1 > first ? k - 1 : 0) < 0) {
+					k - 1 > first ? k - 1 : 0,
+					nn_from ? "; per " : "",
+					nn_from ? nn_from : "",
+					nn_from ? "'s Number of Nodes" :
+					"") < 0) {
 				free(seen);
 				return -1;
 			}
@@ -1589,11 +1600,14 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 	if (tasks_known && step_tasks > max_task + 1 &&
 	    strspn(step, "0123456789") == strlen(step))
 		max_task = step_tasks - 1;
+	else
+		st_from = NULL;
 	if (tasks_known && max_task + 1 > tasks &&
-	    add_missing(m, "step %s: %ld task%s missing (the step runs %ld, "
-			"the nodes present %ld)", step,
+	    add_missing(m, "step %s: %ld task%s missing (the step runs %ld%s%s"
+			"%s, the nodes present %ld)", step,
 			max_task + 1 - tasks, max_task + 1 - tasks == 1 ? "" :
-			"s", max_task + 1, tasks) < 0)
+			"s", max_task + 1, st_from ? " according to the Step Tasks of " :
+			"", st_from ? st_from : "", "", tasks) < 0)
 		return -1;
 	return 0;
 }
