@@ -16,6 +16,7 @@
 #include "timesync.h"
 #include "trace.h"
 #include "sync/syncrun.h"
+#include "common/sort.h"
 
 static void usage(FILE *f)
 {
@@ -96,7 +97,7 @@ static void print_problems(struct sh5_trace *t, const char *in,
 	size_t i, n = t->nproblems < SH5_TRACE_MAX_PROBLEMS ?
 		      t->nproblems : SH5_TRACE_MAX_PROBLEMS;
 
-	qsort(t->problem, n, sizeof(t->problem[0]), cmp_problem);
+	sh5_qsort(t->problem, n, sizeof(t->problem[0]), cmp_problem);
 	for (i = 0; i < n; i++) {
 		if (t->problem[i].line)
 			fprintf(stderr, "sh5merge: %s:%u: %s%s\n", in,

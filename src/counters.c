@@ -15,6 +15,7 @@
 #include "jobread.h"
 #include "json.h"
 #include "runstats.h"
+#include "common/sort.h"
 
 struct counter {
 	char *name;
@@ -579,7 +580,7 @@ int sh5_counters_export(const char *path, struct sh5_json *j,
 		res->anomalies = x.anomalies;
 		res->nkeys = x.nkeys;
 		if (x.ntop > 1)
-			qsort(x.top, x.ntop, sizeof(*x.top), cmp_top);
+			sh5_qsort(x.top, x.ntop, sizeof(*x.top), cmp_top);
 		res->ntop = x.ntop;
 		res->top = x.top;
 		x.top = NULL;

@@ -9,6 +9,7 @@
 
 #include "jobfile.h"
 #include "merge.h"
+#include "common/sort.h"
 
 struct lw {
 	struct sh5_jf_entry *v;
@@ -156,7 +157,7 @@ int sh5_jobfile_list(hid_t file, const char *fname,
 		return sh5_errprintf(errp, "%s: cannot list /Steps", fname);
 	}
 	if (w.n > 1)
-		qsort(w.v, w.n, sizeof(*w.v), entry_cmp);
+		sh5_qsort(w.v, w.n, sizeof(*w.v), entry_cmp);
 	*out = w.v;
 	*n = w.n;
 	return 0;

@@ -31,6 +31,7 @@
 #include "checksum.h"
 #include "reader.h"
 #include "totals.h"
+#include "common/sort.h"
 
 #define CHUNK_ROWS_MAX 4096
 
@@ -211,7 +212,7 @@ int sh5_merge_discover(const char *dir, uint32_t job,
 	}
 	closedir(d);
 	if (cnt > 1)
-		qsort(v, cnt, sizeof(*v), input_cmp);
+		sh5_qsort(v, cnt, sizeof(*v), input_cmp);
 	*out = v;
 	*n = cnt;
 	return 0;
