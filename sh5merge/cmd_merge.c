@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -223,6 +224,11 @@ int cmd_merge(int argc, char **argv)
 		status = 2;
 		goto out;
 	}
+	if (output && strlen(output) >= PATH_MAX) {
+		cli_error(NULL, "%.60s...: %s", output, strerror(ENAMETOOLONG));
+		status = 1;
+		goto out;
+	}
 	if (output) {
 		struct stat ost;
 
@@ -255,7 +261,13 @@ int cmd_merge(int argc, char **argv)
 		}
 		user = pw->pw_name;
 	}
-	snprintf(dir, sizeof(dir), "%s/%s", pdir, user);
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", pdir, user) >=
+	    sizeof(dir)) {
+		cli_error(NULL, "%.60s...: profile directory path longer than "
+			  "%zu bytes", pdir, sizeof(dir) - 1);
+		status = 1;
+		goto out;
+	}
 	signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error */
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
