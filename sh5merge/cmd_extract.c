@@ -199,11 +199,16 @@ struct obuf {
 
 static int frame_flush(struct obuf *b);
 
+/* The errno of the first failed write to the output (stdio keeps none). */
+static int out_errno;
+
 static int obuf_flush(struct obuf *b)
 {
 	if (b->fd >= 0)
 		return frame_flush(b);
 	if (b->len && fwrite(b->p, 1, b->len, b->out) != b->len) {
+		if (!out_errno)
+			out_errno = errno ? errno : EIO;
 		b->len = 0;
 		return -1;
 	}
@@ -596,7 +601,7 @@ out:
 	waitpid(pid, &st, 0);
 	free(sg);
 	if (werr && out->err && !ferror(out->out)) {
-		cli_error(o->output ? o->output : "stdout", "write error: %s",
+		cli_error(o->output ? o->output : "stdout", "write failed: %s",
 			  strerror(out->err));
 		return -1;
 	}
@@ -1032,9 +1037,12 @@ int cmd_extract(int argc, char **argv)
 	if (o.field ? aligned(&o, v, n, out) :
 	    o.totals ? totals(&o, f, v, n, out) : timeseries(&o, v, n, out))
 		goto out;
-	if (ferror(out)) {
+	errno = 0;
+	if (fflush(out) != 0 || ferror(out)) {
+		int e = out_errno ? out_errno : errno;
+
 		cli_error(o.output ? o.output : "stdout", "write failed: %s",
-			  strerror(errno ? errno : EIO));
+			  strerror(e ? e : EIO));
 		goto out;
 	}
 	out = NULL;

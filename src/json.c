@@ -28,7 +28,9 @@ struct sh5_json {
 	struct sh5_error err;
 	char name[160];		/* the output, for errors ("json" if unset) */
 	char keys[KEY_DEPTH][48]; /* the key at each depth, for errors */
+	char labels[KEY_DEPTH][96]; /* last "key=string" at each depth */
 	int depth;
+	int in_key;
 };
 
 void sh5_json_set_name(struct sh5_json *j, const char *name)
@@ -43,15 +45,20 @@ static int fail(struct sh5_json *j, int errnum, const char *what)
 		j->failed = 1;
 		errno = errnum;
 		if (errnum == EDOM && j->depth > 0) {
-			char path[KEY_DEPTH * 49] = "";
+			char path[KEY_DEPTH * 150] = "";
 			size_t len = 0;
 			int d;
 
-			for (d = 0; d <= j->depth && d < KEY_DEPTH; d++)
+			for (d = 0; d < j->depth && d < KEY_DEPTH; d++) {
+				if (j->labels[d][0] && len < sizeof(path))
+					len += (size_t)snprintf(path + len,
+						sizeof(path) - len, "[%s]",
+						j->labels[d]);
 				if (j->keys[d][0] && len < sizeof(path))
 					len += (size_t)snprintf(path + len,
 						sizeof(path) - len, "%s%s",
 						len ? "." : "", j->keys[d]);
+			}
 			sh5_errprintf(&j->err, "%s: %s (at %s)",
 				      j->name[0] ? j->name : "json", what,
 				      path[0] ? path : "top level");
@@ -201,8 +208,10 @@ static int check(struct sh5_json *j, yajl_gen_status st)
 /* Key path bookkeeping for error texts. */
 static void enter(struct sh5_json *j)
 {
-	if (j->depth < KEY_DEPTH)
+	if (j->depth < KEY_DEPTH) {
 		j->keys[j->depth][0] = '\0';
+		j->labels[j->depth][0] = '\0';
+	}
 	j->depth++;
 }
 
@@ -250,15 +259,27 @@ int sh5_json_string(struct sh5_json *j, const char *s)
 		return -1;
 	if (!s)
 		return check(j, yajl_gen_null(j->g));
+	if (!j->in_key && j->depth > 0 && j->depth <= KEY_DEPTH &&
+	    j->keys[j->depth - 1][0]) {
+		char l[sizeof(j->labels[0])];
+
+		snprintf(l, sizeof(l), "%.40s=%.50s", j->keys[j->depth - 1], s);
+		memcpy(j->labels[j->depth - 1], l, sizeof(l));
+	}
 	return check(j, yajl_gen_string(j->g, (const unsigned char *)s,
 					strlen(s)));
 }
 
 int sh5_json_key(struct sh5_json *j, const char *key)
 {
+	int rc;
+
 	if (key && j->depth > 0 && j->depth <= KEY_DEPTH)
 		snprintf(j->keys[j->depth - 1], sizeof(j->keys[0]), "%s", key);
-	return sh5_json_string(j, key);
+	j->in_key = 1;
+	rc = sh5_json_string(j, key);
+	j->in_key = 0;
+	return rc;
 }
 
 int sh5_json_int(struct sh5_json *j, int64_t v)
