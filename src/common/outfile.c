@@ -85,6 +85,58 @@ static void reset(struct sh5_outfile *o)
 	o->fd = -1;
 }
 
+/* Does path go through a symbolic link into /proc (/dev/stdout ->
+ * /proc/self/fd/1, /dev/fd/N)?  Renaming over such a name would
+ * replace the link, not write the file behind it. */
+static int links_to_proc(const char *path)
+{
+	char lnk[PATH_MAX];
+	ssize_t n;
+
+	if (!strncmp(path, "/proc/", 6) || !strncmp(path, "/dev/fd/", 8))
+		return 1;
+	if ((n = readlink(path, lnk, sizeof(lnk) - 1)) <= 0)
+		return 0;
+	lnk[n] = '\0';
+	return !strncmp(lnk, "/proc/", 6) || !strncmp(lnk, "/dev/fd/", 8);
+}
+
+/* Is path the file of our standard output (/dev/stdout, /dev/fd/1,
+ * /proc/self/fd/1, or the same file by any name while stdout is not a
+ * terminal)? */
+static int is_our_stdout(const char *path)
+{
+	struct stat a, b;
+
+	if (stat(path, &a) < 0 || fstat(STDOUT_FILENO, &b) < 0)
+		return 0;
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return 0;
+	/* Only through a /proc link: a regular file that happens to be
+	 * our stdout by its own name keeps the rename discipline. */
+	return !S_ISREG(a.st_mode) || links_to_proc(path);
+}
+
+/* The file a dangling symbolic link names (one level), relative to the
+ * link's directory; NULL if none. */
+static char *dangling_target(const char *path)
+{
+	char lnk[PATH_MAX], *t;
+	const char *slash = strrchr(path, '/');
+	ssize_t n = readlink(path, lnk, sizeof(lnk) - 1);
+	size_t dl;
+
+	if (n <= 0)
+		return NULL;
+	lnk[n] = '\0';
+	dl = slash && lnk[0] != '/' ? (size_t)(slash - path) + 1 : 0;
+	if (!(t = malloc(dl + (size_t)n + 1)))
+		return NULL;
+	memcpy(t, path, dl);
+	memcpy(t + dl, lnk, (size_t)n + 1);
+	return t;
+}
+
 int sh5_outfile_open(struct sh5_outfile *o, const char *path,
 		     const char *const *inputs, size_t n,
 		     struct sh5_error *errp)
@@ -119,15 +171,38 @@ int sh5_outfile_open(struct sh5_outfile *o, const char *path,
 			      shown(path, b, sizeof(b)));
 		goto error;
 	}
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		/* A device or FIFO: written in place, never replaced. */
-		o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (is_our_stdout(path)) {
+		/* /dev/stdout, /proc/self/fd/1: our standard output. */
+		o->is_stdout = 1;
+		o->fd = STDOUT_FILENO;
+		return 0;
+	}
+	if (stat(path, &st) == 0 && (!S_ISREG(st.st_mode) ||
+				     links_to_proc(path))) {
+		/* A device or FIFO, or a file behind /dev/fd/N: written in
+		 * place, never replaced (a rename would replace the link). */
+		o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY |
+			     (S_ISREG(st.st_mode) ? O_TRUNC : 0));
 		if (o->fd < 0) {
 			sh5_errprintf(errp, "%s: %s", shown(path, b, sizeof(b)),
 				      strerror(errno));
 			goto error;
 		}
 		return 0;
+	}
+	{
+		/* A symbolic link to a file: the file is replaced, not the
+		 * link. */
+		struct stat lst;
+		char *real;
+
+		if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) &&
+		    ((real = realpath(path, NULL)) ||
+		     (real = dangling_target(path)))) {
+			free(o->path);
+			o->path = real;
+			path = real;
+		}
 	}
 	slash = strrchr(path, '/');
 	base = slash ? slash + 1 : path;

@@ -99,6 +99,21 @@ run "merge -o /dev/null" 1 "not a regular file" \
 	$S merge -q -j 7 -p prof -u u -o /dev/null
 run "counters -o -" 0 "" $S counters -i job.h5 -o -
 grep -q '"counter_stats"' out || bad "counters -o -: no JSON on stdout"
+for o in /dev/stdout /dev/fd/1; do
+	[ -L /dev/stdout ] || break
+	run "counters -o $o" 0 "" $S counters -i job.h5 -o $o
+	grep -q '"counter_stats"' out || bad "counters -o $o: no JSON"
+	run "extract -o $o" 0 "" $S extract -i job.h5 -o $o
+	grep -q '^Step,Node' out || bad "extract -o $o: no CSV"
+	if [ ! -L /dev/stdout ]; then
+		bad "/dev/stdout replaced by a file (restored)"
+		rm -f /dev/stdout && ln -s /proc/self/fd/1 /dev/stdout
+	fi
+done
+ln -s c-real.json c-link.json
+run "counters -o a symlink" 0 "" $S counters -i job.h5 -o c-link.json
+[ -L c-link.json ] && [ -s c-real.json ] && ok "symlink kept, its file written" ||
+	bad "symlink output: $(ls -l c-link.json c-real.json)"
 run "sync -o -" 0 "" $S sync tr.csv -o -
 grep -q '^1,' out || bad "sync -o -: no CSV on stdout"
 
