@@ -18,6 +18,7 @@
 
 #include "checksum.h"
 #include "reader.h"
+#include "common/timeconv.h"
 
 static const unsigned char h5_signature[8] = { 0x89, 'H', 'D', 'F',
 					       '\r', '\n', 0x1a, '\n' };
@@ -1232,14 +1233,14 @@ size_t sh5_cursor_read(struct sh5_cursor *c, void *buf, size_t max)
 			break;
 		}
 		/* A time in ns must fit int64 (until 2262). */
-		if (!s->has_time_ns && v[1].u > INT64_MAX / 1000000000) {
+		if (!s->has_time_ns && v[1].u > SH5_EPOCH_S_MAX) {
 			cursor_damage(c, c->pos + r, "%s", "EpochTime out of "
 				      "range (after the year 2262)");
 			n = r;
 			break;
 		}
 		if (!s->has_time_ns)
-			v[2].i = (int64_t)v[1].u * 1000000000;
+			v[2].i = sh5_epoch_to_ns(v[1].u);
 	}
 	c->pos += n;
 	return n;
