@@ -271,6 +271,72 @@ run "counters: 10^9 rows over no chunk" 1 "claims 1000000000 rows but stores 0" 
 run "lbdata: 10^9 rows over no chunk" 1 "claims 1000000000 rows" \
 	$S lbdata -i huge.h5 -o hlb
 
+# --- damaged job files over every reading command ---------------------
+# Truncation at several offsets and bit flips in metadata and data: each
+# run ends within the bound, with exit 0 or 1 (never a crash), no
+# sanitizer report, and on 1 a "sh5merge: " line; no partial output.
+size=$(stat -c %s job.h5)
+n=0
+for cut in 0 96 512 2048 $((size / 3)) $((size / 2)) $((size - 100)); do
+	head -c $cut job.h5 > dmg.h5
+	for c in list extract counters lbdata; do
+		o=""; [ $c = lbdata ] && o="-o dmg-lb"
+		[ $c = counters ] && o="-o dmg.json"
+		[ $c = extract ] && o="-o dmg.csv"
+		timeout -k 5 30 $S $c -i dmg.h5 $o >/dev/null 2>dmg.err </dev/null
+		rc=$?
+		n=$((n + 1))
+		if [ $rc -gt 1 ] ||
+			grep -Eq 'runtime error|Sanitizer' dmg.err ||
+			{ [ $rc -eq 1 ] && ! grep -q '^sh5merge: ' dmg.err; }; then
+			head -5 dmg.err; bad "$c on job.h5 cut at $cut: exit $rc"
+		fi
+		[ $rc -ne 0 ] && [ $c != lbdata ] && [ -e "${o#-o }" ] &&
+			bad "$c cut at $cut: partial ${o#-o }"
+		rm -rf dmg.json dmg.csv dmg-lb
+	done
+done
+for seed in 1 2 3 4 5 6 7 8; do
+	$PY - "$seed" <<'EOF2'
+import random, sys
+b = bytearray(open("job.h5", "rb").read())
+r = random.Random(int(sys.argv[1]))
+# metadata (the first KiB and random places), then chunk data
+for _ in range(4):
+    i = r.randrange(0, 1024) if r.random() < 0.5 else r.randrange(len(b))
+    b[i] ^= 1 << r.randrange(8)
+open("dmg.h5", "wb").write(b)
+EOF2
+	for c in list extract counters lbdata; do
+		o=""; [ $c = lbdata ] && o="-o dmg-lb"
+		[ $c = counters ] && o="-o dmg.json"
+		[ $c = extract ] && o="-o dmg.csv"
+		timeout -k 5 30 $S $c -i dmg.h5 $o >/dev/null 2>dmg.err </dev/null
+		rc=$?
+		n=$((n + 1))
+		if [ $rc -gt 1 ] || grep -Eq 'runtime error|Sanitizer' dmg.err ||
+			{ [ $rc -eq 1 ] && ! grep -q '^sh5merge: ' dmg.err; }; then
+			head -5 dmg.err; bad "$c on job.h5 flipped (seed $seed): exit $rc"
+		fi
+		rm -rf dmg.json dmg.csv dmg-lb
+	done
+done
+ok "$n runs on truncated and bit-flipped job files"
+# malformed traces
+for body in '0,10,SEND,1,0,0,,8' '0,1e99,INT,,,,,' "$(printf '0,%s,INT,,,,,' 9223372036854775807)" \
+	'0,10,INT,,,,,\n0,9223372036854775807,INT,,,,,\n1,-9223372036854775807,INT,,,,,' \
+	'\x00\x01,,,' '#comm 1 0 0 0 0\n0,1,CBEGIN,BARRIER,,1,,0'; do
+	printf '#sh5-trace 1\n%b\n' "$body" > bad.csv
+	timeout -k 5 30 $S sync bad.csv -o bad.out >/dev/null 2>bad.err </dev/null
+	rc=$?
+	if [ $rc -gt 1 ] || grep -Eq 'runtime error|Sanitizer' bad.err; then
+		head -5 bad.err; bad "sync on '$body': exit $rc"
+	fi
+	[ $rc -ne 0 ] && [ -e bad.out ] && bad "sync '$body': partial bad.out"
+	rm -f bad.out
+done
+ok "malformed traces"
+
 # --- messages --------------------------------------------------------
 run "merge -j ''" 2 "-j '' names no job" $S merge -j '' -p prof
 run "merge -j ,,," 2 "-j ',,,' names no job" $S merge -j ,,, -p prof
@@ -287,6 +353,8 @@ run "lbdata -p 1e300" 0 "" $S lbdata -i job.h5 -o lb300 -p 1e300
 run "lbdata -p 1e-9" 1 "phase length 1e-09 s gives [0-9]+ phases" \
 	$S lbdata -i job.h5 -o lb9 -p 1e-9
 
+[ -c /dev/null ] && [ -c /dev/full ] && [ -L /dev/stdout ] ||
+	bad "/dev/null, /dev/full or /dev/stdout is no longer what it was"
 sum1=$(md5sum job.h5 tr.csv prof/u/* | md5sum)
 [ "$sum0" = "$sum1" ] && ok "inputs unchanged" || bad "an input changed"
 echo "$fails failure(s)"
