@@ -46,7 +46,7 @@ make -s -j"$(nproc)" "$W" >make.out 2>&1 ||
 	{ tail -30 make.out; echo "FAIL: sanitizer build"; exit 1; }
 echo "sanitizer build: $(( $(date +%s) - t0 )) s ($dir)"
 
-TESTS_DEFAULT="tests/unit/test_outfile tests/unit/test_json \
+TESTS_DEFAULT="tests/unit/test_outfile \
 tests/unit/test_runstats tests/unit/test_csvfmt tests/unit/test_series \
 tests/unit/test_evspill tests/unit/test_evstore tests/unit/test_jobevents \
 tests/unit/test_evlb tests/unit/test_lbdata tests/unit/test_trace \
