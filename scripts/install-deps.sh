@@ -8,6 +8,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
  influxdb chrony faketime python3-h5py python3-numpy
  openmpi-bin libopenmpi-dev python3-schema
  iproute2 valgrind dpkg-dev curl openssl groff-base
+ clang libclang-rt-14-dev
  libdeflate0"
 missing=""
 for p in $PKGS; do
