@@ -75,6 +75,9 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
 	run "extract onto a full tmpfs" 1 "small/e.csv: write failed: No space" \
 		unshare -m sh -c "mount -t tmpfs -o size=64k tmpfs small && $fill; $S extract -i job.h5 -o small/e.csv; rc=\$?; ls -A small > ls-small; exit \$rc"
 	grep -v '^fill$' ls-small && bad "extract full: left $(cat ls-small)"
+	run "merge --counters onto a full tmpfs" 1 "small/mc.json: write failed: No space" \
+		unshare -m sh -c "mount -t tmpfs -o size=64k tmpfs small && $fill; $S merge -q -j 7 -p prof -u u -o mc.h5 --counters small/mc.json; rc=\$?; ls -A small > ls-small; exit \$rc"
+	grep -v '^fill$' ls-small && bad "merge --counters full: left $(cat ls-small)"
 fi
 run "merge under a file size limit" 1 "File too large|No space" \
 	bash -c "ulimit -f 600; exec $S merge -q -j 7 -p prof -u u -o fsz.h5"
