@@ -6,6 +6,9 @@
 # fails.  Skips (77) without clang's libFuzzer.
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
+# Never inside the sanitizer build itself (make passes TESTS down).
+case $(cd "$top_builddir" && pwd) in /var/cache/sh5/asan-*|*/san-*) exit 77 ;; esac
+[ -n "${SH5_IN_SANITIZER_RUN:-}" ] && exit 77
 top=$(cd "$top_srcdir" && pwd)
 secs=${SH5_FUZZ_SECONDS:-5}
 export SH5_BUILD_DIR=$(cd "$top_builddir" && pwd)

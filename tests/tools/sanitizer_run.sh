@@ -10,6 +10,9 @@
 # list of tests.  SH5_NO_SANITIZER=1 skips (exit 77).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
+# Never inside the sanitizer build itself (make passes TESTS down).
+case $(cd "$top_builddir" && pwd) in /var/cache/sh5/asan-*|*/san-*) exit 77 ;; esac
+[ -n "${SH5_IN_SANITIZER_RUN:-}" ] && exit 77
 [ "${SH5_NO_SANITIZER:-0}" = 1 ] && { echo "skipped by SH5_NO_SANITIZER"; exit 77; }
 top=$(cd "$top_srcdir" && pwd)
 echo 'int main(void){return 0;}' > /tmp/sh5-asan-probe.$$.c
@@ -31,6 +34,10 @@ mkdir -p "$dir" || exit 1
 # Older keys of this source tree are stale: keep the three newest.
 ls -dt "$cache"/asan-* 2>/dev/null | tail -n +4 | xargs -r rm -rf
 
+# The makes below must not inherit the outer make's TESTS (which names
+# this test: a recursion); a nested run also stops at the guard above.
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
+export SH5_IN_SANITIZER_RUN=1
 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer \
 -fno-sanitize-recover=undefined"
 cd "$dir" || exit 1
