@@ -9,6 +9,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
  openmpi-bin libopenmpi-dev python3-schema
  libotf2-trace-dev otf2-tools python3-otf2 chromium-headless-shell
  iproute2 valgrind dpkg-dev debhelper fakeroot git curl openssl groff-base
+ clang libclang-rt-14-dev
  libdeflate0"
 missing=""
 for p in $PKGS; do

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "common/outfile.h"
 #include "counters.h"
 #include "json.h"
 
@@ -111,10 +112,10 @@ int cmd_counters(int argc, char **argv)
 	struct sh5_counters_result res;
 	struct sh5_error err = { "" };
 	const char *input = NULL, *output = NULL;
-	char *tmp = NULL;
+	struct sh5_outfile out = { .fd = -1 };
 	struct sh5_json *j = NULL;
 	FILE *fp = NULL;
-	int c, fd, pretty = 0, summary = 0, rc = 1;
+	int c, pretty = 0, summary = 0, rc = 1;
 	double d;
 
 	memset(&o, 0, sizeof(o));
@@ -177,56 +178,29 @@ int cmd_counters(int argc, char **argv)
 	}
 	if (!summary)
 		o.top = 0;
-	if (!strcmp(output, "-")) {
-		fp = stdout;
-	} else {
-		size_t n = strlen(output) + 16;
-
-		tmp = malloc(n);
-		if (!tmp) {
-			fprintf(stderr, "sh5merge: %s: out of memory\n", output);
-			return 1;
-		}
-		snprintf(tmp, n, "%s.XXXXXX", output);
-		fd = mkstemp(tmp);
-		if (fd < 0 || !(fp = fdopen(fd, "w"))) {
-			fprintf(stderr, "sh5merge: %s: %s\n", tmp,
-				strerror(errno));
-			if (fd >= 0) {
-				close(fd);
-				unlink(tmp);
-			}
-			free(tmp);
-			return 1;
-		}
+	if (sh5_infile_check(input, &err) < 0)
+		goto error;
+	if (sh5_outfile_open(&out, output, &input, 1, &err) < 0)
+		goto error;
+	if (!(fp = sh5_outfile_fp(&out))) {
+		sh5_errprintf(&err, "%s: %s", output, strerror(errno));
+		goto error;
 	}
 	j = sh5_json_create_file(fp, pretty ? SH5_JSON_PRETTY : 0, &err);
 	if (!j)
 		goto error;
+	sh5_json_set_name(j, strcmp(output, "-") ? output : "stdout");
 	if (sh5_counters_export(input, j, &o, &res, &err) < 0)
 		goto error;
-	if (sh5_json_finish(j, &err) < 0) {
-		fprintf(stderr, "sh5merge: %s: %s\n", output, strerror(errno));
-		goto out;
+	if (sh5_json_finish(j, &err) < 0)
+		goto error;
+	if (fputc('\n', fp) == EOF) {
+		sh5_errprintf(&err, "%s: write failed: %s", output,
+			      strerror(errno));
+		goto error;
 	}
-	if (fp == stdout) {
-		putchar('\n');
-	} else {
-		if (fputc('\n', fp) == EOF || fclose(fp) != 0) {
-			fp = NULL;
-			fprintf(stderr, "sh5merge: %s: %s\n", output,
-				strerror(errno));
-			goto out;
-		}
-		fp = NULL;
-		if (rename(tmp, output) < 0) {
-			fprintf(stderr, "sh5merge: %s: %s\n", output,
-				strerror(errno));
-			goto out;
-		}
-		free(tmp);
-		tmp = NULL;
-	}
+	if (sh5_outfile_commit(&out, &err) < 0)
+		goto error;
 	if (summary)
 		print_summary(strcmp(output, "-") ? stdout : stderr, output,
 			      o.sigma, &res);
@@ -236,12 +210,7 @@ error:
 	fprintf(stderr, "sh5merge: %s\n", err.text);
 out:
 	sh5_json_destroy(j);
-	if (fp && fp != stdout)
-		fclose(fp);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
+	sh5_outfile_abort(&out);
 	sh5_counters_result_free(&res);
 	return rc;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "common/outfile.h"
 #include "commands.h"
 #include "events/jobevents.h"
 
@@ -31,56 +32,29 @@ static void usage(FILE *f)
 "  -h, --help          this help\n");
 }
 
-/* Write s to out through a temporary file beside it. */
-static int write_out(const struct sh5_evstep *s, const char *out, int raw)
+/* Write s to out (common/outfile.h: a temporary file beside it renamed
+ * when complete; "-" or a device written in place; in refused). */
+static int write_out(const struct sh5_evstep *s, const char *in,
+		     const char *out, int raw)
 {
 	struct sh5_error err = { "" };
-	size_t len = strlen(out) + 16;
-	char *tmp = malloc(len);
-	FILE *f = NULL;
-	int fd = -1, c;
+	struct sh5_outfile of = { .fd = -1 };
+	FILE *f;
 
-	if (!tmp) {
-		cli_error(out, "out of memory");
-		return -1;
-	}
-	snprintf(tmp, len, "%s.tmpXXXXXX", out);
-	if ((fd = mkstemp(tmp)) < 0 || !(f = fdopen(fd, "w"))) {
-		cli_error(out, "cannot create a temporary file beside it: %s",
-			  strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		free(tmp);
-		return -1;
-	}
-	if (sh5_evstep_write_csv(s, f, out, !raw, &err) < 0) {
-		cli_error(NULL, "%s", err.text);
+	if (sh5_outfile_open(&of, out, &in, 1, &err) < 0)
+		goto error;
+	if (!(f = sh5_outfile_fp(&of))) {
+		sh5_errprintf(&err, "%s: %s", out, strerror(errno));
 		goto error;
 	}
-	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
-		cli_error(out, "write error: %s", strerror(errno));
+	if (sh5_evstep_write_csv(s, f, out, !raw, &err) < 0)
 		goto error;
-	}
-	c = fclose(f);
-	f = NULL;
-	if (c != 0) {
-		cli_error(out, "write error: %s", strerror(errno));
+	if (sh5_outfile_commit(&of, &err) < 0)
 		goto error;
-	}
-	if (rename(tmp, out) < 0) {
-		cli_error(out, "cannot rename %s to it: %s", tmp,
-			  strerror(errno));
-		goto error;
-	}
-	free(tmp);
 	return 0;
 error:
-	if (f)
-		fclose(f);
-	unlink(tmp);
-	free(tmp);
+	cli_error(NULL, "%s", err.text);
+	sh5_outfile_abort(&of);
 	return -1;
 }
 
@@ -137,6 +111,14 @@ int cmd_events(int argc, char **argv)
 	}
 	if (!in)
 		in = argv[optind];
+	if (sh5_infile_check(in, &err) < 0) {
+		cli_error(NULL, "%s", err.text);
+		return 1;
+	}
+	if (sh5_outfile_same(out, &in, 1)) {
+		cli_error(out, "is also the input; refusing to overwrite it");
+		return 1;
+	}
 	sh5_error_h5_silence();
 	if ((f = H5Fopen(in, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
 		cli_error(in, "cannot open as an HDF5 file");
@@ -186,7 +168,7 @@ int cmd_events(int argc, char **argv)
 			  "with --sync clc, or use --raw", step);
 		goto out;
 	}
-	if (write_out(s, out, raw) < 0)
+	if (write_out(s, in, out, raw) < 0)
 		goto out;
 	rc = 0;
 out:

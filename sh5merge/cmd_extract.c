@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "common/outfile.h"
 #include "commands.h"
 #include "csvfmt.h"
 #include "fdio.h"
@@ -198,11 +199,16 @@ struct obuf {
 
 static int frame_flush(struct obuf *b);
 
+/* The errno of the first failed write to the output (stdio keeps none). */
+static int out_errno;
+
 static int obuf_flush(struct obuf *b)
 {
 	if (b->fd >= 0)
 		return frame_flush(b);
 	if (b->len && fwrite(b->p, 1, b->len, b->out) != b->len) {
+		if (!out_errno)
+			out_errno = errno ? errno : EIO;
 		b->len = 0;
 		return -1;
 	}
@@ -373,7 +379,8 @@ static void seg_child(int fd, const struct opts *o, struct sel *v,
 
 			memset(&fr, 0, sizeof(fr));
 			fr.end = 3;
-			snprintf(fr.reason, sizeof(fr.reason), "%s", err.text);
+			snprintf(fr.reason, sizeof(fr.reason), "%.*s",
+				 (int)sizeof(fr.reason) - 1, err.text);
 			sh5_fd_write_all(fd, &fr, sizeof(fr));
 			_exit(0);
 		}
@@ -594,7 +601,7 @@ out:
 	waitpid(pid, &st, 0);
 	free(sg);
 	if (werr && out->err && !ferror(out->out)) {
-		cli_error(o->output ? o->output : "stdout", "write error: %s",
+		cli_error(o->output ? o->output : "stdout", "write failed: %s",
 			  strerror(out->err));
 		return -1;
 	}
@@ -927,6 +934,8 @@ int cmd_extract(int argc, char **argv)
 	size_t n = 0, i;
 	hid_t f = -1;
 	FILE *out = NULL;
+	struct sh5_outfile of = { .fd = -1 };
+	struct sh5_error oerr = { "" };
 	char *first = NULL;
 	static char obuf[1 << 20];
 	int c, status = 1;
@@ -968,6 +977,13 @@ int cmd_extract(int argc, char **argv)
 		cli_error(NULL, "--field works on time series only");
 		return 2;
 	}
+	if (sh5_infile_check(o.input, &oerr) < 0 ||
+	    (o.output && sh5_outfile_same(o.output, &o.input, 1) &&
+	     sh5_errprintf(&oerr, "%s: is also the input; refusing to "
+			   "overwrite it", o.output))) {
+		cli_error(NULL, "%s", oerr.text);
+		return 1;
+	}
 	sh5_error_h5_silence();
 	if ((f = H5Fopen(o.input, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
 		struct sh5_error err;
@@ -1004,8 +1020,12 @@ int cmd_extract(int argc, char **argv)
 			goto out;
 		}
 	}
-	out = o.output && strcmp(o.output, "-") ? fopen(o.output, "w") : stdout;
-	if (!out) {
+	if (sh5_outfile_open(&of, o.output ? o.output : "-", &o.input, 1,
+			     &oerr) < 0) {
+		cli_error(NULL, "%s", oerr.text);
+		goto out;
+	}
+	if (!(out = sh5_outfile_fp(&of))) {
 		cli_error(o.output, "%s", strerror(errno));
 		goto out;
 	}
@@ -1017,19 +1037,22 @@ int cmd_extract(int argc, char **argv)
 	if (o.field ? aligned(&o, v, n, out) :
 	    o.totals ? totals(&o, f, v, n, out) : timeseries(&o, v, n, out))
 		goto out;
+	errno = 0;
 	if (fflush(out) != 0 || ferror(out)) {
-		cli_error(o.output ? o.output : "stdout", "write error: %s",
-			  strerror(errno));
+		int e = out_errno ? out_errno : errno;
+
+		cli_error(o.output ? o.output : "stdout", "write failed: %s",
+			  strerror(e ? e : EIO));
+		goto out;
+	}
+	out = NULL;
+	if (sh5_outfile_commit(&of, &oerr) < 0) {
+		cli_error(NULL, "%s", oerr.text);
 		goto out;
 	}
 	status = 0;
 out:
-	if (out && out != stdout && fclose(out) != 0 && !status) {
-		cli_error(o.output, "write error: %s", strerror(errno));
-		status = 1;
-	}
-	if (out == stdout)
-		fflush(stdout);
+	sh5_outfile_abort(&of);
 	free(first);
 	free_sel(v, n);
 	if (f >= 0)

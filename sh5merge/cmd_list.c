@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cli_util.h"
+#include "common/outfile.h"
 #include "commands.h"
 #include "events/jobevents.h"
 #include "error.h"
@@ -95,6 +96,10 @@ int cmd_list(int argc, char **argv)
 		cli_error(NULL, "list: -i JOB.h5 is required");
 		usage(stderr);
 		return 2;
+	}
+	if (sh5_infile_check(input, &err) < 0) {
+		cli_error(NULL, "%s", err.text);
+		return 1;
 	}
 	sh5_error_h5_silence();
 	if ((f = H5Fopen(input, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
@@ -208,7 +213,7 @@ int cmd_list(int argc, char **argv)
 				fmt_time(b, t1, sizeof(t1));
 				printf("    %-16s %8" PRIu64 " samples  %s .. %s"
 				       " (%.0f s)\n", e->path, cur.nrows, t0,
-				       t1, (double)(b - a) / 1e9);
+				       t1, ((double)b - (double)a) / 1e9);
 			} else {
 				printf("    %-16s %8" PRIu64 " samples\n",
 				       e->path, cur.nrows);

@@ -8,8 +8,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli_util.h"
@@ -275,7 +277,13 @@ int cmd_merge(int argc, char **argv)
 	for (i = 0; i < (size_t)argc && ol < sizeof(options) - 1; i++)
 		ol += (size_t)snprintf(options + ol, sizeof(options) - ol,
 				       "%s%s", i ? " " : "", argv[i]);
-	if (parse_jobs(jobs, &sel, &nsel) < 0 || !nsel) {
+	if (parse_jobs(jobs, &sel, &nsel) < 0) {
+		usage(stderr);
+		return 2;
+	}
+	if (!nsel) {
+		cli_error(NULL, "merge: -j '%s' names no job (want JOB[.STEP]"
+			  "[,JOB[.STEP]...])", jobs);
 		usage(stderr);
 		return 2;
 	}
@@ -285,6 +293,22 @@ int cmd_merge(int argc, char **argv)
 		cli_error(NULL, "-o names one file: give one job");
 		status = 2;
 		goto out;
+	}
+	if (output && strlen(output) >= PATH_MAX) {
+		cli_error(NULL, "%.60s...: %s", output, strerror(ENAMETOOLONG));
+		status = 1;
+		goto out;
+	}
+	if (output) {
+		struct stat ost;
+
+		/* HDF5 needs a regular file it can seek and rename. */
+		if (stat(output, &ost) == 0 && !S_ISREG(ost.st_mode)) {
+			cli_error(output, "not a regular file (merge writes an "
+				  "HDF5 file and renames it into place)");
+			status = 1;
+			goto out;
+		}
 	}
 	if (!pdir) {
 		if (cli_profile_dir(conf_dir, sizeof(conf_dir), conf_path,
@@ -307,7 +331,13 @@ int cmd_merge(int argc, char **argv)
 		}
 		user = pw->pw_name;
 	}
-	snprintf(dir, sizeof(dir), "%s/%s", pdir, user);
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", pdir, user) >=
+	    sizeof(dir)) {
+		cli_error(NULL, "%.60s...: profile directory path longer than "
+			  "%zu bytes", pdir, sizeof(dir) - 1);
+		status = 1;
+		goto out;
+	}
 	signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error */
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

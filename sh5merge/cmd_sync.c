@@ -12,9 +12,11 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "common/outfile.h"
 #include "timesync.h"
 #include "trace.h"
 #include "sync/syncrun.h"
+#include "common/sort.h"
 
 static void usage(FILE *f)
 {
@@ -95,7 +97,7 @@ static void print_problems(struct sh5_trace *t, const char *in,
 	size_t i, n = t->nproblems < SH5_TRACE_MAX_PROBLEMS ?
 		      t->nproblems : SH5_TRACE_MAX_PROBLEMS;
 
-	qsort(t->problem, n, sizeof(t->problem[0]), cmp_problem);
+	sh5_qsort(t->problem, n, sizeof(t->problem[0]), cmp_problem);
 	for (i = 0; i < n; i++) {
 		if (t->problem[i].line)
 			fprintf(stderr, "sh5merge: %s:%u: %s%s\n", in,
@@ -264,6 +266,15 @@ int cmd_sync(int argc, char **argv)
 		return 2;
 	}
 	in = argv[optind];
+	if (sh5_infile_check(in, &err) < 0) {
+		fprintf(stderr, "sh5merge: %s\n", err.text);
+		return 1;
+	}
+	if (sh5_outfile_same(out, &in, 1)) {
+		fprintf(stderr, "sh5merge: %s: is also the input; refusing to "
+			"overwrite it\n", out);
+		return 1;
+	}
 	{
 		struct stat st;
 

@@ -15,6 +15,7 @@
 #include "jobread.h"
 #include "json.h"
 #include "runstats.h"
+#include "common/sort.h"
 
 struct counter {
 	char *name;
@@ -578,7 +579,8 @@ int sh5_counters_export(const char *path, struct sh5_json *j,
 		res->values = values;
 		res->anomalies = x.anomalies;
 		res->nkeys = x.nkeys;
-		qsort(x.top, x.ntop, sizeof(*x.top), cmp_top);
+		if (x.ntop > 1)
+			sh5_qsort(x.top, x.ntop, sizeof(*x.top), cmp_top);
 		res->ntop = x.ntop;
 		res->top = x.top;
 		x.top = NULL;

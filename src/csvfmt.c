@@ -7,6 +7,7 @@
 
 #include "csvfmt.h"
 #include "series.h"
+#include "common/timeconv.h"
 
 static const char digits2[] =
 	"00010203040506070809101112131415161718192021222324252627282930313233"
@@ -220,7 +221,7 @@ size_t sh5_fmt_row(char *buf, const struct sh5_series *s,
 	len += sh5_fmt_u64(buf + len, v[1].u);
 	buf[len++] = ',';
 	len += sh5_fmt_i64(buf + len, s->has_time_ns ? v[2].i :
-			   (int64_t)v[1].u * 1000000000);
+			   sh5_epoch_to_ns(v[1].u));
 	if (s->has_sync_ns) {
 		buf[len++] = ',';
 		len += sh5_fmt_i64(buf + len, v[SH5_SLOT_SYNC(s)].i);

@@ -9,6 +9,7 @@
 
 #include "jobfile.h"
 #include "merge.h"
+#include "common/sort.h"
 
 struct lw {
 	struct sh5_jf_entry *v;
@@ -126,6 +127,8 @@ int sh5_jobfile_list(hid_t file, const char *fname,
 		     struct sh5_error *errp)
 {
 	struct lw w;
+	H5O_info_t oi;
+	herr_t rc;
 
 	memset(&w, 0, sizeof(w));
 	*out = NULL;
@@ -135,14 +138,26 @@ int sh5_jobfile_list(hid_t file, const char *fname,
 		return sh5_errprintf(errp, "%s: not a job file (no /Steps)",
 				     fname);
 	}
-	H5Literate_by_name(file, "Steps", H5_INDEX_NAME, H5_ITER_INC, NULL,
-			   steps_cb, &w, H5P_DEFAULT);
+	if (H5Oget_info_by_name2(file, "Steps", &oi, H5O_INFO_BASIC,
+				 H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_GROUP) {
+		errno = EINVAL;
+		return sh5_errprintf(errp, "%s: not a job file (/Steps is not "
+				     "a group)", fname);
+	}
+	rc = H5Literate_by_name(file, "Steps", H5_INDEX_NAME, H5_ITER_INC,
+				NULL, steps_cb, &w, H5P_DEFAULT);
 	if (w.oom) {
 		free(w.v);
 		errno = ENOMEM;
 		return sh5_errprintf(errp, "%s: out of memory", fname);
 	}
-	qsort(w.v, w.n, sizeof(*w.v), entry_cmp);
+	if (rc < 0) {
+		free(w.v);
+		errno = EIO;
+		return sh5_errprintf(errp, "%s: cannot list /Steps", fname);
+	}
+	if (w.n > 1)
+		sh5_qsort(w.v, w.n, sizeof(*w.v), entry_cmp);
 	*out = w.v;
 	*n = w.n;
 	return 0;

@@ -10,6 +10,8 @@
 #include <hdf5.h>
 
 #include "jobread.h"
+#include "common/outfile.h"
+#include "common/sort.h"
 
 struct namelist {
 	char **v;
@@ -127,7 +129,7 @@ static int list_members(hid_t g, H5O_type_t want, struct namelist *l)
 	if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, list_cb, &c) < 0)
 		return -1;
 	if (l->n > 1)
-		qsort(l->v, l->n, sizeof(*l->v), cmp_names);
+		sh5_qsort(l->v, l->n, sizeof(*l->v), cmp_names);
 	return 0;
 }
 
@@ -220,10 +222,8 @@ struct sh5_jobread *sh5_jobread_open(const char *path, struct sh5_error *errp)
 		goto error;
 	}
 	sh5_error_h5_silence();
-	if (access(path, R_OK) < 0) {
-		sh5_errprintf(errp, "%s: %s", path, strerror(errno));
+	if (sh5_infile_check(path, errp) < 0)
 		goto error;
-	}
 	fapl = H5Pcreate(H5P_FILE_ACCESS);
 #ifdef HAVE_H5PSET_FILE_LOCKING
 	if (fapl >= 0)
@@ -326,6 +326,47 @@ static void series_state_free(struct series_state *st)
 }
 
 /* Inspect the file type of d; build the memory types. */
+/*
+ * A dataset's claimed rows must be stored: a damaged or hostile file may
+ * claim 10^9 rows over no chunk at all, and reading them would take
+ * hours (HDF5 fills every missing chunk).  Chunked: the chunks stored
+ * must cover the rows; contiguous: the storage must hold them.  0, or -1
+ * with errno EINVAL and errp naming the dataset.
+ */
+static int stored_rows_check(hid_t d, hid_t sp, hid_t ft, hsize_t rows,
+			     const char *where, struct sh5_error *errp)
+{
+	hid_t dcpl = H5Dget_create_plist(d);
+	hsize_t chunk[1] = { 0 }, nchunks = 0, stored = 0;
+	size_t esz = H5Tget_size(ft);
+	int rc = 0;
+
+	if (dcpl < 0 || !rows || !esz)
+		goto out;
+	if (H5Pget_layout(dcpl) == H5D_CHUNKED) {
+		if (H5Pget_chunk(dcpl, 1, chunk) != 1 || !chunk[0] ||
+		    H5Dget_num_chunks(d, sp, &nchunks) < 0)
+			goto out;
+		stored = nchunks > rows / chunk[0] + 1 ? rows :
+			 nchunks * chunk[0];
+	} else if (H5Pget_layout(dcpl) == H5D_CONTIGUOUS) {
+		stored = H5Dget_storage_size(d) / esz;
+	} else {
+		goto out;	/* compact: in the header, all there */
+	}
+	if (stored < rows) {
+		errno = EINVAL;
+		rc = sh5_errprintf(errp, "%s: claims %llu rows but stores "
+				   "%llu (damaged)", where,
+				   (unsigned long long)rows,
+				   (unsigned long long)stored);
+	}
+out:
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	return rc;
+}
+
 static int series_prepare(hid_t d, const char *where, struct series_state *st,
 			  struct sh5_error *errp)
 {
@@ -350,6 +391,8 @@ static int series_prepare(hid_t d, const char *where, struct series_state *st,
 	}
 	H5Sget_simple_extent_dims(sp, dims, NULL);
 	st->s.nsamples = dims[0];
+	if (stored_rows_check(d, sp, ft, dims[0], where, errp) < 0)
+		goto out;
 	nm = H5Tget_nmembers(ft);
 	for (i = 0; i < nm; i++) {
 		char *mn = H5Tget_member_name(ft, (unsigned)i);
@@ -417,38 +460,53 @@ out:
 	return rc;
 }
 
-static int64_t to_ns(const struct series_state *st, int64_t t)
+/* t (seconds or ns, per the series) in ns; -1 if it does not fit. */
+static int to_ns(const struct series_state *st, int64_t t, int64_t *ns)
 {
-	return st->s.time_source == TIME_EPOCH ? t * 1000000000LL : t;
+	if (st->s.time_source != TIME_EPOCH) {
+		*ns = t;
+		return 0;
+	}
+	return __builtin_mul_overflow(t, (int64_t)1000000000, ns) ? -1 : 0;
 }
 
 /* Read rows [first, first + n) with memory type mt into buf. */
 static int read_rows(hid_t d, hid_t mt, hsize_t first, hsize_t n, void *buf)
 {
-	hid_t fs = H5Dget_space(d), ms = -1, dx;
-	size_t tb = (size_t)n * H5Tget_size(mt);
+	hid_t fs = H5Dget_space(d), ms = -1, ft = -1, dxpl = -1;
 	int rc = -1;
 
 	if (fs < 0)
 		return -1;
-	/* HDF5 callocs its type-conversion and background buffers (1 MiB
-	 * each by default) on every read: size them to the rows read */
-	dx = H5Pcreate(H5P_DATASET_XFER);
-	if (dx >= 0)
-		H5Pset_buffer(dx, tb < 65536 ? 65536 : tb > (1u << 20) ?
-				  (1u << 20) : tb, NULL, NULL);
 	if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, &first, NULL, &n,
 				NULL) < 0)
 		goto out;
 	ms = H5Screate_simple(1, &n, NULL);
 	if (ms < 0)
 		goto out;
-	if (H5Dread(d, mt, ms, fs, dx >= 0 ? dx : H5P_DEFAULT, buf) < 0)
+	/* HDF5's conversion and background buffers are 1 MiB (the second
+	 * zeroed) per read unless told: a read of a few rows of each of
+	 * thousands of series spent minutes in memset.  Size them to the
+	 * read. */
+	if ((ft = H5Dget_type(d)) >= 0 &&
+	    (dxpl = H5Pcreate(H5P_DATASET_XFER)) >= 0) {
+		size_t esz = H5Tget_size(ft) > H5Tget_size(mt) ?
+			     H5Tget_size(ft) : H5Tget_size(mt);
+
+		if (esz && H5Pset_buffer(dxpl, esz * (size_t)n, NULL,
+					 NULL) < 0) {
+			H5Pclose(dxpl);
+			dxpl = -1;
+		}
+	}
+	if (H5Dread(d, mt, ms, fs, dxpl >= 0 ? dxpl : H5P_DEFAULT, buf) < 0)
 		goto out;
 	rc = 0;
 out:
-	if (dx >= 0)
-		H5Pclose(dx);
+	if (dxpl >= 0)
+		H5Pclose(dxpl);
+	if (ft >= 0)
+		H5Tclose(ft);
 	if (ms >= 0)
 		H5Sclose(ms);
 	H5Sclose(fs);
@@ -487,10 +545,12 @@ static int walk_series(struct walk *w, hid_t parent, const char *dname,
 	if (st->s.nsamples > 0) {
 		if (read_rows(d, st->timetype, 0, 1, &t) < 0)
 			goto h5err;
-		st->s.t_first_ns = to_ns(st, t);
+		if (to_ns(st, t, &st->s.t_first_ns) < 0)
+			goto range;
 		if (read_rows(d, st->timetype, st->s.nsamples - 1, 1, &t) < 0)
 			goto h5err;
-		st->s.t_last_ns = to_ns(st, t);
+		if (to_ns(st, t, &st->s.t_last_ns) < 0)
+			goto range;
 	}
 	if (w->ops->series_begin) {
 		r = w->ops->series_begin(w->arg, &st->s, w->errp);
@@ -533,7 +593,8 @@ static int walk_series(struct walk *w, hid_t parent, const char *dname,
 			const char *row = w->rowbuf + i * st->rowsize;
 
 			memcpy(&t, row, sizeof(t));
-			w->times[i] = to_ns(st, t);
+			if (to_ns(st, t, &w->times[i]) < 0)
+				goto range;
 			for (k = 0; k < st->s.nfields; k++)
 				memcpy(&w->values[i * st->s.nfields + k],
 				       row + sizeof(int64_t) +
@@ -555,6 +616,11 @@ static int walk_series(struct walk *w, hid_t parent, const char *dname,
 	goto out;
 h5err:
 	sh5_errprintf_h5(w->errp, "%s: cannot read", where);
+	goto out;
+range:
+	errno = ERANGE;
+	sh5_errprintf(w->errp, "%s: time %" PRId64 " s out of range", where,
+		      t);
 out:
 	H5Dclose(d);
 	return rc;
@@ -747,7 +813,7 @@ static int load_nodes(struct walk *w, const char *step, hid_t nodes,
 		}
 	}
 	if (names.n > 1)
-		qsort(nv, names.n, sizeof(*nv), cmp_nodes);
+		sh5_qsort(nv, names.n, sizeof(*nv), cmp_nodes);
 	*out = nv;
 	*nout = names.n;
 	namelist_free(&names);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 #include "runstats.h"
 
 #define BUF_SIZE (64 * 1024)
+#define KEY_DEPTH 8
 
 struct sh5_json {
 	yajl_gen g;
@@ -24,14 +26,49 @@ struct sh5_json {
 	uint64_t bytes;
 	int failed;
 	struct sh5_error err;
+	char name[160];		/* the output, for errors ("json" if unset) */
+	char keys[KEY_DEPTH][48]; /* the key at each depth, for errors */
+	char labels[KEY_DEPTH][96]; /* last "key=string" at each depth */
+	int depth;
+	int in_key;
 };
+
+void sh5_json_set_name(struct sh5_json *j, const char *name)
+{
+	if (j)
+		snprintf(j->name, sizeof(j->name), "%s", name ? name : "");
+}
 
 static int fail(struct sh5_json *j, int errnum, const char *what)
 {
 	if (!j->failed) {
 		j->failed = 1;
 		errno = errnum;
-		sh5_errprintf(&j->err, "json: %s", what);
+		if (errnum == EDOM && j->depth > 0) {
+			char path[KEY_DEPTH * 150] = "";
+			size_t len = 0;
+			int d;
+
+			for (d = 0; d < j->depth && d < KEY_DEPTH; d++) {
+				if (j->labels[d][0] && len < sizeof(path))
+					len += (size_t)snprintf(path + len,
+						sizeof(path) - len, "[%s]",
+						j->labels[d]);
+				if (j->keys[d][0] && len < sizeof(path))
+					len += (size_t)snprintf(path + len,
+						sizeof(path) - len, "%s%s",
+						len ? "." : "", j->keys[d]);
+			}
+			sh5_errprintf(&j->err, "%s: %s (at %s)",
+				      j->name[0] ? j->name : "json", what,
+				      path[0] ? path : "top level");
+		} else if (errnum == EDOM || errnum == EINVAL)
+			sh5_errprintf(&j->err, "%s: %s",
+				      j->name[0] ? j->name : "json", what);
+		else
+			sh5_errprintf(&j->err, "%s: %s: %s",
+				      j->name[0] ? j->name : "json", what,
+				      strerror(errnum));
 	}
 	errno = errnum;
 	return -1;
@@ -168,24 +205,52 @@ static int check(struct sh5_json *j, yajl_gen_status st)
 	}
 }
 
+/* Key path bookkeeping for error texts. */
+static void enter(struct sh5_json *j)
+{
+	if (j->depth < KEY_DEPTH) {
+		j->keys[j->depth][0] = '\0';
+		j->labels[j->depth][0] = '\0';
+	}
+	j->depth++;
+}
+
+static void leave(struct sh5_json *j)
+{
+	if (j->depth > 0)
+		j->depth--;
+}
+
 int sh5_json_object_open(struct sh5_json *j)
 {
-	return j->failed ? -1 : check(j, yajl_gen_map_open(j->g));
+	if (j->failed)
+		return -1;
+	enter(j);
+	return check(j, yajl_gen_map_open(j->g));
 }
 
 int sh5_json_object_close(struct sh5_json *j)
 {
-	return j->failed ? -1 : check(j, yajl_gen_map_close(j->g));
+	if (j->failed)
+		return -1;
+	leave(j);
+	return check(j, yajl_gen_map_close(j->g));
 }
 
 int sh5_json_array_open(struct sh5_json *j)
 {
-	return j->failed ? -1 : check(j, yajl_gen_array_open(j->g));
+	if (j->failed)
+		return -1;
+	enter(j);
+	return check(j, yajl_gen_array_open(j->g));
 }
 
 int sh5_json_array_close(struct sh5_json *j)
 {
-	return j->failed ? -1 : check(j, yajl_gen_array_close(j->g));
+	if (j->failed)
+		return -1;
+	leave(j);
+	return check(j, yajl_gen_array_close(j->g));
 }
 
 int sh5_json_string(struct sh5_json *j, const char *s)
@@ -194,13 +259,27 @@ int sh5_json_string(struct sh5_json *j, const char *s)
 		return -1;
 	if (!s)
 		return check(j, yajl_gen_null(j->g));
+	if (!j->in_key && j->depth > 0 && j->depth <= KEY_DEPTH &&
+	    j->keys[j->depth - 1][0]) {
+		char l[sizeof(j->labels[0])];
+
+		snprintf(l, sizeof(l), "%.40s=%.50s", j->keys[j->depth - 1], s);
+		memcpy(j->labels[j->depth - 1], l, sizeof(l));
+	}
 	return check(j, yajl_gen_string(j->g, (const unsigned char *)s,
 					strlen(s)));
 }
 
 int sh5_json_key(struct sh5_json *j, const char *key)
 {
-	return sh5_json_string(j, key);
+	int rc;
+
+	if (key && j->depth > 0 && j->depth <= KEY_DEPTH)
+		snprintf(j->keys[j->depth - 1], sizeof(j->keys[0]), "%s", key);
+	j->in_key = 1;
+	rc = sh5_json_string(j, key);
+	j->in_key = 0;
+	return rc;
 }
 
 int sh5_json_int(struct sh5_json *j, int64_t v)

@@ -44,6 +44,11 @@ struct sh5_json *sh5_json_create_cb(int (*write)(void *arg, const void *buf,
 				    void *arg, int flags,
 				    struct sh5_error *errp);
 
+/* Name the output in error texts ("NAME: write failed: No space left on
+ * device"); without a name they begin with "json".  A non-finite double's
+ * error also names the last key written.  The name is copied. */
+void sh5_json_set_name(struct sh5_json *j, const char *name);
+
 /* Free the writer (NULL-safe).  Buffered output not yet flushed with
  * sh5_json_finish() or sh5_json_flush() is discarded. */
 void sh5_json_destroy(struct sh5_json *j);

@@ -167,6 +167,14 @@ struct sh5_lbdata_file *sh5_lbdata_file_open(const char *dir, const char *stem,
 	if (!f->j)
 		goto error;
 	j = f->j;
+	{
+		/* Errors name the file the user asked for. */
+		char *final = part_path(dir, stem ? stem : "data",
+					meta->rank, 0);
+
+		sh5_json_set_name(j, final ? final : f->tmp);
+		free(final);
+	}
 	sh5_json_object_open(j);
 	sh5_json_kv_string(j, "type", "LBDatafile");
 	sh5_json_key(j, "metadata");
@@ -1001,14 +1009,30 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 	}
 	if (!x.have_time)
 		x.t0 = x.tend = 0;
-	if (opts->phase_length > 0) {
-		x.lns = (int64_t)llround(opts->phase_length * 1e9);
-		if (x.lns < 1)
-			x.lns = 1;
-	} else {
-		x.lns = x.tend > x.t0 ? x.tend - x.t0 : 1000000000;
+	{
+		int64_t span;
+
+		/* Hostile times: the span must fit int64. */
+		if (__builtin_sub_overflow(x.tend, x.t0, &span)) {
+			errno = ERANGE;
+			sh5_errprintf(errp, "%s: step %s: time span out of "
+				      "range", path, step);
+			goto out;
+		}
+		/* A length past 126 years is one phase (no unchecked
+		 * float-to-integer conversion). */
+		if (opts->phase_length > 0 &&
+		    opts->phase_length * 1e9 < 4e18) {
+			x.lns = (int64_t)llround(opts->phase_length * 1e9);
+			if (x.lns < 1)
+				x.lns = 1;
+		} else if (opts->phase_length > 0) {
+			x.lns = INT64_C(4000000000000000000);
+		} else {
+			x.lns = span > 0 ? span : 1000000000;
+		}
+		x.nphases = span > 0 ? (span - 1) / x.lns + 1 : 1;
 	}
-	x.nphases = x.tend > x.t0 ? (x.tend - x.t0 - 1) / x.lns + 1 : 1;
 	/* (with phase marks the windows are not used) */
 	if (x.nphases > SH5_LBDATA_MAX_PHASES &&
 	    !(evs->ntasks && sh5_evlb_has_marks(evs))) {

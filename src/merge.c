@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +16,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -28,6 +31,7 @@
 #include "checksum.h"
 #include "reader.h"
 #include "totals.h"
+#include "common/sort.h"
 
 #define CHUNK_ROWS_MAX 4096
 
@@ -207,7 +211,8 @@ int sh5_merge_discover(const char *dir, uint32_t job,
 		v[cnt++] = in;
 	}
 	closedir(d);
-	qsort(v, cnt, sizeof(*v), input_cmp);
+	if (cnt > 1)
+		sh5_qsort(v, cnt, sizeof(*v), input_cmp);
 	*out = v;
 	*n = cnt;
 	return 0;
@@ -528,6 +533,7 @@ struct mstate {
 	size_t nsteps_written;
 	int write_failed;       /* an HDF5 write failed: stop */
 	int out_fd;             /* the temporary output, for early writeback */
+	int out_wfd;            /* the same, writable: space reservations */
 	hid_t dxpl;             /* small conversion buffers */
 	/* Second pass: a child process reads and decodes the records of
 	 * the inputs in order and streams them here (see feed_read()). */
@@ -937,9 +943,12 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 		f->samples += e->nrows;
 		if (e->series->ops == sh5_series_ops_lookup("Tasks", "0")) {
 			char *end;
-			long t = strtol(e->series->name, &end, 10);
+			long t;
 
-			if (!*end && t > f->max_task)
+			errno = 0;
+			t = strtol(e->series->name, &end, 10);
+			/* A task id beyond INT_MAX is no task of Slurm's. */
+			if (!errno && !*end && t <= INT_MAX && t > f->max_task)
 				f->max_task = t;
 		}
 		/* A whole copy's datasets were all read by whole_ok(). */
@@ -1517,6 +1526,7 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 	long step_tasks = -1;
 	int tasks_known = 1;
 	char *seen = NULL;
+	const char *st_from = NULL, *nn_from = NULL; /* who said so */
 
 	for (i = lo; i < hi; i++) {
 		struct finfo *f = &m->fi[i];
@@ -1533,10 +1543,14 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 			tasks_known = 0;
 		if (f->node_index > max_index)
 			max_index = f->node_index;
-		if (f->nnodes > nnodes)
+		if (f->nnodes > nnodes) {
 			nnodes = f->nnodes;
-		if (f->step_tasks > step_tasks)
+			nn_from = f->in->file;
+		}
+		if (f->step_tasks > step_tasks) {
 			step_tasks = f->step_tasks;
+			st_from = f->in->file;
+		}
 	}
 	if (!usable)
 		return add_missing(m, "step %s: no usable node-step file", step);
@@ -1548,6 +1562,8 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 	if (nnodes - 1 > max_index && strcmp(step, "batch") &&
 	    strcmp(step, "interactive"))
 		max_index = nnodes - 1;
+	else
+		nn_from = NULL;
 	if (max_index >= 0 && max_index < 1000000 &&
 	    (seen = calloc((size_t)max_index + 1, 1))) {
 		long k, first = -1;
@@ -1564,10 +1580,14 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 			if (first < 0)
 				continue;
 			if (add_missing(m, "step %s: node index%s %ld%s%.0ld "
-					"missing (no node-step file)", step,
-					k - 1 > first ? "es" : "", first,
+					"missing (no node-step file%s%s%s)",
+					step, k - 1 > first ? "es" : "", first,
 					k - 1 > first ? "-" : "",
-					k - 1 > first ? k - 1 : 0) < 0) {
+					k - 1 > first ? k - 1 : 0,
+					nn_from ? "; per " : "",
+					nn_from ? nn_from : "",
+					nn_from ? "'s Number of Nodes" :
+					"") < 0) {
 				free(seen);
 				return -1;
 			}
@@ -1581,11 +1601,14 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 	if (tasks_known && step_tasks > max_task + 1 &&
 	    strspn(step, "0123456789") == strlen(step))
 		max_task = step_tasks - 1;
+	else
+		st_from = NULL;
 	if (tasks_known && max_task + 1 > tasks &&
-	    add_missing(m, "step %s: %ld task%s missing (the step runs %ld, "
-			"the nodes present %ld)", step,
+	    add_missing(m, "step %s: %ld task%s missing (the step runs %ld%s%s"
+			"%s, the nodes present %ld)", step,
 			max_task + 1 - tasks, max_task + 1 - tasks == 1 ? "" :
-			"s", max_task + 1, tasks) < 0)
+			"s", max_task + 1, st_from ? " according to the Step Tasks of " :
+			"", st_from ? st_from : "", "", tasks) < 0)
 		return -1;
 	return 0;
 }
@@ -2278,6 +2301,40 @@ oom:
  * stored ones.  Returns 0, -1 on an error (merge failed), or 1 when
  * nothing was written and the node must go the normal way.
  */
+/*
+ * Make sure `bytes` more can be written to the output before H5Ocopy():
+ * HDF5 (1.10 to 1.14) crashes inside H5Ocopy() when a write fails (a full
+ * disk, a file size limit), so the room is reserved first: blocks past
+ * the end (fallocate, keeping the size), else a look at the free space;
+ * and the file size limit.  0, or -1 with errno set (ENOSPC, EFBIG).
+ */
+static int reserve_room(struct mstate *m, off_t bytes)
+{
+	struct statvfs vs;
+	struct rlimit rl;
+	struct stat st;
+	off_t end;
+
+	if (m->out_wfd < 0 || fstat(m->out_wfd, &st) < 0)
+		return 0; /* nothing to go by: let HDF5 try */
+	end = st.st_size + bytes;
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (rlim_t)end > rl.rlim_cur) {
+		errno = EFBIG;
+		return -1;
+	}
+	if (fallocate(m->out_wfd, FALLOC_FL_KEEP_SIZE, st.st_size, bytes) == 0)
+		return 0;
+	if (errno == ENOSPC || errno == EFBIG || errno == EDQUOT)
+		return -1;
+	if (fstatvfs(m->out_wfd, &vs) == 0 &&
+	    (uint64_t)vs.f_bavail * vs.f_frsize < (uint64_t)bytes) {
+		errno = ENOSPC;
+		return -1;
+	}
+	return 0;
+}
+
 static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 			    struct finfo *f, struct sh5_totacc **sacc,
 			    size_t *nsacc, uint32_t *ntasks, int64_t *start_ns)
@@ -2299,6 +2356,13 @@ static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 	    (in = H5Gopen2(fid, node, H5P_DEFAULT)) < 0) {
 		rc = 1; /* changed since the first pass */
 		goto out;
+	}
+	/* The copy is at most the input's size; its metadata, a margin. */
+	if (reserve_room(m, (off_t)f->size + (off_t)f->size / 8 +
+			 (1 << 20)) < 0) {
+		sh5_errprintf(m->errp, "%s: cannot write %s: %s",
+			      m->o->output, gpath, strerror(errno));
+		goto fail;
 	}
 	if (H5Ocopy(fid, node, nodes, node, H5P_DEFAULT, H5P_DEFAULT) < 0) {
 		H5Ldelete(nodes, node, H5P_DEFAULT);
@@ -2957,6 +3021,7 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
 	if (o->temp_path && !again)
 		o->temp_path(o->arg, tmp);
 	m->out_fd = open(tmp, O_RDONLY | O_CLOEXEC);
+	m->out_wfd = open(tmp, O_WRONLY | O_CLOEXEC);
 	wb_start(m);
 	if ((sg = make_group(fout, "Steps")) < 0) {
 		h5err(m->errp, "%s: cannot create /Steps", tmp);
@@ -3005,6 +3070,10 @@ out:
 		close(m->out_fd);
 		m->out_fd = -1;
 	}
+	if (m->out_wfd >= 0) {
+		close(m->out_wfd);
+		m->out_wfd = -1;
+	}
 	if (H5Fclose(fout) < 0 && rc == 0)
 		rc = h5err(m->errp, "%s: cannot close (disk full?)", tmp);
 	if (rc == 0)
@@ -3029,6 +3098,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	memset(&m, 0, sizeof(m));
 	m.feed_fd = -1;
 	m.out_fd = -1;
+	m.out_wfd = -1;
 	if (!stats)
 		stats = &dummy;
 	memset(stats, 0, sizeof(*stats));

@@ -11,6 +11,7 @@
 
 #include "json.h"
 #include "mergeexport.h"
+#include "common/outfile.h"
 
 void sh5_mergeexport_opts_init(struct sh5_mergeexport_opts *o)
 {
@@ -22,55 +23,35 @@ void sh5_mergeexport_opts_init(struct sh5_mergeexport_opts *o)
 	o->counters.sigma = 6.0;
 }
 
-/* ".<base>.tmp.<pid>" beside path; NULL on out of memory. */
-static char *temp_beside(const char *path)
-{
-	char *a = strdup(path), *b = strdup(path), *t = NULL;
-	size_t len;
-
-	if (a && b) {
-		const char *dir = dirname(a), *base = basename(b);
-
-		len = strlen(dir) + strlen(base) + 40;
-		if ((t = malloc(len)))
-			snprintf(t, len, "%s/.%s.tmp.%ld", dir, base,
-				 (long)getpid());
-	}
-	free(a);
-	free(b);
-	return t;
-}
-
-/* Write the counters packet to tmp.  0 or -1 (tmp removed). */
-static int write_counters(const char *job, const char *tmp,
+/* Write the counters packet into of (not committed).  0 or -1. */
+static int write_counters(const char *job, struct sh5_outfile *of,
 			  const struct sh5_mergeexport_opts *o,
 			  struct sh5_counters_result *res,
 			  struct sh5_error *errp)
 {
-	FILE *fp = fopen(tmp, "wx");
+	FILE *fp = sh5_outfile_fp(of);
 	struct sh5_json *j = NULL;
 	int rc = -1;
 
 	if (!fp)
-		return sh5_errprintf(errp, "%s: %s", tmp, strerror(errno));
+		return sh5_errprintf(errp, "%s: %s", o->counters_path,
+				     strerror(errno));
 	if (!(j = sh5_json_create_file(fp, o->pretty ? SH5_JSON_PRETTY : 0,
 				       errp)))
 		goto out;
+	sh5_json_set_name(j, o->counters_path);
 	if (sh5_counters_export(job, j, &o->counters, res, errp) < 0)
 		goto out;
 	if (sh5_json_finish(j, errp) < 0)
 		goto out;
-	if (fputc('\n', fp) == EOF || fflush(fp) != 0 || fsync(fileno(fp)) < 0) {
-		sh5_errprintf(errp, "%s: %s", tmp, strerror(errno));
+	if (fputc('\n', fp) == EOF) {
+		sh5_errprintf(errp, "%s: write failed: %s", o->counters_path,
+			      strerror(errno));
 		goto out;
 	}
 	rc = 0;
 out:
 	sh5_json_destroy(j);
-	if (fclose(fp) != 0 && rc == 0)
-		rc = sh5_errprintf(errp, "%s: %s", tmp, strerror(errno));
-	if (rc < 0)
-		unlink(tmp);
 	return rc;
 }
 
@@ -82,8 +63,8 @@ int sh5_mergeexport_run(const char *job,
 {
 	struct sh5_counters_result cdummy;
 	struct sh5_lbdata_summary ldummy;
-	char *tmp = NULL;
-	int rc = -1, e;
+	struct sh5_outfile of = { .fd = -1 };
+	int rc = -1, e, counters = 0;
 
 	if (!cres)
 		cres = &cdummy;
@@ -92,11 +73,11 @@ int sh5_mergeexport_run(const char *job,
 	memset(cres, 0, sizeof(*cres));
 	memset(lsum, 0, sizeof(*lsum));
 	if (o->counters_path) {
-		if (!(tmp = temp_beside(o->counters_path))) {
-			errno = ENOMEM;
-			return sh5_errprintf(errp, "out of memory");
-		}
-		if (write_counters(job, tmp, o, cres, errp) < 0)
+		if (sh5_outfile_open(&of, o->counters_path, &job, 1,
+				     errp) < 0)
+			goto out;
+		counters = 1;
+		if (write_counters(job, &of, o, cres, errp) < 0)
 			goto out;
 	}
 	if (o->lbdata.dir) {
@@ -108,20 +89,12 @@ int sh5_mergeexport_run(const char *job,
 		if (sh5_lbdata_export(job, &o->lbdata, lsum, errp) < 0)
 			goto out;
 	}
-	if (tmp && rename(tmp, o->counters_path) < 0) {
-		sh5_errprintf(errp, "%s: %s", o->counters_path,
-			      strerror(errno));
+	if (counters && sh5_outfile_commit(&of, errp) < 0)
 		goto out;
-	}
-	free(tmp);
-	tmp = NULL;
 	rc = 0;
 out:
 	e = errno;
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
+	sh5_outfile_abort(&of);
 	if (cres == &cdummy)
 		sh5_counters_result_free(cres);
 	if (lsum == &ldummy)

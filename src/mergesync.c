@@ -19,6 +19,7 @@
 #include "sync/evsync.h"
 #include "sync/syncrun.h"
 #include "timesync.h"
+#include "common/sort.h"
 
 /* A measurement whose round trip exceeds 4 times the node's median plus
  * this is left out (its error bound is half its round trip). */
@@ -159,7 +160,7 @@ static int i64_cmp(const void *pa, const void *pb)
 /* Median of v[0..n-1] (n > 0; sorts v). */
 static int64_t median_of(int64_t *v, size_t n)
 {
-	qsort(v, n, sizeof(*v), i64_cmp);
+	sh5_qsort(v, n, sizeof(*v), i64_cmp);
 	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
@@ -251,7 +252,7 @@ long sh5_clock_points_read(hid_t node, struct sh5_clock_points *cp,
 		if (pr[i].p.local_ns < pr[i - 1].p.local_ns)
 			break;
 	if (i < k)
-		qsort(pr, k, sizeof(*pr), ptr_cmp);
+		sh5_qsort(pr, k, sizeof(*pr), ptr_cmp);
 	if (k && (!(cp->pts = malloc(k * sizeof(*cp->pts))) ||
 		  !(cp->rtt = malloc(k * sizeof(*cp->rtt))))) {
 		sh5_clock_points_free(cp);

@@ -18,6 +18,7 @@
 
 #include "checksum.h"
 #include "reader.h"
+#include "common/timeconv.h"
 
 static const unsigned char h5_signature[8] = { 0x89, 'H', 'D', 'F',
 					       '\r', '\n', 0x1a, '\n' };
@@ -537,6 +538,22 @@ void sh5_nodestep_close(struct sh5_nodestep *ns)
 	free(ns);
 }
 
+/* A count or index attribute of the node group: min .. SH5_COUNT_MAX
+ * (Slurm's node and task counts fit far below), else noted as damage
+ * naming the attribute and the attribute is ignored.  0 ok, -1 not. */
+#define SH5_COUNT_MAX 10000000LL
+static int count_attr(struct sh5_nodestep *ns, const char *name,
+		      long long v, long long min)
+{
+	if (v >= min && v <= SH5_COUNT_MAX)
+		return 0;
+	if (!ns->damage[0])
+		snprintf(ns->damage, sizeof(ns->damage), "/%s: attribute "
+			 "'%s' = %lld out of range (%lld..%lld), ignored",
+			 ns->node_name, name, v, min, SH5_COUNT_MAX);
+	return -1;
+}
+
 struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 				       uint32_t job_id, const char *step,
 				       struct sh5_error *errp)
@@ -654,14 +671,18 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 		}
 		sh5_attr_get_str(ns->node, "Step ID", ns->step,
 				 sizeof(ns->step));
-		if (sh5_attr_get_int(ns->node, "Number of Nodes", &v) == 0)
+		if (sh5_attr_get_int(ns->node, "Number of Nodes", &v) == 0 &&
+		    count_attr(ns, "Number of Nodes", v, 1) == 0)
 			ns->nnodes = (int)v;
-		if (sh5_attr_get_int(ns->node, "Step Tasks", &v) == 0)
+		if (sh5_attr_get_int(ns->node, "Step Tasks", &v) == 0 &&
+		    count_attr(ns, "Step Tasks", v, 1) == 0)
 			ns->step_tasks = (int)v;
 	}
-	if (sh5_attr_get_int(ns->node, "Node Index", &v) == 0)
+	if (sh5_attr_get_int(ns->node, "Node Index", &v) == 0 &&
+	    count_attr(ns, "Node Index", v, 0) == 0)
 		ns->node_index = (int)v;
-	if (sh5_attr_get_int(ns->node, "Number of Tasks", &v) == 0)
+	if (sh5_attr_get_int(ns->node, "Number of Tasks", &v) == 0 &&
+	    count_attr(ns, "Number of Tasks", v, 0) == 0)
 		ns->ntasks = (int)v;
 	if (ns->has_job_id && ns->job_id != job_id) {
 		errno = EINVAL;
@@ -1211,8 +1232,15 @@ size_t sh5_cursor_read(struct sh5_cursor *c, void *buf, size_t max)
 			n = r;
 			break;
 		}
+		/* A time in ns must fit int64 (until 2262). */
+		if (!s->has_time_ns && v[1].u > SH5_EPOCH_S_MAX) {
+			cursor_damage(c, c->pos + r, "%s", "EpochTime out of "
+				      "range (after the year 2262)");
+			n = r;
+			break;
+		}
 		if (!s->has_time_ns)
-			v[2].i = (int64_t)v[1].u * 1000000000;
+			v[2].i = sh5_epoch_to_ns(v[1].u);
 	}
 	c->pos += n;
 	return n;

@@ -10,6 +10,7 @@
 
 #include "csvfmt.h"
 #include "series.h"
+#include "common/timeconv.h"
 
 /* ------------------------------------------------------------------ */
 /* What each series type knows about its fields (Slurm's gather plugins:
@@ -226,7 +227,7 @@ static int64_t rec_time_ns(const struct sh5_series *s, const void *recs,
 		return v[SH5_SLOT_SYNC(s)].i;
 	if (s->has_time_ns)
 		return v[2].i;
-	return (int64_t)v[1].u * 1000000000;
+	return sh5_epoch_to_ns(v[1].u);
 }
 
 static void total_add(const struct sh5_series *s, void *total,
@@ -322,7 +323,7 @@ static int extract_series(const struct sh5_series *s, FILE *f, int header,
 			fprintf(f, "%s%" PRIu64 ",%" PRIu64 ",%" PRId64, prefix,
 				v[0].u, v[1].u,
 				s->has_time_ns ? v[2].i :
-						 (int64_t)v[1].u * 1000000000);
+						 sh5_epoch_to_ns(v[1].u));
 			if (s->has_sync_ns)
 				fprintf(f, ",%" PRId64, v[SH5_SLOT_SYNC(s)].i);
 			for (i = 0; i < s->nfields; i++) {
@@ -343,7 +344,7 @@ static int extract_series(const struct sh5_series *s, FILE *f, int header,
 		len += sh5_fmt_u64(line + len, v[1].u);
 		line[len++] = ',';
 		len += sh5_fmt_i64(line + len, s->has_time_ns ? v[2].i :
-				   (int64_t)v[1].u * 1000000000);
+				   sh5_epoch_to_ns(v[1].u));
 		if (s->has_sync_ns) {
 			line[len++] = ',';
 			len += sh5_fmt_i64(line + len, v[SH5_SLOT_SYNC(s)].i);

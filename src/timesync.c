@@ -945,8 +945,15 @@ step(struct clc *x, struct locst *L, uint32_t loc, uint32_t e)
 	/* Equation (3)/(3'): the incoming bound. */
 	if (need && x->lcp[e] > lc)
 		lc = x->lcp[e];
-	if (lc > base && add_jump(x, L->cur, e, lc - base) < 0)
-		return -1;
+	if (lc > base) {
+		int64_t jump;
+
+		/* lc may be saturated and base far below: the jump too. */
+		if (__builtin_sub_overflow(lc, base, &jump))
+			jump = INT64_MAX;
+		if (add_jump(x, L->cur, e, jump) < 0)
+			return -1;
+	}
 	x->lcp[e] = lc;
 	bit_set(x->bdone, e);
 	L->plc = lc;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "trace.h"
+#include "common/outfile.h"
 
 /* ------------------------------------------------------------ hash map */
 
@@ -1909,6 +1910,8 @@ struct obuf {
 	int fd;			/* -1: memory */
 	char *buf;
 	size_t len, cap;
+	const char *name;	/* the output, for write errors */
+	int werr;		/* a write to fd failed */
 };
 
 static int obuf_flush(struct obuf *o)
@@ -1923,6 +1926,7 @@ static int obuf_flush(struct obuf *o)
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
+			o->werr = 1;
 			return -1;
 		}
 		off += (size_t)w;
@@ -2097,6 +2101,10 @@ static int write_src(const struct sh5_trace *t, struct csrc *src,
 	}
 	return 0;
 syserr:
+	if (o->werr)
+		return sh5_errprintf(errp, "%s: write failed: %s",
+				     o->name ? o->name : "output",
+				     strerror(errno));
 	return sh5_errprintf(errp, "%s: %s", name, strerror(errno));
 }
 
@@ -2104,59 +2112,40 @@ int sh5_trace_write(const struct sh5_trace *t, const char *in_path,
 		    const int64_t *times, const char *out_path,
 		    struct sh5_error *errp)
 {
+	struct sh5_outfile out = { .fd = -1 };
 	struct csrc src;
 	struct obuf o;
-	char *tmp = NULL;
-	size_t tl;
 	int rc = -1, saved;
 
 	memset(&o, 0, sizeof(o));
 	o.fd = -1;
 	if (csrc_open(&src, in_path) < 0)
 		return sh5_errprintf(errp, "%s: %s", in_path, strerror(errno));
-	tl = strlen(out_path) + 16;
-	tmp = malloc(tl);
 	o.cap = CSRC_CHUNK;
 	o.buf = malloc(o.cap);
-	if (!tmp || !o.buf) {
+	if (!o.buf) {
 		sh5_errprintf(errp, "%s: %s", out_path, strerror(errno));
 		goto out;
 	}
-	snprintf(tmp, tl, "%s.tmpXXXXXX", out_path);
-	o.fd = mkstemp(tmp);
-	if (o.fd < 0) {
-		sh5_errprintf(errp, "%s: %s", tmp, strerror(errno));
+	if (sh5_outfile_open(&out, out_path, &in_path, 1, errp) < 0)
 		goto out;
-	}
+	o.fd = out.fd;
+	o.name = strcmp(out_path, "-") ? out_path : "stdout";
 	if (write_src(t, &src, times, &o, in_path, errp) < 0)
-		goto unlink;
-	if (obuf_flush(&o) < 0 || fchmod(o.fd, 0644) < 0) {
-		sh5_errprintf(errp, "%s: %s", tmp, strerror(errno));
-		goto unlink;
+		goto out;
+	if (obuf_flush(&o) < 0) {
+		sh5_errprintf(errp, "%s: write failed: %s", o.name,
+			      strerror(errno));
+		goto out;
 	}
-	if (close(o.fd) < 0) {
-		o.fd = -1;
-		sh5_errprintf(errp, "%s: %s", tmp, strerror(errno));
-		goto unlink;
-	}
-	o.fd = -1;
-	if (rename(tmp, out_path) < 0) {
-		sh5_errprintf(errp, "%s: %s", out_path, strerror(errno));
-		goto unlink;
-	}
+	if (sh5_outfile_commit(&out, errp) < 0)
+		goto out;
 	rc = 0;
-	goto out;
-unlink:
-	saved = errno;
-	unlink(tmp);
-	errno = saved;
 out:
 	saved = errno;
-	if (o.fd >= 0)
-		close(o.fd);
+	sh5_outfile_abort(&out);
 	csrc_close(&src);
 	free(o.buf);
-	free(tmp);
 	errno = saved;
 	return rc;
 }

@@ -172,9 +172,11 @@ void sh5_trace_destroy(struct sh5_trace *t);
 /*
  * Write the trace in the file in_path to out_path with the time of every
  * event line replaced by times[i] (times in file order, trace->nev of
- * them).  Everything else is copied byte for byte.  The output is
- * written to a temporary file beside out_path and renamed over it on
- * success only; on failure nothing is left under out_path.
+ * them).  Everything else is copied byte for byte.  The output follows
+ * common/outfile.h: a temporary file beside out_path renamed over it on
+ * success only (on failure nothing is left under out_path); "-" and an
+ * existing device or FIFO are written in place; out_path == in_path is
+ * refused.  A write error names out_path.
  * Returns 0, or -1 with errno set and errp filled.
  */
 int sh5_trace_write(const struct sh5_trace *t, const char *in_path,

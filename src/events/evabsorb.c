@@ -14,6 +14,7 @@
 
 #include "events/evabsorb.h"
 #include "layout.h"
+#include "common/sort.h"
 
 #define DEFAULT_MAX_FILES 4096
 
@@ -120,7 +121,7 @@ static int list_files(const struct sh5_evabsorb_params *p,
 	}
 	closedir(d);
 	if (n)
-		qsort(v, n, sizeof(*v), cmp_file);
+		sh5_qsort(v, n, sizeof(*v), cmp_file);
 	*out = v;
 	*nout = n;
 	return 0;

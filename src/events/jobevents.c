@@ -18,6 +18,7 @@
 #include "mergesync.h"	/* sh5_clock_points_read(): --sync offset's filter */
 #include "reader.h"	/* sh5_attr_get_int(), sh5_attr_get_str() */
 #include "trace.h"	/* sh5_trace_op_class() */
+#include "common/sort.h"
 
 /* Reading state beyond the step itself. */
 struct rd {
@@ -224,7 +225,7 @@ static int read_members(struct rd *r, size_t from, hid_t ev,
 		return 0;
 	/* Each dataset on its own: one row per member of each of its
 	 * communicators, which this node's Comms rows define. */
-	qsort(mem, n, sizeof(*mem), mem_cmp);
+	sh5_qsort(mem, n, sizeof(*mem), mem_cmp);
 	for (i = 0; i < n; i = k) {
 		long size = comm_size_on(r->s, from, mem[i].global);
 
@@ -624,7 +625,7 @@ static int world_members(struct sh5_evstep *s, struct sh5_evcomm *c)
 		for (i = 0; i < s->ntasks; i++)
 			v[n++] = &s->tasks[i];
 	else
-		qsort(v, n, sizeof(*v), wr_cmp);
+		sh5_qsort(v, n, sizeof(*v), wr_cmp);
 	for (i = 0; i < n; i++)
 		c->tasks[i] = v[i]->task;
 	c->size = n;
@@ -664,7 +665,7 @@ static int build_comms(struct rd *r, struct sh5_error *errp)
 	}
 	/* Member lists: duplicates (several nodes) collapse, conflicts
 	 * and wrong sizes are errors. */
-	qsort(r->mem, r->nmem, sizeof(*r->mem), mem_cmp);
+	sh5_qsort(r->mem, r->nmem, sizeof(*r->mem), mem_cmp);
 	for (i = 0, j = 0; i < r->nmem; i++)
 		if (!j || mem_cmp(&r->mem[i], &r->mem[j - 1]))
 			r->mem[j++] = r->mem[i];
@@ -729,7 +730,7 @@ static int build_comms(struct rd *r, struct sh5_error *errp)
 			c->size = 1;
 		}
 	}
-	qsort(s->comms, s->ncomms, sizeof(*s->comms), comm_cmp);
+	sh5_qsort(s->comms, s->ncomms, sizeof(*s->comms), comm_cmp);
 	return 0;
 nomem:
 	errno = ENOMEM;
@@ -845,7 +846,7 @@ struct sh5_evstep *sh5_evstep_read(hid_t step, const char *step_name,
 	for (i = 0; i < nm.n; i++)
 		if (read_node(&r, nodes, path, nm.v[i], errp) < 0)
 			goto error;
-	qsort(s->tasks, s->ntasks, sizeof(*s->tasks), task_cmp);
+	sh5_qsort(s->tasks, s->ntasks, sizeof(*s->tasks), task_cmp);
 	if (set_ranks(s, errp) < 0 || build_comms(&r, errp) < 0 ||
 	    check_records(s, errp) < 0)
 		goto error;

@@ -14,6 +14,7 @@
 #include "events/jobevents.h"
 #include "events/jobevents_int.h"
 #include "merge.h"	/* sh5_step_cmp() */
+#include "common/sort.h"
 
 /* ------------------------------------------------------------------ */
 /* Memory types, by member name. */
@@ -356,7 +357,7 @@ int sh5_evjob_steps(hid_t file, char ***names, size_t *n,
 		}
 	}
 	H5Gclose(steps);
-	qsort(st.v, j, sizeof(*st.v), step_cmp);
+	sh5_qsort(st.v, j, sizeof(*st.v), step_cmp);
 	*names = st.v;
 	*n = j;
 	if (!j) {

@@ -10,6 +10,7 @@
 #include "export/evcounters.h"
 #include "export/evstack.h"
 #include "json.h"
+#include "common/sort.h"
 
 int sh5_evcalls_walk(const struct sh5_evstep *s, sh5_evcall_fn fn, void *arg,
 		     struct sh5_error *errp)
@@ -141,7 +142,7 @@ struct sh5_evstats *sh5_evstats_build(const struct sh5_evstep *s,
 		sh5_evstats_free(st);
 		return NULL;
 	}
-	qsort(st->c, st->n, sizeof(*st->c), cmp_counter);
+	sh5_qsort(st->c, st->n, sizeof(*st->c), cmp_counter);
 	return st;
 }
 

@@ -12,6 +12,7 @@
 #include "export/evstack.h"
 #include "lbdata.h"
 #include "trace.h"	/* sh5_trace_op_class(): rooted operations */
+#include "common/sort.h"
 
 struct msg {			/* a SEND or a RECV */
 	uint32_t src, dst;
@@ -84,7 +85,7 @@ static int map_ranks(struct build *b)
 			b->wr[b->nwr].rank = b->s->tasks[i].world_rank;
 			b->wr[b->nwr++].task = b->s->tasks[i].task;
 		}
-	qsort(b->wr, b->nwr, sizeof(*b->wr), cmp_wr);
+	sh5_qsort(b->wr, b->nwr, sizeof(*b->wr), cmp_wr);
 	return 0;
 }
 
@@ -434,8 +435,8 @@ static int match_p2p(struct build *b)
 	struct sh5_evlb_rank *rk;
 	int c;
 
-	qsort(s, ns, sizeof(*s), cmp_msg);
-	qsort(r, nr, sizeof(*r), cmp_msg);
+	sh5_qsort(s, ns, sizeof(*s), cmp_msg);
+	sh5_qsort(r, nr, sizeof(*r), cmp_msg);
 	while (i < ns || j < nr) {
 		c = i == ns ? 1 : j == nr ? -1 : cmp_key(&s[i], &r[j]);
 		if (c < 0) {
@@ -483,7 +484,7 @@ static int attribute_colls(struct build *b)
 	enum sh5_coll_class cls;
 	int64_t phase;
 
-	qsort(c, n, sizeof(*c), cmp_coll);
+	sh5_qsort(c, n, sizeof(*c), cmp_coll);
 	for (i = 0; i < n; i++) {
 		if (i && c[i].comm == c[i - 1].comm &&
 		    c[i].task == c[i - 1].task)
@@ -549,7 +550,7 @@ static void aggregate_edges(struct build *b)
 	struct sh5_evlb_rank *r;
 	size_t i, n = 0;
 
-	qsort(e, b->edges.n, sizeof(*e), cmp_edge);
+	sh5_qsort(e, b->edges.n, sizeof(*e), cmp_edge);
 	for (i = 0; i < b->edges.n; i++) {
 		if (n && cmp_edge(&e[n - 1], &e[i]) == 0) {
 			e[n - 1].messages += e[i].messages;
@@ -586,7 +587,7 @@ static void aggregate_objects(struct build *b)
 	struct sh5_evlb_rank *r;
 	size_t i, n = 0;
 
-	qsort(o, b->objs.n, sizeof(*o), cmp_obj);
+	sh5_qsort(o, b->objs.n, sizeof(*o), cmp_obj);
 	for (i = 0; i < b->objs.n; i++) {
 		if (n && cmp_obj(&o[n - 1], &o[i]) == 0)
 			o[n - 1].load += o[i].load;

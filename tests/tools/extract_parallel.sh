@@ -53,7 +53,7 @@ for mode in SH5MERGE_EXTRACT_SEGMENT=1 SH5MERGE_NO_FORK=1; do
 	env $mode $SH5MERGE extract -i ours.h5 -o /dev/full 2>full.err
 	rc=$?
 	[ $rc -eq 1 ] || fail "full disk ($mode): exit $rc"
-	grep -q '^sh5merge: /dev/full: write error' full.err ||
+	grep -Eq '^sh5merge: /dev/full: write (error|failed): No space' full.err ||
 		{ cat full.err; fail "full disk ($mode): message"; }
 done
 echo "ok: pipe, full disk"
