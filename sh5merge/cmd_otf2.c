@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "common/outfile.h"
 #include "commands.h"
 #include "error.h"
 #include "events/jobevents.h"
@@ -183,6 +184,10 @@ int cmd_otf2(int argc, char **argv)
 		return 2;
 	}
 	in = argv[optind];
+	if (sh5_infile_check(in, &err) < 0) {
+		cli_error(NULL, "%s", err.text);
+		return 1;
+	}
 	sh5_error_h5_silence();
 	if ((f = H5Fopen(in, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
 		cli_error(in, "cannot open as an HDF5 file");

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "common/outfile.h"
 #include "commands.h"
 #include "export/report.h"
 
@@ -46,72 +47,31 @@ static void progress(void *arg, const char *what, size_t done,
 	cli_progress(what, done, total);
 }
 
-static int same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-
-	return stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
-	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
+/* Write the report of in to out (common/outfile.h: a temporary file
+ * beside it renamed when complete; "-" or a device written in place; the
+ * input refused as output). */
 static int write_out(const char *in, const char *out,
 		     const struct sh5_report_opts *o,
 		     struct sh5_report_result *res)
 {
 	struct sh5_error err = { "" };
-	size_t len = strlen(out) + 16;
-	char *tmp = malloc(len);
-	FILE *f = NULL;
-	int fd = -1, c;
-	mode_t um;
+	struct sh5_outfile of = { .fd = -1 };
+	FILE *f;
 
-	if (!tmp) {
-		cli_error(out, "out of memory");
-		return -1;
-	}
-	snprintf(tmp, len, "%s.tmpXXXXXX", out);
-	if ((fd = mkstemp(tmp)) < 0 || !(f = fdopen(fd, "w"))) {
-		cli_error(out, "cannot create a temporary file beside it: %s",
-			  strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		free(tmp);
-		return -1;
-	}
-	um = umask(0);
-	umask(um);
-	if (fchmod(fd, 0666 & ~um) < 0) {
-		cli_error(tmp, "chmod: %s", strerror(errno));
+	if (sh5_outfile_open(&of, out, &in, 1, &err) < 0)
+		goto error;
+	if (!(f = sh5_outfile_fp(&of))) {
+		sh5_errprintf(&err, "%s: %s", out, strerror(errno));
 		goto error;
 	}
-	if (sh5_report_write(in, f, out, o, res, &err) < 0) {
-		cli_error(NULL, "%s", err.text);
+	if (sh5_report_write(in, f, out, o, res, &err) < 0)
 		goto error;
-	}
-	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
-		cli_error(out, "write error: %s", strerror(errno));
+	if (sh5_outfile_commit(&of, &err) < 0)
 		goto error;
-	}
-	c = fclose(f);
-	f = NULL;
-	if (c != 0) {
-		cli_error(out, "write error: %s", strerror(errno));
-		goto error;
-	}
-	if (rename(tmp, out) < 0) {
-		cli_error(out, "cannot rename %s to it: %s", tmp,
-			  strerror(errno));
-		goto error;
-	}
-	free(tmp);
 	return 0;
 error:
-	if (f)
-		fclose(f);
-	unlink(tmp);
-	free(tmp);
+	cli_error(NULL, "%s", err.text);
+	sh5_outfile_abort(&of);
 	return -1;
 }
 
@@ -171,11 +131,15 @@ int cmd_report(int argc, char **argv)
 		return 2;
 	}
 	in = argv[optind];
-	if (access(in, R_OK) < 0) {
-		cli_error(in, "%s", strerror(errno));
-		return 1;
+	{
+		struct sh5_error err = { "" };
+
+		if (sh5_infile_check(in, &err) < 0) {
+			cli_error(NULL, "%s", err.text);
+			return 1;
+		}
 	}
-	if (same_file(in, out)) {
+	if (sh5_outfile_same(out, &in, 1)) {
 		cli_error(out, "is the input; refusing to overwrite it");
 		return 1;
 	}

@@ -26,6 +26,7 @@ extern const char sh5_report_js[];
 
 struct sink {
 	FILE *f;
+	int err;	/* errno of the first failed write, 0 */
 };
 
 /* The JSON sink: '<' becomes \u003c (only possible inside strings). */
@@ -38,16 +39,20 @@ static int sink_write(void *arg, const void *buf, size_t len)
 		q = memchr(p, '<', len);
 		if (!q) {
 			if (fwrite(p, 1, len, s->f) != len)
-				return -1;
+				goto error;
 			break;
 		}
 		if (fwrite(p, 1, (size_t)(q - p), s->f) != (size_t)(q - p) ||
 		    fputs("\\u003c", s->f) < 0)
-			return -1;
+			goto error;
 		len -= (size_t)(q - p) + 1;
 		p = q + 1;
 	}
 	return 0;
+error:
+	if (!s->err)
+		s->err = errno ? errno : EIO;
+	return -1;
 }
 
 static int discard(void *arg, const void *buf, size_t len)
@@ -308,7 +313,7 @@ int sh5_report_write(const char *path, FILE *out, const char *name,
 		     struct sh5_report_result *res, struct sh5_error *errp)
 {
 	struct sh5_report_result dummy;
-	struct sink sk = { out };
+	struct sink sk = { out, 0 };
 	struct rp r;
 	const char *const *steps;
 	size_t nsteps, i;
@@ -386,16 +391,29 @@ int sh5_report_write(const char *path, FILE *out, const char *name,
 	sh5_json_array_close(r.j);
 	sh5_json_kv_uint(r.j, "nmissing", r.res->nmissing);
 	sh5_json_object_close(r.j);
-	if (sh5_json_finish(r.j, errp) < 0)
+	if (sh5_json_finish(r.j, errp) < 0) {
+		if (sk.err) {
+			errno = sk.err;
+			sh5_errprintf(errp, "%s: write failed: %s", name,
+				      strerror(sk.err));
+		}
 		goto out;
+	}
 	fprintf(out, "</script>\n<script>\n%s</script>\n</body></html>\n",
 		sh5_report_js);
-	if (ferror(out)) {
-		sh5_errprintf(errp, "%s: write error", name);
+	if (fflush(out) != 0 || ferror(out)) {
+		sh5_errprintf(errp, "%s: write failed: %s", name,
+			      strerror(errno ? errno : EIO));
 		goto out;
 	}
 	rc = 0;
 out:
+	/* A failed write is the cause whatever step noticed it first. */
+	if (rc < 0 && (sk.err || ferror(out))) {
+		errno = sk.err ? sk.err : EIO;
+		sh5_errprintf(errp, "%s: write failed: %s", name,
+			      strerror(errno));
+	}
 	if (r.o.progress)
 		r.o.progress(r.o.progress_arg, "done", 1, 1);
 	sh5_json_destroy(r.j);

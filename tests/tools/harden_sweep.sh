@@ -94,6 +94,9 @@ if [ "$(id -u)" = 0 ]; then
 	run "extract -o a full device" 1 "full: write failed: No space" \
 		$S extract -i job.h5 -o full
 	run "counters -o a null device" 0 "" $S counters -i job.h5 -o null
+	run "report -o a full device" 1 "full: write failed: No space" \
+		$S report job.h5 -o full
+	run "report -o a null device" 0 "" $S report job.h5 -o null
 	run "sync -o a null device" 0 "" $S sync tr.csv -o null
 	[ -c full ] && [ -c null ] && ok "devices are still devices" ||
 		bad "a device was replaced: $(ls -l full null)"
@@ -124,6 +127,7 @@ grep -q '^1,' out || bad "sync -o -: no CSV on stdout"
 run "extract -o its input" 1 "also the input" $S extract -i job.h5 -o job.h5
 run "counters -o its input" 1 "also an input" $S counters -i job.h5 -o job.h5
 run "sync -o its input" 1 "also the input" $S sync tr.csv -o tr.csv
+run "report -o its input" 1 "input" $S report job.h5 -o job.h5
 run "extract -F Nope" 1 "Nope" $S extract -i job.h5 -F Nope -o ex.csv
 [ -e ex.csv ] && bad "extract -F Nope: ex.csv created"
 ls -A | grep -q '\.tmp' && bad "temporary files left: $(ls -A | grep tmp)"
@@ -140,6 +144,8 @@ for c in list extract lbdata counters; do
 done
 run "sync FIFO" 1 "fifo: is a FIFO" $S sync fifo -o s.csv
 run "events FIFO" 1 "fifo: is a FIFO" $S events fifo -o s.csv
+run "report FIFO" 1 "fifo: is a FIFO" $S report fifo -o r.html
+run "otf2 FIFO" 1 "fifo: is a FIFO" $S otf2 fifo -o otf
 if [ "$(id -u)" != 0 ]; then
 	cp job.h5 m000.h5; chmod 000 m000.h5
 	run "list mode 000" 1 "m000.h5: Permission denied" $S list -i m000.h5
