@@ -589,16 +589,15 @@ cluster_kill_pids() {
 }
 
 # Step daemons of this cluster: they carry SH5_CLUSTER_DIR from slurmd
-# (22.05).  From 24.11 slurmstepd's /proc/PID/environ reads empty; then a
-# step daemon of this cluster is one with a file open under CLUSTER_DIR
-# (its slurmd log, its socket in the spool directory).
+# (22.05).  24.11's slurmstepd writes its process title over that area
+# (/proc/PID/environ holds no variables); then a step daemon of this
+# cluster is one with a file open under CLUSTER_DIR (its slurmd log).
 cluster_stepd_pids_all() {
-	local p env fd
+	local p fd
 	for p in $(pgrep -x slurmstepd 2>/dev/null); do
-		env=$({ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null)
-		if [ -n "$env" ]; then
-			printf '%s\n' "$env" |
-				grep -qx "SH5_CLUSTER_DIR=$CLUSTER_DIR" && echo "$p"
+		if { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null |
+			grep -qx "SH5_CLUSTER_DIR=$CLUSTER_DIR"; then
+			echo "$p"
 			continue
 		fi
 		for fd in /proc/"$p"/fd/*; do
