@@ -19,7 +19,10 @@
 # Exit 0 with the prefix; 3 when the tarball is missing; 1 otherwise.
 set -eu
 me=slurm-build.sh
-[ $# -ge 1 ] && [ -n "$1" ] || { echo "usage: $me VERSION [CACHE_DIR]" >&2; exit 1; }
+[ $# -ge 1 ] && [ -n "$1" ] || {
+	echo "usage: $me VERSION [CACHE_DIR]" >&2
+	exit 1
+}
 ver=$1
 case $ver in
 *[!0-9.]*) echo "$me: bad version '$ver' (want e.g. 24.11.5)" >&2; exit 1 ;;
@@ -35,7 +38,8 @@ if [ -f "$inst/.sh5-built" ]; then
 	exit 0
 fi
 [ -f "$tarball" ] || {
-	echo "$me: no tarball $tarball (scripts/slurm-source.sh --suite SUITE fetches it)" >&2
+	echo "$me: no tarball $tarball" \
+		"(scripts/slurm-source.sh --suite SUITE fetches it)" >&2
 	exit 3
 }
 mkdir -p "$inst"
@@ -62,7 +66,7 @@ mv "$top" "$inst/src"
 rm -rf "$inst/extract"
 echo "$me: building Slurm $ver into $prefix (log $log)" >&2
 # Only what a one-node test cluster needs: no GUI, REST daemon or HDF5
-# profile plugin; no debug info (faster on small machines).
+# profile plugin.
 (cd "$inst/src" &&
 	./configure -q --prefix="$prefix" --sysconfdir="$prefix/etc" \
 		--disable-debug --disable-sview --disable-slurmrestd \

@@ -3,9 +3,10 @@
 # upstream tarball into a private prefix): the plugin, built out of tree
 # against that tree, is loaded by the 24.11 slurmctld/slurmd/slurmstepd
 # of a private one-node cluster; `srun -n2 --profile=all` of a CPU+memory+
-# I/O workload runs as an ordinary user; the node-step file must have the
-# layout, attributes and sample counts of tests/e2e/plugin.sh, and
-# sh5merge must merge it into a job file equal to it (merge_check.py).
+# I/O workload runs as an ordinary user; the node-step file must pass the
+# attribute and sample checks of tests/e2e/plugin.sh (those that do not
+# concern chunking or sh5util), and sh5merge must merge it into a job
+# file equal to it (merge_check.py).
 #
 # The Slurm build is cached (scripts/slurm-build.sh): cold, it takes
 # about 9 minutes on 2 shared cores; then nothing.  Skips (77) only
@@ -29,7 +30,8 @@ chmod 755 "$work"
 
 # 1. The release's tarball (Debian's source registry, cached).
 rc=0
-tree=$("$top_srcdir/scripts/slurm-source.sh" --suite "$SUITE" 2>"$work/source.err") || rc=$?
+tree=$("$top_srcdir/scripts/slurm-source.sh" --suite "$SUITE" \
+	2>"$work/source.err") || rc=$?
 if [ "$rc" -eq 3 ]; then
 	why=$(tail -n1 "$work/source.err")
 	rm -rf "$work"
@@ -66,8 +68,8 @@ mkdir -p "$work/build" "$work/plugins"
 		--with-slurm-source="$srctree" &&
 	make -s plugins/acct_gather_profile_sh5.la) >"$work/plugin.log" 2>&1 ||
 	fail "plugin build against $srctree: $(tail -n 20 "$work/plugin.log")"
-assert_eq "$VER" "$(make -s --no-print-directory -C "$work/build" print-slurm-release)" \
-	"release the plugin is built for"
+rel=$(make -s --no-print-directory -C "$work/build" print-slurm-release)
+assert_eq "$VER" "$rel" "release the plugin is built for"
 so=$work/build/plugins/.libs/acct_gather_profile_sh5.so
 assert_file "$so"
 cp "$so" "$work/plugins/" || fail "copy plugin"
@@ -91,7 +93,8 @@ export CLUSTER_DIR CLUSTER_SLURM_PREFIX CLUSTER_PLUGIN_DIR \
 	CLUSTER_EXTRA_CONF CLUSTER_ACCT_GATHER_CONF
 mkdir -p "$SCRATCH" "$CLUSTER_DIR/bin" || fail "mkdir"
 chmod 1777 "$SCRATCH"
-install -m 755 "$WORKLOAD" "$CLUSTER_DIR/bin/sh5_workload" || fail "copy workload"
+install -m 755 "$WORKLOAD" "$CLUSTER_DIR/bin/sh5_workload" ||
+	fail "copy workload"
 cleanup() {
 	local rc=$?
 	cluster_cleanup
@@ -123,23 +126,28 @@ for _ in $(seq 1 100); do
 	[ -n "$job" ] && break
 	sleep 0.1
 done
-[ -n "$job" ] || fail "step 0 of the job never ran: $(cat "$CLUSTER_DIR/srun.out")"
-stepd=$(cluster_stepd_pid "$job" 0) || fail "harness finds no slurmstepd of $job.0"
+[ -n "$job" ] ||
+	fail "step 0 of the job never ran: $(cat "$CLUSTER_DIR/srun.out")"
+stepd=$(cluster_stepd_pid "$job" 0) ||
+	fail "harness finds no slurmstepd of $job.0"
 tr '\0' '\n' <"/proc/$stepd/environ" | grep -q "^SH5_CLUSTER_DIR=" &&
 	note "slurmstepd's environ lists SH5_CLUSTER_DIR again (harness note obsolete)"
 wait "$srun_pid" ||
 	fail "srun failed: $(cat "$CLUSTER_DIR/srun.out") $(cluster_log_tail 20)"
 t1=$(date +%s%N)
 # The step's slurmstepd (24.11) loaded our plugin.
-grep -qF "[$job.0] debug:  AcctGatherProfile sh5 plugin loaded" "$(cluster_log slurmd)" ||
+grep -qF "[$job.0] debug:  AcctGatherProfile sh5 plugin loaded" \
+	"$(cluster_log slurmd)" ||
 	fail "no slurmstepd of step $job.0 loaded the plugin: $(cluster_log_tail 20)"
 f=$PROFDIR/$JOBUSER/${job}_0_$NODE.h5
 assert_file "$f" "node-step file"
 uid=$(id -u "$JOBUSER")
 assert_eq "$uid 600" "$(stat -c '%u %a' "$f")" "file owner and mode"
-assert_eq "$uid 700" "$(stat -c '%u %a' "$PROFDIR/$JOBUSER")" "user dir owner and mode"
+assert_eq "$uid 700" "$(stat -c '%u %a' "$PROFDIR/$JOBUSER")" \
+	"user dir owner and mode"
 
-$PY - "$f" "$NODE" "$job" "$t0" "$t1" "$JOBUSER" "$VER" <<'PYEOF' || fail "layout check failed"
+$PY - "$f" "$NODE" "$job" "$t0" "$t1" "$JOBUSER" "$VER" <<'PYEOF' ||
+	fail "layout check failed"
 import sys, h5py, numpy as np
 path, node, job, t0, t1, user, ver = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7]
 f = h5py.File(path, "r")

@@ -58,8 +58,7 @@
 #                          Slurm's, or CLUSTER_SLURM_PREFIX/lib/slurm)
 #   CLUSTER_CGROUP_CONF    cgroup.conf content (default: cgroup/v1 without
 #                          automount; for a CLUSTER_SLURM_PREFIX release of
-#                          24.05 or later, which rejects CgroupAutomount,
-#                          CgroupPlugin=disabled)
+#                          24.05 or later CgroupPlugin=disabled)
 #
 # Set by cluster_start (exported): SLURM_CONF, CLUSTER_SLURM_RELEASE
 # (e.g. 24.11.5, only with CLUSTER_SLURM_PREFIX), CLUSTER_DIR, CLUSTER_CONF_DIR,
@@ -291,9 +290,9 @@ EOF
 }
 
 # cluster_cgroup_conf: the default cgroup.conf.  The tests need no
-# cgroups (proctrack/linuxproc, task/none); 22.05 still reads the file,
-# and from 24.05 (checked: 24.11) CgroupAutomount is defunct (an error)
-# while CgroupPlugin=disabled exists.
+# cgroups (proctrack/linuxproc, task/none); 22.05 still reads the file.
+# Slurm's NEWS: 23.11 removed CgroupAutomount (an error since), 24.05
+# added CgroupPlugin=disabled (run on 24.11).  23.11 is not handled.
 cluster_cgroup_conf() {
 	local maj min
 	IFS=. read -r maj min _ <<<"${CLUSTER_SLURM_RELEASE:-}"
