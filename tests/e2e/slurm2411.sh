@@ -146,8 +146,8 @@ assert_eq "$uid 600" "$(stat -c '%u %a' "$f")" "file owner and mode"
 assert_eq "$uid 700" "$(stat -c '%u %a' "$PROFDIR/$JOBUSER")" \
 	"user dir owner and mode"
 
-$PY - "$f" "$NODE" "$job" "$t0" "$t1" "$JOBUSER" "$VER" <<'PYEOF' ||
-	fail "layout check failed"
+$PY - "$f" "$NODE" "$job" "$t0" "$t1" "$JOBUSER" "$VER" \
+	<<'PYEOF' || fail "layout check failed"
 import sys, h5py, numpy as np
 path, node, job, t0, t1, user, ver = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7]
 f = h5py.File(path, "r")
