@@ -53,8 +53,21 @@
 #   (srun --mpi=pmix) needs a directory of its own per node.
 #   CLUSTER_KEEP           1: keep CLUSTER_DIR after cleanup (it is always
 #                          kept when the test failed)
+#   CLUSTER_SLURM_PREFIX   a Slurm installed in a private prefix (e.g. by
+#                          scripts/slurm-build.sh): its bin and sbin go
+#                          first on PATH (exported: the test's own sinfo,
+#                          srun ... are that release's; runuser resets
+#                          PATH, so call them as $CLUSTER_SLURM_PREFIX/bin/X
+#                          for another user), PluginDir defaults to its
+#                          lib/slurm.  Default: the installed Slurm (22.05).
+#   CLUSTER_SLURM_PLUGINDIR Slurm's own plugins (default: the installed
+#                          Slurm's, or CLUSTER_SLURM_PREFIX/lib/slurm)
+#   CLUSTER_CGROUP_CONF    cgroup.conf content (default: cgroup/v1 without
+#                          automount; for a CLUSTER_SLURM_PREFIX release of
+#                          24.05 or later CgroupPlugin=disabled)
 #
-# Set by cluster_start (exported): SLURM_CONF, CLUSTER_DIR, CLUSTER_CONF_DIR,
+# Set by cluster_start (exported): SLURM_CONF, CLUSTER_SLURM_RELEASE
+# (e.g. 24.11.5, only with CLUSTER_SLURM_PREFIX), CLUSTER_DIR, CLUSTER_CONF_DIR,
 # CLUSTER_NODE_NAMES (space separated), CLUSTER_NODE_ADDRS, CLUSTER_CTLD_ADDR,
 # CLUSTER_CTLD_PORT, CLUSTER_SLURMD_PORT, CLUSTER_NET_PREFIX (netns mode).
 #
@@ -71,7 +84,6 @@
 
 CLUSTER_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CLUSTER_LOCK_ROOT=${CLUSTER_LOCK_ROOT:-/tmp/sh5-test-locks}
-CLUSTER_SLURM_PLUGINDIR=${CLUSTER_SLURM_PLUGINDIR:-/usr/lib/x86_64-linux-gnu/slurm-wlm}
 CLUSTER_FAKETIME_LIB=${CLUSTER_FAKETIME_LIB:-/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1}
 _cluster_started=0
 
@@ -166,6 +178,18 @@ cluster_init() {
 		return 1
 	fi
 	CLUSTER_CPUS=${CLUSTER_CPUS:-2}
+	if [ -n "${CLUSTER_SLURM_PREFIX:-}" ]; then
+		[ -x "$CLUSTER_SLURM_PREFIX/sbin/slurmd" ] || {
+			cluster_msg "no $CLUSTER_SLURM_PREFIX/sbin/slurmd"
+			return 1
+		}
+		PATH=$CLUSTER_SLURM_PREFIX/sbin:$CLUSTER_SLURM_PREFIX/bin:$PATH
+		CLUSTER_SLURM_PLUGINDIR=${CLUSTER_SLURM_PLUGINDIR:-$CLUSTER_SLURM_PREFIX/lib/slurm}
+		# "slurm 24.11.5"
+		CLUSTER_SLURM_RELEASE=$(slurmd -V 2>/dev/null | awk '{ print $2 }')
+		export PATH CLUSTER_SLURM_PREFIX CLUSTER_SLURM_RELEASE
+	fi
+	CLUSTER_SLURM_PLUGINDIR=${CLUSTER_SLURM_PLUGINDIR:-/usr/lib/x86_64-linux-gnu/slurm-wlm}
 	CLUSTER_START_TIMEOUT=${CLUSTER_START_TIMEOUT:-30}
 	CLUSTER_STOP_TIMEOUT=${CLUSTER_STOP_TIMEOUT:-10}
 	CLUSTER_SLURMD_DEBUG=${CLUSTER_SLURMD_DEBUG:-debug}
@@ -360,10 +384,25 @@ EOF
 		mkdir -p "$CLUSTER_DIR/tmpfs/$n" && chmod 1777 "$CLUSTER_DIR/tmpfs/$n"
 	done
 	[ "${CLUSTER_TASK_FAKETIME:-0}" = 1 ] && cluster_write_task_prolog
-	printf 'CgroupPlugin=cgroup/v1\nCgroupAutomount=no\n' \
+	printf '%s\n' "${CLUSTER_CGROUP_CONF:-$(cluster_cgroup_conf)}" \
 		>"$CLUSTER_CONF_DIR/cgroup.conf"
 	printf '%s\n' "${CLUSTER_ACCT_GATHER_CONF:-}" \
 		>"$CLUSTER_CONF_DIR/acct_gather.conf"
+}
+
+# cluster_cgroup_conf: the default cgroup.conf.  The tests need no
+# cgroups (proctrack/linuxproc, task/none); 22.05 still reads the file.
+# Slurm's NEWS: 23.11 removed CgroupAutomount (an error since), 24.05
+# added CgroupPlugin=disabled (run on 24.11).  23.11 is not handled.
+cluster_cgroup_conf() {
+	local maj min
+	IFS=. read -r maj min _ <<<"${CLUSTER_SLURM_RELEASE:-}"
+	if [ -n "${CLUSTER_SLURM_PREFIX:-}" ] && [ -n "$min" ] &&
+		[ $((maj * 100 + min)) -ge 2405 ]; then
+		echo 'CgroupPlugin=disabled'
+	else
+		printf 'CgroupPlugin=cgroup/v1\nCgroupAutomount=no\n'
+	fi
 }
 
 # ------------------------------------------------------------ network (netns)
@@ -649,12 +688,23 @@ cluster_kill_pids() {
 	return 0
 }
 
-# Step daemons of this cluster (they carry SH5_CLUSTER_DIR from slurmd).
+# Step daemons of this cluster: they carry SH5_CLUSTER_DIR from slurmd
+# (22.05).  24.11's slurmstepd writes its process title over that area
+# (/proc/PID/environ holds no variables); then a step daemon of this
+# cluster is one with a file open under CLUSTER_DIR (its slurmd log).
 cluster_stepd_pids_all() {
-	local p
+	local p fd
 	for p in $(pgrep -x slurmstepd 2>/dev/null); do
-		{ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null |
-			grep -qx "SH5_CLUSTER_DIR=$CLUSTER_DIR" && echo "$p"
+		if { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null |
+			grep -qx "SH5_CLUSTER_DIR=$CLUSTER_DIR"; then
+			echo "$p"
+			continue
+		fi
+		for fd in /proc/"$p"/fd/*; do
+			case $(readlink "$fd" 2>/dev/null) in
+			"$CLUSTER_DIR"/*) echo "$p"; break ;;
+			esac
+		done
 	done
 	return 0
 }
