@@ -59,6 +59,7 @@
 #define SH5EV_ENV_BUFFER "SH5_EVENTS_BUFFER" /* block size, bytes */
 #define SH5EV_ENV_MAX "SH5_EVENTS_MAX"       /* file size cap, bytes */
 #define SH5EV_ENV_TASK "SLURM_PROCID"        /* global task id */
+#define SH5EV_ENV_WRITER "SH5_EVENTS_WRITER" /* "sync" (default), "thread" */
 
 struct sh5ev_file_header {
 	char magic[8];		/* SH5EV_MAGIC, NUL-terminated */
