@@ -198,6 +198,9 @@ static inline uint32_t sh5ev_block_capacity(uint32_t block_size)
  * and damaged blocks, not forgeries: the reader validates every field
  * anyway.
  */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("O3")))
+#endif
 static inline uint64_t sh5ev_checksum(const void *data, size_t len)
 {
 	const unsigned char *p = data;
