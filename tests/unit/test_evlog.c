@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -798,6 +799,38 @@ START_TEST(test_evlog_writer_bad_value)
 }
 END_TEST
 
+/* sh5_evlog_now() of the recording thread (TSC-extrapolated where the
+ * kernel keeps time with the TSC) stays within 1 us of CLOCK_REALTIME
+ * read around it, and never goes back, over 200 ms. */
+START_TEST(test_evlog_clock_follows_realtime)
+{
+	struct timespec ts;
+	int64_t a, b, x, prev = 0, worst = 0, start;
+	long n = 0;
+
+	evtest_start(NULL, NULL);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	start = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	do {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		a = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		x = sh5_evlog_now();
+		clock_gettime(CLOCK_REALTIME, &ts);
+		b = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		ck_assert_int_ge(x, prev);
+		prev = x;
+		if (x < a - worst)
+			worst = a - x;
+		if (x > b + worst)
+			worst = x - b;
+		n++;
+	} while (b - start < 200000000);
+	ck_assert_msg(worst <= 1000, "%ld reads: off by up to %lld ns", n,
+		      (long long)worst);
+	sh5_evlog_close();
+}
+END_TEST
+
 static Suite *evlog_suite(void)
 {
 	Suite *s = suite_create("evlog");
@@ -822,6 +855,7 @@ static Suite *evlog_suite(void)
 	tcase_add_test(tc, test_evlog_writer_thread_roundtrip);
 	tcase_add_test(tc, test_evlog_writer_thread_kill9);
 	tcase_add_test(tc, test_evlog_writer_bad_value);
+	tcase_add_test(tc, test_evlog_clock_follows_realtime);
 	suite_add_tcase(s, tc);
 	return s;
 }
