@@ -14,8 +14,14 @@
  * and prints, per mode, the median and 99th percentile of the time per
  * event over batches of BATCH events (default 999), the fastest batch,
  * the mean (all batches: the amortized cost, block writes included),
- * and the ratio of the medians to the loop without the library.  The
- * last line compares the recording median with the target of 50 ns
+ * and the ratio of the medians to the loop without the library; then
+ * the same median and 99th percentile over the "quiet" batches only:
+ * those during which the process was not preempted (no involuntary
+ * context switch, getrusage(RUSAGE_THREAD) around each batch, outside
+ * the timed region), so that a loaded machine's scheduler is told apart
+ * from the library's own cost, and the share of batches that held a
+ * block write.  The last lines compare the recording median and 99th
+ * percentile (all batches and quiet batches) with the target of 50 ns
  * per recorded event.
  * Run by hand (bench/events_bench.sh); not a test.
  */
@@ -25,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +47,8 @@ static const char *const mode_names[NMODES] = { "record", "off", "none" };
 
 struct result {
 	double median, p99, min, mean;
+	double q_median, q_p99;	/* over the batches not preempted */
+	size_t nb, quiet, with_write;
 	unsigned long long recorded, lost, blocks;
 };
 
@@ -85,9 +94,13 @@ static void run(enum mode m, const char *dir, size_t events, size_t per,
 	size_t iters = per / 3, nb = events / (iters * 3), b;
 	struct sh5_evlog_stats st;
 	double *t = calloc(nb, sizeof(*t)), t0, sum = 0;
+	double *q = calloc(nb, sizeof(*q));
+	size_t nq = 0, ww = 0;
+	uint64_t blocks0;
+	struct rusage ru0, ru1;
 	int region = 0;
 
-	if (!t)
+	if (!t || !q)
 		exit(1);
 	if (m == RECORD)
 		setenv(SH5EV_ENV_DIR, dir, 1);
@@ -108,10 +121,19 @@ static void run(enum mode m, const char *dir, size_t events, size_t per,
 	}
 	batch(m, region, iters);	/* warm up */
 	for (b = 0; b < nb; b++) {
+		sh5_evlog_stats(&st);
+		blocks0 = st.blocks;
+		getrusage(RUSAGE_THREAD, &ru0);
 		t0 = now_ns();
 		batch(m, region, iters);
 		t[b] = (now_ns() - t0) / (double)(iters * 3);
+		getrusage(RUSAGE_THREAD, &ru1);
 		sum += t[b];
+		if (ru1.ru_nivcsw == ru0.ru_nivcsw)
+			q[nq++] = t[b];
+		sh5_evlog_stats(&st);
+		if (st.blocks != blocks0)
+			ww++;
 	}
 	sh5_evlog_stats(&st);
 	sh5_evlog_close();
@@ -123,6 +145,15 @@ static void run(enum mode m, const char *dir, size_t events, size_t per,
 	res->recorded = st.recorded;
 	res->lost = st.lost;
 	res->blocks = st.blocks;
+	res->nb = nb;
+	res->quiet = nq;
+	res->with_write = ww;
+	if (nq) {
+		qsort(q, nq, sizeof(*q), cmp_double);
+		res->q_median = q[nq / 2];
+		res->q_p99 = q[(size_t)((double)nq * 0.99)];
+	}
+	free(q);
 	free(t);
 }
 
@@ -187,12 +218,30 @@ int main(int argc, char **argv)
 		       res[m].mean,
 		       res[NONE].median > 0 ? res[m].median / res[NONE].median
 					    : 0.0);
-	printf("recorded %llu events, lost %llu, %llu blocks written\n",
-	       res[RECORD].recorded, res[RECORD].lost, res[RECORD].blocks);
+	printf("quiet batches (not preempted):\n");
+	for (m = 0; m < NMODES; m++)
+		printf("%-8s %10.2f %10.2f   %zu of %zu batches\n",
+		       mode_names[m], res[m].q_median, res[m].q_p99,
+		       res[m].quiet, res[m].nb);
+	printf("recorded %llu events, lost %llu, %llu blocks written; "
+	       "%zu of %zu batches held a block write (writer: %s)\n",
+	       res[RECORD].recorded, res[RECORD].lost, res[RECORD].blocks,
+	       res[RECORD].with_write, res[RECORD].nb,
+	       getenv("SH5_EVENTS_WRITER") ? getenv("SH5_EVENTS_WRITER")
+					   : "sync");
 	printf("clock_gettime(CLOCK_REALTIME): %.2f ns\n", clk);
-	printf("target: <= %.0f ns per recorded event: median %.2f ns, "
-	       "%s\n", TARGET_NS, res[RECORD].median,
-	       res[RECORD].median <= TARGET_NS ? "met" : "NOT met");
+	printf("target: <= %.0f ns per recorded event, median and p99: "
+	       "all batches %.2f / %.2f ns (ratio %.2f / %.2f), %s; "
+	       "quiet batches %.2f / %.2f ns (ratio %.2f / %.2f), %s\n",
+	       TARGET_NS, res[RECORD].median, res[RECORD].p99,
+	       res[RECORD].median / TARGET_NS, res[RECORD].p99 / TARGET_NS,
+	       res[RECORD].median <= TARGET_NS && res[RECORD].p99 <= TARGET_NS
+	       ? "met" : "NOT met",
+	       res[RECORD].q_median, res[RECORD].q_p99,
+	       res[RECORD].q_median / TARGET_NS,
+	       res[RECORD].q_p99 / TARGET_NS,
+	       res[RECORD].quiet && res[RECORD].q_median <= TARGET_NS &&
+	       res[RECORD].q_p99 <= TARGET_NS ? "met" : "NOT met");
 	return 0;
 usage:
 	fprintf(stderr, "usage: events_bench [-n EVENTS] [-b BATCH] DIR\n");

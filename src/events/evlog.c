@@ -4,7 +4,12 @@
  * Runs inside the user's MPI processes: libc only, no allocation or
  * system call on the hot path, nothing that can abort.  One process-wide
  * log; the block being filled lives in memory and is written whole, with
- * one write(), when full.
+ * one pwrite() at its own offset, when full, by the recording thread
+ * (the default, SH5_EVENTS_WRITER=sync) or, with SH5_EVENTS_WRITER=thread,
+ * by a writer thread that takes full blocks from a ring of RING blocks
+ * (started at the first full block, joined at close); the recording
+ * thread never waits for it: when the ring is full, or the thread could
+ * not be started, it writes the block itself.
  *
  * Threads: the thread that opens the log owns it (tl_owner); only its
  * calls append records (tl_on, cleared when recording stops or the
@@ -17,6 +22,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +37,7 @@
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
 #define MAX_DEFAULT (1ull << 30)
+#define RING 4			/* blocks: the one being filled + queued */
 #define REGIONS_MAX (1u << 20)	/* what the reader accepts */
 
 struct region {
@@ -50,7 +57,19 @@ struct evlog {
 	uint64_t lost_cap;	/* owner's records after the cap */
 
 	/* cold */
-	unsigned char *block;	/* block_size bytes */
+	unsigned char *block;	/* block_size bytes: ring[slot] */
+	unsigned char *ring[RING];
+	uint32_t slot;		/* of the block being filled */
+	uint32_t queued;	/* atomic: blocks handed to the writer */
+	uint32_t done;		/* atomic: of those, written (or dropped) */
+	int use_thread;		/* 1: start a writer at the first block */
+	int thread_on;		/* the writer runs (joined at close) */
+	int quit;		/* under mu: writer, drain and return */
+	int werr;		/* atomic: errno of the writer's failure */
+	uint64_t lost_async;	/* atomic: records of blocks it dropped */
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
 	uint32_t block_size;
 	uint32_t cap;		/* records per block */
 	uint32_t cont;		/* leading payload records of the block */
@@ -71,7 +90,8 @@ struct evlog {
 	uint32_t phase;
 };
 
-static struct evlog L = { .fd = -1 };
+static struct evlog L = { .fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER,
+			   .cv = PTHREAD_COND_INITIALIZER };
 static int g_result;		/* sh5_evlog_open()'s answer */
 static int g_recording;		/* 1 from open until stop/close/fork */
 static int g_reported;
@@ -107,12 +127,153 @@ static void stop(void)
 	tl_on = 0;
 }
 
-int64_t sh5_evlog_now(void)
+static int64_t gettime_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * The owner thread's clock: CLOCK_REALTIME extrapolated from the TSC.
+ * Only where the kernel itself keeps time with the TSC (clocksource
+ * "tsc": invariant and synchronized across CPUs, checked by the kernel),
+ * so the two differ only by the rate.  An anchor (TSC, CLOCK_REALTIME)
+ * pair is taken at least every millisecond (ANCHOR_NS); in between,
+ * time is anchor + ticks * rate, the rate measured between anchors at
+ * least 1 ms and at most about 20 s apart.  Error: the rate's error
+ * (anchor jitter ~50 ns over the base) times 1 ms: <= 50 ns in the
+ * first milliseconds, a few ns after a second; an NTP frequency change
+ * of d ppm adds d ns at most.  Never goes back by less than a window
+ * (an overshoot is absorbed at the next anchor); a step of the real
+ * clock is taken as is.  Before the first rate and where the TSC is not
+ * usable: clock_gettime().
+ */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_TSC 1
+#define ANCHOR_NS 1000000
+#define BASE_NS 10000000000ll
+
+struct tscclock {
+	uint64_t t0;		/* anchor: TSC */
+	int64_t ns0;		/* anchor: ns */
+	uint64_t win;		/* ticks after t0 that are extrapolated */
+	uint64_t mult;		/* ns per tick << 32; 0: no rate yet */
+	uint64_t bt[2];		/* rate bases: TSC, ns (older, newer) */
+	int64_t bns[2];
+	int usable;
+};
+
+static struct tscclock C;
+
+static inline uint64_t rdtsc(void)
+{
+	return __builtin_ia32_rdtsc();
+}
+
+/* A (TSC, ns) pair taken close together; -1 when it was not. */
+static int tsc_pair(uint64_t *t, int64_t *ns)
+{
+	uint64_t a, b, w = UINT64_MAX;
+	int64_t x;
+	int i;
+
+	for (i = 0; i < 3; i++) {	/* the narrowest of 3 */
+		a = rdtsc();
+		x = gettime_ns();
+		b = rdtsc();
+		if (b >= a && b - a < w) {
+			w = b - a;
+			*t = a + w / 2;
+			*ns = x;
+		}
+	}
+	return w < 20000 ? 0 : -1;	/* ~5 us at 4 GHz: preempted */
+}
+
+static void tsc_init(void)
+{
+	char buf[16];
+	ssize_t n;
+	int fd;
+
+	memset(&C, 0, sizeof(C));
+	fd = open("/sys/devices/system/clocksource/clocksource0/"
+		  "current_clocksource", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n != 4 || memcmp(buf, "tsc\n", 4) != 0)
+		return;
+	if (tsc_pair(&C.bt[0], &C.bns[0]) < 0)
+		return;
+	C.bt[1] = C.bt[0];
+	C.bns[1] = C.bns[0];
+	C.usable = 1;
+}
+
+/* Out of the window (or no rate yet): a new anchor. */
+static int64_t __attribute__((noinline)) tsc_anchor(uint64_t now)
+{
+	uint64_t t, dt;
+	int64_t ns, dns, ext = 0;
+	unsigned __int128 m;
+
+	if (tsc_pair(&t, &ns) < 0)
+		return gettime_ns();
+	if (C.mult) {
+		/* where the old window would put t; values handed out so far
+		 * were at most that */
+		ext = C.ns0 + (int64_t)(((unsigned __int128)(t - C.t0) *
+					 C.mult) >> 32);
+	}
+	dt = t - C.bt[0];
+	dns = ns - C.bns[0];
+	if (t > C.bt[0] && dns >= ANCHOR_NS) {
+		m = ((unsigned __int128)(uint64_t)dns << 32) / dt;
+		if (C.mult && (m > C.mult + (C.mult >> 10) ||
+			       m < C.mult - (C.mult >> 10))) {
+			/* > 0.1 % off: the real clock was stepped; start the
+			 * rate bases again, keep the rate */
+			C.bt[0] = C.bt[1] = t;
+			C.bns[0] = C.bns[1] = ns;
+			ext = 0;
+		} else {
+			C.mult = (uint64_t)m;
+		}
+	}
+	if (ns - C.bns[1] >= BASE_NS) {
+		C.bt[0] = C.bt[1];
+		C.bns[0] = C.bns[1];
+		C.bt[1] = t;
+		C.bns[1] = ns;
+	}
+	if (!C.mult)
+		return ns;	/* the next call anchors again */
+	if (ext > ns && ext - ns < ANCHOR_NS)
+		ns = ext;
+	C.t0 = t;
+	C.ns0 = ns;
+	C.win = (uint64_t)(((unsigned __int128)ANCHOR_NS << 32) / C.mult);
+	(void)now;
+	return C.ns0 + (int64_t)(((now > t ? now - t : 0) * C.mult) >> 32);
+}
+#endif
+
+int64_t sh5_evlog_now(void)
+{
+#ifdef HAVE_TSC
+	if (likely(tl_owner) && likely(C.usable)) {
+		uint64_t d = rdtsc() - C.t0;
+
+		if (likely(d < C.win))
+			return C.ns0 + (int64_t)((d * C.mult) >> 32);
+		return tsc_anchor(C.t0 + d);
+	}
+#endif
+	return gettime_ns();
 }
 
 /* ---------------------------------------------------------------- file */
@@ -156,7 +317,7 @@ static int create_file(void)
 	h.rec_size = SH5EV_REC_SIZE;
 	h.task = L.task;
 	h.pid = (uint32_t)L.pid;
-	h.created_ns = sh5_evlog_now();
+	h.created_ns = gettime_ns();
 	snprintf(h.prefix, sizeof(h.prefix), "%s", L.prefix);
 	snprintf(h.lib_version, sizeof(h.lib_version), "%s", PACKAGE_VERSION);
 	h.checksum = sh5ev_checksum(&h, offsetof(struct sh5ev_file_header,
@@ -173,12 +334,108 @@ static int create_file(void)
 	return 0;
 }
 
-/* Write the current block (n records), start the next one.  Returns -1
- * after stopping (reported) on failure. */
+/* Finish a block whose header holds seq and nrec (zero the unused tail,
+ * checksum) and write it at its offset.  Either thread. */
+static int put_block(unsigned char *blk)
+{
+	struct sh5ev_block_header *bh = (struct sh5ev_block_header *)blk;
+	size_t used = (size_t)bh->nrec * SH5EV_REC_SIZE;
+	unsigned char *recs = blk + SH5EV_BLOCK_HEADER_SIZE;
+	off_t off = (off_t)SH5EV_HEADER_SIZE + (off_t)bh->seq * L.block_size;
+	size_t len = L.block_size, done = 0;
+	ssize_t w;
+
+	memset(recs + used, 0,
+	       (size_t)L.block_size - SH5EV_BLOCK_HEADER_SIZE - used);
+	bh->magic = SH5EV_BLOCK_MAGIC;
+	bh->checksum = sh5ev_checksum(recs, used);
+	while (done < len) {
+		w = pwrite(L.fd, blk + done, len - done, off + (off_t)done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		done += (size_t)w;
+	}
+	__atomic_fetch_add(&L.blocks, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* The writer thread: writes queued blocks in order until told to quit
+ * with none left.  After a failure it drops (counts) the rest. */
+static void *writer(void *arg)
+{
+	uint32_t done = __atomic_load_n(&L.done, __ATOMIC_RELAXED);
+	unsigned char *blk;
+	int e;
+
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&L.mu);
+		while (__atomic_load_n(&L.queued, __ATOMIC_ACQUIRE) == done &&
+		       !L.quit)
+			pthread_cond_wait(&L.cv, &L.mu);
+		if (__atomic_load_n(&L.queued, __ATOMIC_ACQUIRE) == done) {
+			pthread_mutex_unlock(&L.mu);
+			return NULL;
+		}
+		pthread_mutex_unlock(&L.mu);
+		blk = L.ring[done % RING];
+		if (__atomic_load_n(&L.werr, __ATOMIC_RELAXED) ||
+		    put_block(blk) < 0) {
+			e = errno;
+			if (!__atomic_load_n(&L.werr, __ATOMIC_RELAXED)) {
+				report(L.path, strerror(e));
+				__atomic_store_n(&L.werr, e ? e : EIO,
+						 __ATOMIC_RELEASE);
+			}
+			__atomic_fetch_add(&L.lost_async,
+				((struct sh5ev_block_header *)blk)->nrec,
+				__ATOMIC_RELAXED);
+		}
+		__atomic_store_n(&L.done, ++done, __ATOMIC_RELEASE);
+	}
+}
+
+/* Start the writer with every signal blocked (signals stay with the
+ * application's threads).  On failure blocks are written inline. */
+static void start_writer(void)
+{
+	sigset_t all, old;
+
+	L.use_thread = 0;
+	sigfillset(&all);
+	if (pthread_sigmask(SIG_SETMASK, &all, &old) != 0)
+		return;
+	if (pthread_create(&L.thread, NULL, writer, NULL) == 0)
+		L.thread_on = 1;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Drain the queue and join the writer. */
+static void stop_writer(void)
+{
+	if (!L.thread_on)
+		return;
+	pthread_mutex_lock(&L.mu);
+	L.quit = 1;
+	pthread_cond_signal(&L.cv);
+	pthread_mutex_unlock(&L.mu);
+	pthread_join(L.thread, NULL);
+	L.thread_on = 0;
+}
+
+/* Hand the current block (n records) to the writer, or write it here
+ * when the ring is full or there is no writer, and start the next one.
+ * Returns -1 after stopping (reported) on failure. */
 static int write_block(void)
 {
 	struct sh5ev_block_header *bh = (struct sh5ev_block_header *)L.block;
-	size_t used = (size_t)L.n * SH5EV_REC_SIZE;
+	uint32_t q;
 
 	if (!__atomic_load_n(&g_recording, __ATOMIC_RELAXED) ||
 	    getpid() != L.pid) {
@@ -187,19 +444,36 @@ static int write_block(void)
 		stop();
 		return -1;
 	}
+	if (__atomic_load_n(&L.werr, __ATOMIC_ACQUIRE)) {
+		/* the writer failed and reported it */
+		L.lost_err += L.n;
+		L.n = 0;
+		stop();
+		return -1;
+	}
 	if (L.fd < 0 && create_file() < 0)
 		goto error;
-	memset((unsigned char *)L.recs + used, 0,
-	       (size_t)L.block_size - SH5EV_BLOCK_HEADER_SIZE - used);
-	bh->magic = SH5EV_BLOCK_MAGIC;
 	bh->seq = L.seq;
 	bh->nrec = L.n;
 	bh->cont = L.cont;
-	bh->checksum = sh5ev_checksum(L.recs, used);
 	bh->last_ns = L.last_ns;
-	if (write_all(L.fd, L.block, L.block_size) < 0)
+	if (L.use_thread && !L.thread_on)
+		start_writer();
+	q = __atomic_load_n(&L.queued, __ATOMIC_RELAXED);
+	if (L.thread_on &&
+	    q + 1 - __atomic_load_n(&L.done, __ATOMIC_ACQUIRE) < RING) {
+		/* the next slot is free: queue this block */
+		pthread_mutex_lock(&L.mu);
+		__atomic_store_n(&L.queued, q + 1, __ATOMIC_RELEASE);
+		pthread_cond_signal(&L.cv);
+		pthread_mutex_unlock(&L.mu);
+		L.slot = (L.slot + 1) % RING;
+		L.block = L.ring[L.slot];
+		L.recs = (struct sh5ev_rec *)(L.block +
+					      SH5EV_BLOCK_HEADER_SIZE);
+	} else if (put_block(L.block) < 0) {
 		goto error;
-	L.blocks++;
+	}
 	L.seq++;
 	L.n = 0;
 	L.cont = 0;
@@ -306,6 +580,12 @@ static int config(void)
 		L.max_blocks = 1;
 	if (L.max_blocks > UINT32_MAX)
 		L.max_blocks = UINT32_MAX;
+	s = getenv(SH5EV_ENV_WRITER);
+	if (s && *s && strcmp(s, "thread") != 0 && strcmp(s, "sync") != 0) {
+		report(SH5EV_ENV_WRITER, "neither \"thread\" nor \"sync\"");
+		return -1;
+	}
+	L.use_thread = s && strcmp(s, "thread") == 0;
 	L.pid = getpid();
 	/* the file is made later: a relative directory is taken from the
 	 * working directory of now, not of then */
@@ -329,6 +609,8 @@ static void atfork_child(void)
 {
 	stop();
 	tl_owner = 0;
+	L.thread_on = 0;	/* the writer stayed in the parent */
+	L.use_thread = 0;
 	if (L.fd >= 0)
 		close(L.fd);
 	L.fd = -1;
@@ -336,16 +618,19 @@ static void atfork_child(void)
 
 static void open_once(void)
 {
-	int rc = config();
+	int rc = config(), i;
 
 	if (rc <= 0)
 		return;
-	L.block = aligned_alloc(64, L.block_size);
-	if (!L.block) {
-		report(L.path, strerror(errno));
-		return;
+	for (i = 0; i < (L.use_thread ? RING : 1); i++) {
+		L.ring[i] = aligned_alloc(64, L.block_size);
+		if (!L.ring[i]) {
+			report(L.path, strerror(errno));
+			return;
+		}
+		memset(L.ring[i], 0, L.block_size);
 	}
-	memset(L.block, 0, L.block_size);
+	L.block = L.ring[0];
 	L.recs = (struct sh5ev_rec *)(L.block + SH5EV_BLOCK_HEADER_SIZE);
 	L.limit = L.max_blocks == 1 ? L.cap - 1 : L.cap;
 	if (pthread_atfork(NULL, NULL, atfork_child) != 0 ||
@@ -353,6 +638,9 @@ static void open_once(void)
 		report(L.path, "cannot register fork and exit handlers");
 		return;
 	}
+#ifdef HAVE_TSC
+	tsc_init();
+#endif
 	tl_owner = 1;
 	tl_on = 1;
 	g_result = 1;
@@ -600,7 +888,14 @@ void sh5_evlog_close(void)
 
 	if (!__atomic_load_n(&g_recording, __ATOMIC_ACQUIRE))
 		return;
-	lost = L.lost_cap + L.lost_err +
+	if (getpid() == L.pid)
+		stop_writer();	/* every queued block written first */
+	L.use_thread = 0;
+	if (__atomic_load_n(&L.werr, __ATOMIC_ACQUIRE)) {
+		L.lost_err += L.n;	/* reported by the writer */
+		L.n = 0;
+	}
+	lost = L.lost_cap + L.lost_err + L.lost_async +
 	       __atomic_load_n(&g_lost_other, __ATOMIC_RELAXED);
 	if (lost > 0 && L.n < L.cap) {
 		memset(&r, 0, sizeof(r));
@@ -624,6 +919,7 @@ void sh5_evlog_stats(struct sh5_evlog_stats *st)
 {
 	st->recorded = L.recorded;
 	st->lost = L.lost_cap + L.lost_err +
+		   __atomic_load_n(&L.lost_async, __ATOMIC_RELAXED) +
 		   __atomic_load_n(&g_lost_other, __ATOMIC_RELAXED);
-	st->blocks = L.blocks;
+	st->blocks = __atomic_load_n(&L.blocks, __ATOMIC_RELAXED);
 }

@@ -15,9 +15,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <check.h>
+#include <dirent.h>
 
 #include "events/sh5ev.h"
 #include "evtest.h"
@@ -692,6 +694,143 @@ START_TEST(test_evlog_relative_dir)
 }
 END_TEST
 
+/* ------------------------------------------------- writer thread */
+
+static int count_threads(void)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* SH5_EVENTS_WRITER=thread: the same file as the default, and no thread
+ * left after close. */
+START_TEST(test_evlog_writer_thread_roundtrip)
+{
+	struct sh5_evspill_info info;
+	struct sh5_evlog_stats st;
+	struct sh5_error err = { "" };
+	struct evtest_got got;
+	struct want w = { { 0 }, 0 };
+	char name[256];
+
+	setenv("SH5_EVENTS_WRITER", "thread", 1);
+	ck_assert_int_eq(count_threads(), 1);
+	evtest_start("4096", NULL);
+	write_mix(&w, 20000, 7);
+	ck_assert_int_eq(count_threads(), 2);	/* the writer */
+	sh5_evlog_close();
+	ck_assert_int_eq(count_threads(), 1);	/* joined */
+	sh5_evlog_stats(&st);
+	ck_assert_uint_eq(st.recorded, 20000);
+	ck_assert_uint_eq(st.lost, 0);
+	ck_assert_int_eq(evtest_files(name), 1);
+	ck_assert_msg(evtest_read(name, 0, &got, &info, &err) == 0, "%s",
+		      err.text);
+	ck_assert_uint_eq(info.blocks, st.blocks);
+	ck_assert_uint_eq(info.blocks_bad, 0);
+	ck_assert_int_eq(info.torn_tail, 0);
+	ck_assert_uint_eq(info.events, 20000);
+	assert_same(&got, &w.g);
+	evtest_got_free(&got);
+	evtest_got_free(&w.g);
+}
+END_TEST
+
+/* With the writer thread a kill -9 loses the current block and at most
+ * the 3 queued ones; what was written is intact (a queued block passed
+ * by one written inline reads as a bad block). */
+START_TEST(test_evlog_writer_thread_kill9)
+{
+	struct sh5_evspill_info info;
+	struct sh5_error err = { "" };
+	struct evtest_got got;
+	uint32_t cap = sh5ev_block_capacity(4096);
+	char name[256];
+	pid_t pid;
+	int i, status;
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("SH5_EVENTS_WRITER", "thread", 1);
+		evtest_start("4096", NULL);
+		for (i = 0; i < 1000; i++)
+			sh5_evlog_event(SH5EV_K_PHASE, 0, 0, (uint32_t)i, 0,
+					-1, 0, T0 + i);
+		raise(SIGKILL);
+		_exit(3);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ck_assert_int_eq(evtest_files(name), 1);
+	ck_assert_msg(evtest_read(name, 0, &got, &info, &err) == 0, "%s",
+		      err.text);
+	ck_assert_uint_ge(info.blocks, 1000 / cap - 3);
+	ck_assert_uint_le(info.blocks_bad, 3);
+	ck_assert_uint_eq(got.nevents, info.blocks * cap);
+	for (i = 1; i < (int)got.nevents; i++)
+		ck_assert_uint_gt(got.events[i].id, got.events[i - 1].id);
+	evtest_got_free(&got);
+}
+END_TEST
+
+static void bad_writer(void)
+{
+	setenv("SH5_EVENTS_DIR", evtest_dir, 1);
+	setenv("SH5_EVENTS_WRITER", "async", 1);
+	ck_assert_int_eq(sh5_evlog_open(), 0);
+}
+
+START_TEST(test_evlog_writer_bad_value)
+{
+	char out[1024];
+
+	capture_stderr(bad_writer, out, sizeof(out));
+	ck_assert_str_eq(out, "sh5ev: SH5_EVENTS_WRITER: neither \"thread\" "
+			      "nor \"sync\"\n");
+}
+END_TEST
+
+/* sh5_evlog_now() of the recording thread (TSC-extrapolated where the
+ * kernel keeps time with the TSC) stays within 1 us of CLOCK_REALTIME
+ * read around it, and never goes back, over 200 ms. */
+START_TEST(test_evlog_clock_follows_realtime)
+{
+	struct timespec ts;
+	int64_t a, b, x, prev = 0, worst = 0, start;
+	long n = 0;
+
+	evtest_start(NULL, NULL);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	start = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	do {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		a = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		x = sh5_evlog_now();
+		clock_gettime(CLOCK_REALTIME, &ts);
+		b = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		ck_assert_int_ge(x, prev);
+		prev = x;
+		if (x < a - worst)
+			worst = a - x;
+		if (x > b + worst)
+			worst = x - b;
+		n++;
+	} while (b - start < 200000000);
+	ck_assert_msg(worst <= 1000, "%ld reads: off by up to %lld ns", n,
+		      (long long)worst);
+	sh5_evlog_close();
+}
+END_TEST
+
 static Suite *evlog_suite(void)
 {
 	Suite *s = suite_create("evlog");
@@ -713,6 +852,10 @@ static Suite *evlog_suite(void)
 	tcase_add_test(tc, test_evlog_never_follows_existing);
 	tcase_add_test(tc, test_evlog_relative_dir);
 	tcase_add_test(tc, test_evlog_kill9_loses_current_block);
+	tcase_add_test(tc, test_evlog_writer_thread_roundtrip);
+	tcase_add_test(tc, test_evlog_writer_thread_kill9);
+	tcase_add_test(tc, test_evlog_writer_bad_value);
+	tcase_add_test(tc, test_evlog_clock_follows_realtime);
 	suite_add_tcase(s, tc);
 	return s;
 }
