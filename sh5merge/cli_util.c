@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "common/outfile.h"
+#include "error.h"
+#include "events/jobevents.h"
 #include "commands.h"
 
 void cli_error(const char *file, const char *fmt, ...)
@@ -123,4 +126,72 @@ void cli_progress(const char *what, size_t done, size_t total)
 		fputc('\n', stderr);
 		shown = 0;
 	}
+}
+
+struct sh5_evstep *cli_read_events(const char *in, const char *step,
+				   int raw, hid_t *file)
+{
+	struct sh5_error err = { "" };
+	struct sh5_evstep *s = NULL;
+	char **steps = NULL, path[300];
+	size_t nsteps = 0, i;
+	hid_t f, g = -1;
+
+	*file = -1;
+	if (sh5_infile_check(in, &err) < 0) {
+		cli_error(NULL, "%s", err.text);
+		return NULL;
+	}
+	sh5_error_h5_silence();
+	if ((f = H5Fopen(in, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
+		cli_error(in, "cannot open as an HDF5 file");
+		return NULL;
+	}
+	if (sh5_evjob_steps(f, &steps, &nsteps, &err) < 0) {
+		cli_error(in, "%s", err.text);
+		goto out;
+	}
+	for (i = 0; step && i < nsteps; i++)
+		if (!strcmp(steps[i], step))
+			break;
+	if (!step && nsteps != 1) {
+		if (!nsteps)
+			cli_error(in, "no step has events");
+		else
+			cli_error(in, "%zu steps have events (the first: %s): "
+				  "choose one with --step", nsteps, steps[0]);
+		goto out;
+	}
+	if (step && i == nsteps) {
+		cli_error(in, "step %s has no events", step);
+		goto out;
+	}
+	if (!step)
+		step = steps[0];
+	snprintf(path, sizeof(path), "/Steps/%s", step);
+	if ((g = H5Gopen2(f, path, H5P_DEFAULT)) < 0) {
+		cli_error(in, "%s: cannot open", path);
+		goto out;
+	}
+	if (!(s = sh5_evstep_read(g, step, &err))) {
+		cli_error(in, "%s", err.text);
+		goto out;
+	}
+	for (i = 0; i < s->nwarnings && i < 8; i++)
+		cli_warn(in, "%s", s->warning[i]);
+	if (!raw && !s->synced) {
+		cli_error(in, "step %s has no corrected event times: merge "
+			  "with --sync clc, or use --raw", step);
+		sh5_evstep_free(s);
+		s = NULL;
+	}
+out:
+	sh5_evjob_steps_free(steps, nsteps);
+	if (g >= 0)
+		H5Gclose(g);
+	if (s)
+		*file = f;
+	else
+		H5Fclose(f);
+	return s;
 }

@@ -4,6 +4,7 @@
 #ifndef SH5MERGE_CLI_UTIL_H
 #define SH5MERGE_CLI_UTIL_H
 
+#include <hdf5.h>
 #include <stddef.h>
 
 /* "sh5merge: FILE: reason" on stderr (FILE may be NULL). */
@@ -26,5 +27,18 @@ int cli_profile_dir(char *buf, size_t len, char *conf_path, size_t clen);
  * run has lasted more than a second.  done == total ends the line.
  */
 void cli_progress(const char *what, size_t done, size_t total);
+
+struct sh5_evstep;
+
+/*
+ * The events of one step of the job file in, for the commands that
+ * export them (events, otf2): the file is checked as a regular file and
+ * opened, the step chosen (step NULL: the only step with events) and
+ * read; without raw its events must carry corrected times.  Returns the
+ * step (free with sh5_evstep_free()) with *file the open job file (close
+ * with H5Fclose()), or NULL after printing the reason.
+ */
+struct sh5_evstep *cli_read_events(const char *in, const char *step,
+				   int raw, hid_t *file);
 
 #endif

@@ -69,11 +69,8 @@ int cmd_events(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *in = NULL, *out = NULL, *step = NULL;
-	struct sh5_error err = { "" };
 	struct sh5_evstep *s = NULL;
-	char **steps = NULL;
-	size_t nsteps = 0, i;
-	hid_t f = -1, g = -1;
+	hid_t f = -1;
 	int raw = 0, c, rc = 1;
 
 	optind = 1;
@@ -111,71 +108,17 @@ int cmd_events(int argc, char **argv)
 	}
 	if (!in)
 		in = argv[optind];
-	if (sh5_infile_check(in, &err) < 0) {
-		cli_error(NULL, "%s", err.text);
-		return 1;
-	}
 	if (sh5_outfile_same(out, &in, 1)) {
 		cli_error(out, "is also the input; refusing to overwrite it");
 		return 1;
 	}
-	sh5_error_h5_silence();
-	if ((f = H5Fopen(in, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
-		cli_error(in, "cannot open as an HDF5 file");
+	if (!(s = cli_read_events(in, step, raw, &f)))
 		return 1;
-	}
-	if (sh5_evjob_steps(f, &steps, &nsteps, &err) < 0) {
-		cli_error(in, "%s", err.text);
-		goto out;
-	}
-	if (!step) {
-		if (nsteps != 1) {
-			if (!nsteps)
-				cli_error(in, "no step has events");
-			else
-				cli_error(in, "%zu steps have events (the "
-					  "first: %s): choose one with --step",
-					  nsteps, steps[0]);
-			goto out;
-		}
-		step = steps[0];
-	} else {
-		for (i = 0; i < nsteps; i++)
-			if (!strcmp(steps[i], step))
-				break;
-		if (i == nsteps) {
-			cli_error(in, "step %s has no events", step);
-			goto out;
-		}
-	}
-	{
-		char path[300];
-
-		snprintf(path, sizeof(path), "/Steps/%s", step);
-		if ((g = H5Gopen2(f, path, H5P_DEFAULT)) < 0) {
-			cli_error(in, "%s: cannot open", path);
-			goto out;
-		}
-	}
-	if (!(s = sh5_evstep_read(g, step, &err))) {
-		cli_error(in, "%s", err.text);
-		goto out;
-	}
-	for (i = 0; i < s->nwarnings && i < 8; i++)
-		cli_warn(in, "%s", s->warning[i]);
-	if (!raw && !s->synced) {
-		cli_error(in, "step %s has no corrected event times: merge "
-			  "with --sync clc, or use --raw", step);
-		goto out;
-	}
 	if (write_out(s, in, out, raw) < 0)
 		goto out;
 	rc = 0;
 out:
 	sh5_evstep_free(s);
-	sh5_evjob_steps_free(steps, nsteps);
-	if (g >= 0)
-		H5Gclose(g);
 	H5Fclose(f);
 	return rc;
 }
