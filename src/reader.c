@@ -671,11 +671,13 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 		}
 		sh5_attr_get_str(ns->node, "Step ID", ns->step,
 				 sizeof(ns->step));
+		/* 0: not known (Slurm's batch step has no node or task
+		 * count); kept as -1 like a missing attribute. */
 		if (sh5_attr_get_int(ns->node, "Number of Nodes", &v) == 0 &&
-		    count_attr(ns, "Number of Nodes", v, 1) == 0)
+		    count_attr(ns, "Number of Nodes", v, 0) == 0 && v > 0)
 			ns->nnodes = (int)v;
 		if (sh5_attr_get_int(ns->node, "Step Tasks", &v) == 0 &&
-		    count_attr(ns, "Step Tasks", v, 1) == 0)
+		    count_attr(ns, "Step Tasks", v, 0) == 0 && v > 0)
 			ns->step_tasks = (int)v;
 	}
 	if (sh5_attr_get_int(ns->node, "Node Index", &v) == 0 &&

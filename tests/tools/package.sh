@@ -18,7 +18,7 @@ set -u
 
 PKG=sh5
 JOBUSER=${SH5_TEST_USER:-nobody}
-DEFAULT_PLUGINDIR=$CLUSTER_SLURM_PLUGINDIR
+DEFAULT_PLUGINDIR=${CLUSTER_SLURM_PLUGINDIR:-/usr/lib/x86_64-linux-gnu/slurm-wlm}
 PLUGIN=$DEFAULT_PLUGINDIR/acct_gather_profile_sh5.so
 
 need_root
