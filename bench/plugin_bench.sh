@@ -32,13 +32,16 @@
 # and a long step, the cost of one task sample ((long - short) /
 # (2 tasks x (LONG - SHORT) samples)), the fixed cost per step (added CPU
 # of the short step minus its samples' cost), the added peak RSS, and the
-# ratios against stock.  When the spread of a configuration's CPU exceeds
-# half of stock's added CPU the figures cannot be told apart and the
-# script says "TOO NOISY".
+# ratios against stock.  Added costs are paired with the `none` run of
+# the same round (the machine's load drifts between rounds).  When the
+# spread of a configuration's added CPU exceeds half of stock's added CPU
+# the figures cannot be told apart and the script says "TOO NOISY".
 #
 # Environment: SHORT (default 10), LONG (default 60) seconds; REPS
 # (default 3); CONFIGS; FLUSH (ProfileSH5FlushInterval, default: the
-# plugin's); KEEP=1 keeps the work directory.
+# plugin's); KEEP=1 keeps the work directory; RESULTS=FILE prints the
+# figures of an earlier run's results file (its lines: CONFIG ROUND
+# short|long CPU_US RSS_KIB; kept with KEEP=1) without running anything.
 set -u
 B=$(cd "${1:-$PWD}" && pwd)
 top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,8 +63,9 @@ REAPER=$top_srcdir/bench/stepd_reaper.py
 [ -f "$CLUSTER_SLURM_PLUGINDIR/acct_gather_profile_hdf5.so" ] ||
 	{ echo "stock plugin missing (slurm-wlm-hdf5-plugin)" >&2; exit 1; }
 W=$(mktemp -d /tmp/sh5-plugbench.XXXXXX)
+[ -n "${RESULTS:-}" ] && CONFIGS= REPS=0
 chmod 755 "$W"
-RES=$W/results
+RES=${RESULTS:-$W/results}
 recv_pid=
 cleanup() {
 	[ -n "$recv_pid" ] && kill "$recv_pid" 2>/dev/null
@@ -159,55 +163,65 @@ echo "S = $SHORT and $LONG, $REPS rounds; $(nproc) CPUs, load $(cut -d' ' -f1-3 
 "$PY" - "$RES" "$SHORT" "$LONG" <<'PYEOF'
 import statistics as st, sys
 res, short, long_ = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-d = {}
+d = {}       # (cfg, len) -> {round: (cpu ms, rss MiB)}
 order = []
 for l in open(res):
     cfg, rnd, ln, cpu, rss = l.split()
     if cfg not in order:
         order.append(cfg)
-    d.setdefault((cfg, ln), []).append((int(cpu) / 1000.0, int(rss) / 1024.0))
-def med(cfg, ln, i):
-    return st.median(v[i] for v in d[(cfg, ln)])
-def spread(cfg, ln, i):
-    v = [x[i] for x in d[(cfg, ln)]]
-    return max(v) - min(v)
+    d.setdefault((cfg, ln), {})[int(rnd)] = (int(cpu) / 1000.0, int(rss) / 1024.0)
+def vals(cfg, ln, i):
+    return [v[i] for v in d[(cfg, ln)].values()]
+def ms(v):
+    return st.median(v), max(v) - min(v)
 print("%-7s %21s %21s %14s" % ("config", "short ms (spread)", "long ms (spread)", "peak RSS MiB"))
 for c in order:
-    print("%-7s %12.1f (%6.1f) %12.1f (%6.1f) %8.1f (%4.1f)" % (c,
-          med(c, "short", 0), spread(c, "short", 0),
-          med(c, "long", 0), spread(c, "long", 0),
-          med(c, "long", 1), spread(c, "long", 1)))
+    print("%-7s %12.1f (%6.1f) %12.1f (%6.1f) %8.1f (%4.1f)" % ((c,) +
+          ms(vals(c, "short", 0)) + ms(vals(c, "long", 0)) + ms(vals(c, "long", 1))))
 if "none" not in order:
     sys.exit(0)
 nsamp = 2 * (long_ - short)
+# Added cost: paired with `none` of the same round (the load drifts
+# between rounds more than between neighbouring runs), then the median
+# and the spread over the rounds.
+def added(c, ln, i):
+    return [d[(c, ln)][r][i] - d[("none", ln)][r][i]
+            for r in d[(c, ln)] if r in d[("none", ln)]]
 print()
-print("added to none:   short ms   long ms  us/task sample  fixed ms/step  +RSS MiB")
+print("added to none, median (spread) over rounds:")
+print("%-7s %16s %16s %16s %15s %11s" % ("", "short ms", "long ms",
+      "us/task sample", "fixed ms/step", "+RSS MiB"))
 fig = {}
 for c in order:
     if c == "none":
         continue
-    a_s = med(c, "short", 0) - med("none", "short", 0)
-    a_l = med(c, "long", 0) - med("none", "long", 0)
-    per = (a_l - a_s) / nsamp
-    fixed = a_s - per * 2 * short
-    rss = med(c, "long", 1) - med("none", "long", 1)
-    fig[c] = (a_s, a_l, per, fixed, rss)
-    print("%-7s %16.1f %9.1f %15.0f %14.1f %9.1f" % (c, a_s, a_l, per * 1000, fixed, rss))
+    a_s, a_l = added(c, "short", 0), added(c, "long", 0)
+    per = [(l - s) / nsamp for s, l in zip(a_s, a_l)]
+    fixed = [s - p * 2 * short for s, p in zip(a_s, per)]
+    rss = added(c, "long", 1)
+    fig[c] = [ms(a_s), ms(a_l), ms(per), ms(fixed), ms(rss)]
+    f = fig[c]
+    print("%-7s %8.1f (%5.1f) %8.1f (%5.1f) %8.0f (%5.0f) %7.1f (%5.1f) %5.1f (%3.1f)" % (
+        c, f[0][0], f[0][1], f[1][0], f[1][1], f[2][0] * 1000, f[2][1] * 1000,
+        f[3][0], f[3][1], f[4][0], f[4][1]))
 if "stock" in fig:
     s = fig["stock"]
+    r = lambda a, b: ("%.2f" % (a / b)) if b > 0 else "n/a"
     print()
-    print("ratio to stock:  per task sample  fixed/step  long step  +RSS")
+    print("ratio to stock (medians): per task sample  fixed/step  long step  +RSS")
     for c in fig:
-        if c in ("stock",):
+        if c == "stock":
             continue
         f = fig[c]
-        r = lambda a, b: ("%.2f" % (a / b)) if b > 0 else "n/a"
-        print("%-7s %16s %11s %10s %5s" % (c, r(f[2], s[2]), r(f[3], s[3]), r(f[1], s[1]), r(f[4], s[4])))
+        print("%-7s %32s %11s %10s %5s" % (c, r(f[2][0], s[2][0]),
+              r(f[3][0], s[3][0]), r(f[1][0], s[1][0]), r(f[4][0], s[4][0])))
     if "sh5" in fig and "stream" in fig:
-        print("stream/sh5 added CPU, long step: %.2f (target <= 1.5)" % (fig["stream"][1] / fig["sh5"][1] if fig["sh5"][1] > 0 else float("nan")))
+        print("stream/sh5 added CPU, long step: %s (target <= 1.5)" %
+              r(fig["stream"][1][0], fig["sh5"][1][0]))
     print("targets: per task sample <= 0.25, fixed/step <= 1, +RSS <= 1")
-    noisy = [c for c in order for ln in ("short", "long")
-             if spread(c, ln, 0) > 0.5 * max(s[1], 1e-9)]
+    noisy = sorted(c for c in fig if fig[c][1][1] > 0.5 * max(s[1][0], 1e-9))
     if noisy:
-        print("TOO NOISY to judge: the CPU spread of %s exceeds half of stock's added CPU (%.1f ms)" % (", ".join(sorted(set(noisy))), s[1]))
+        print("TOO NOISY to judge CPU: the spread of the added CPU of %s "
+              "exceeds half of stock's added CPU (%.1f ms); RSS figures "
+              "are not affected" % (", ".join(noisy), s[1][0]))
 PYEOF
