@@ -702,6 +702,19 @@ int sh5_writer_flush(struct sh5_writer *w, struct sh5_error *errp)
 	pthread_mutex_lock(&w->lock);
 	ntables = w->ntables;
 	pthread_mutex_unlock(&w->lock);
+	/* New datasets first, then the chunks: the object headers stay
+	 * together at the front of the file, the samples after them (as
+	 * when HDF5 wrote the chunks at H5Fflush), which is what a
+	 * truncated file keeps best. */
+	for (i = 0; i < ntables && !rc; i++) {
+		struct table *t;
+
+		pthread_mutex_lock(&w->lock);
+		t = w->tables[i];
+		pthread_mutex_unlock(&w->lock);
+		if (t->dset < 0)
+			rc = create_dataset(w, t, errp);
+	}
 	for (i = 0; i < ntables && !rc; i++) {
 		struct table *t;
 		unsigned char *buf;
