@@ -503,6 +503,7 @@ out:
  * (filter mask 0), so sh5merge's checksum checks hold for every chunk.
  */
 #define PARTIAL_LEVEL 1
+#define PARTIAL_STRATEGY Z_RLE
 
 /* Store row r of the last chunk from the memory record rec. */
 static void put_row(struct sh5_writer *w, struct table *t, size_t r,
@@ -538,6 +539,27 @@ static void put_row(struct sh5_writer *w, struct table *t, size_t r,
 		t->cur[j * n + r] = b[j];
 }
 
+/* compress2() with a strategy: zlib format, as HDF5's deflate filter
+ * writes it.  Z_OK or a zlib error. */
+static int zdeflate(unsigned char *dst, uLongf *dlen, const unsigned char *src,
+		    size_t len, int level, int strategy)
+{
+	z_stream z;
+	int rc;
+
+	memset(&z, 0, sizeof(z));
+	if ((rc = deflateInit2(&z, level, Z_DEFLATED, 15, 8, strategy)) != Z_OK)
+		return rc;
+	z.next_in = (Bytef *)(uintptr_t)src;
+	z.avail_in = (uInt)len;
+	z.next_out = dst;
+	z.avail_out = (uInt)*dlen;
+	rc = deflate(&z, Z_FINISH);
+	*dlen = z.total_out;
+	deflateEnd(&z);
+	return rc == Z_STREAM_END ? Z_OK : Z_BUF_ERROR;
+}
+
 /* Write the last chunk (starting at row t->done) at deflate level. */
 static int put_chunk(struct sh5_writer *w, struct table *t, int level,
 		     struct sh5_error *errp)
@@ -556,7 +578,9 @@ static int put_chunk(struct sh5_writer *w, struct table *t, int level,
 			return sh5_errprintf(errp, "%s: out of memory",
 					     w->path);
 		if (w->opts.compression > 0) {
-			if (compress2(z, &zlen, t->cur, bytes, level) != Z_OK) {
+			if (zdeflate(z, &zlen, t->cur, bytes, level,
+				     level == PARTIAL_LEVEL ? PARTIAL_STRATEGY :
+				     Z_DEFAULT_STRATEGY) != Z_OK) {
 				sh5_errprintf(errp, "%s: %s: deflate failed",
 					      w->path, t->name);
 				goto out;
