@@ -162,9 +162,8 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 	/* No small-data aggregation: the last chunk of each series is
 	 * rewritten (and reallocated) at every flush, and HDF5's 2 KiB
 	 * raw-data blocks then left more unused space in short files
-	 * (bench/sh5_replay: 15.3 -> 16.5 KB for 2 tasks x 60 samples with,
-	 * 17.3 KB without this; 3600 samples: 252.6 KB, against 270.6 KB
-	 * before the chunks were written directly). */
+	 * (bench/sh5_replay, 2 tasks x 60 samples: 16.5 KB with this, 17.3
+	 * KB without, with level-1 partial chunks). */
 	H5Pset_small_data_block_size(fapl, 0);
 	if ((fcpl = file_create_plist()) >= 0)
 		w->file = H5Fcreate(open_path, H5F_ACC_TRUNC, fcpl, fapl);
@@ -497,10 +496,14 @@ out:
  * (each record's bytes scattered to their shuffle positions as it
  * arrives), and writes it with H5Dwrite_chunk: a complete chunk, and the
  * last one when the file is closed, deflated at the configured level; the
- * partial chunk of an intermediate flush at level 1 (the same filters, so
- * readers see nothing different: deflate's level is not stored; its
- * cost is about a third).  Every chunk passes the whole declared pipeline
- * (filter mask 0), so sh5merge's checksum checks hold for every chunk.
+ * partial chunk of an intermediate flush at level 1 with zlib's
+ * run-length strategy (the same filters, so readers see nothing
+ * different: deflate's level and strategy are not stored).  Every chunk
+ * passes the whole declared pipeline (filter mask 0), so sh5merge's
+ * checksum checks hold for every chunk.  bench/sh5_replay, 2 tasks x
+ * 600 samples flushed every 10 s, under callgrind: 711 M instructions
+ * through H5Dwrite, 255 M with level 1, 235 M with run-length
+ * (doc/performance.md).
  */
 #define PARTIAL_LEVEL 1
 #define PARTIAL_STRATEGY Z_RLE
