@@ -14,6 +14,8 @@
 #   clock   sh5 with ProfileSH5ClockServer: a private chronyd
 #           (tests/lib/chrony.sh), default ClockInterval
 #   stream  sh5 with JSON streaming to tests/tools/sh5_http_receiver.py
+#   base    sh5, file only, loaded from BASE=BUILD_DIR (another build, e.g.
+#           of the commit before a change: before and after in one run)
 # Each round of each configuration starts a fresh cluster and runs two
 # steps, `srun -n2 --profile=all sleep SHORT` and `... sleep LONG`, with
 # task sampling every second (JobAcctGatherFrequency=task=1; no other
@@ -62,6 +64,10 @@ REAPER=$top_srcdir/bench/stepd_reaper.py
 	{ echo "plugin not built in $B" >&2; exit 1; }
 [ -f "$CLUSTER_SLURM_PLUGINDIR/acct_gather_profile_hdf5.so" ] ||
 	{ echo "stock plugin missing (slurm-wlm-hdf5-plugin)" >&2; exit 1; }
+case " $CONFIGS " in *" base "*)
+	[ -f "${BASE:-}/plugins/.libs/acct_gather_profile_sh5.so" ] ||
+		{ echo "config base: set BASE to a build directory" >&2; exit 1; } ;;
+esac
 W=$(mktemp -d /tmp/sh5-plugbench.XXXXXX)
 [ -n "${RESULTS:-}" ] && CONFIGS= REPS=0
 chmod 755 "$W"
@@ -104,6 +110,7 @@ run_config() (
 	CLUSTER_DIR=$W/c-$cfg-$round
 	CLUSTER_CPUS=2
 	CLUSTER_PLUGIN_DIR=$B/plugins/.libs
+	[ "$cfg" = base ] && CLUSTER_PLUGIN_DIR=$BASE/plugins/.libs
 	REAPER_OUT=$CLUSTER_DIR/rusage
 	prof=$CLUSTER_DIR/profile
 	scratch=$CLUSTER_DIR/scratch
