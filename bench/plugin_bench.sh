@@ -34,10 +34,11 @@
 # and a long step, the cost of one task sample ((long - short) /
 # (2 tasks x (LONG - SHORT) samples)), the fixed cost per step (added CPU
 # of the short step minus its samples' cost), the added peak RSS, and the
-# ratios against stock.  Added costs are paired with the `none` run of
-# the same round (the machine's load drifts between rounds).  When the
-# spread of a configuration's added CPU exceeds half of stock's added CPU
-# the figures cannot be told apart and the script says "TOO NOISY".
+# ratios against stock.  Added costs are differences of medians; their
+# spread is that of the differences with the `none` run of the same round.
+# When the spread of a configuration's added CPU exceeds half of stock's
+# added CPU the figures cannot be told apart and the script says "TOO
+# NOISY".
 #
 # Environment: SHORT (default 10), LONG (default 60) seconds; REPS
 # (default 3); CONFIGS; FLUSH (ProfileSH5FlushInterval, default: the
@@ -188,14 +189,18 @@ for c in order:
 if "none" not in order:
     sys.exit(0)
 nsamp = 2 * (long_ - short)
-# Added cost: paired with `none` of the same round (the load drifts
-# between rounds more than between neighbouring runs), then the median
-# and the spread over the rounds.
+# Added cost: the difference of the medians (robust to one disturbed
+# run); its spread: that of the differences paired with `none` of the
+# same round.
 def added(c, ln, i):
     return [d[(c, ln)][r][i] - d[("none", ln)][r][i]
             for r in d[(c, ln)] if r in d[("none", ln)]]
+def ms_added(c, ln, i, f=lambda x: x):
+    paired = [f(x) for x in added(c, ln, i)]
+    return (f(st.median(vals(c, ln, i)) - st.median(vals("none", ln, i))),
+            max(paired) - min(paired))
 print()
-print("added to none, median (spread) over rounds:")
+print("added to none: difference of the medians (spread of the per-round differences):")
 print("%-7s %16s %16s %16s %15s %11s" % ("", "short ms", "long ms",
       "us/task sample", "fixed ms/step", "+RSS MiB"))
 fig = {}
@@ -205,8 +210,11 @@ for c in order:
     a_s, a_l = added(c, "short", 0), added(c, "long", 0)
     per = [(l - s) / nsamp for s, l in zip(a_s, a_l)]
     fixed = [s - p * 2 * short for s, p in zip(a_s, per)]
-    rss = added(c, "long", 1)
-    fig[c] = [ms(a_s), ms(a_l), ms(per), ms(fixed), ms(rss)]
+    m_s, m_l = ms_added(c, "short", 0), ms_added(c, "long", 0)
+    m_per = (m_l[0] - m_s[0]) / nsamp
+    m_fixed = m_s[0] - m_per * 2 * short
+    fig[c] = [m_s, m_l, (m_per, max(per) - min(per)),
+              (m_fixed, max(fixed) - min(fixed)), ms_added(c, "long", 1)]
     f = fig[c]
     print("%-7s %8.1f (%5.1f) %8.1f (%5.1f) %8.0f (%5.0f) %7.1f (%5.1f) %5.1f (%3.1f)" % (
         c, f[0][0], f[0][1], f[1][0], f[1][1], f[2][0] * 1000, f[2][1] * 1000,
