@@ -34,8 +34,8 @@ struct table {
 	hsize_t done;              /* rows in complete chunks (the file's) */
 	unsigned char *cur;        /* the last chunk's rows, filtered layout
 				    * (shuffled), zero padded; NULL if none */
-	int cur_level;             /* deflate level it was last written at,
-				    * -1: not written */
+	int cur_final;             /* it was last written in final form
+				    * (configured level), not partial */
 	/* pending, protected by w->lock */
 	unsigned char *buf;
 	size_t n, cap;
@@ -293,7 +293,6 @@ static int add_table(struct sh5_writer *w, const char *parent,
 	t->rec_size = rec_size;
 	t->chunk_rows = chunk_rows;
 	t->dset = -1;
-	t->cur_level = -1;
 	if (s) {
 		t->fsize = 16 + 8 * s->nfields + (s->has_time_ns ? 8 : 0) +
 			   (s->has_sync_ns ? 8 : 0);
@@ -563,8 +562,9 @@ static int zdeflate(unsigned char *dst, uLongf *dlen, const unsigned char *src,
 	return rc == Z_STREAM_END ? Z_OK : Z_BUF_ERROR;
 }
 
-/* Write the last chunk (starting at row t->done) at deflate level. */
-static int put_chunk(struct sh5_writer *w, struct table *t, int level,
+/* Write the last chunk (starting at row t->done): final, deflated at the
+ * configured level, or partial (PARTIAL_LEVEL, PARTIAL_STRATEGY). */
+static int put_chunk(struct sh5_writer *w, struct table *t, int final,
 		     struct sh5_error *errp)
 {
 	size_t bytes = t->chunk_rows * t->fsize, out = bytes;
@@ -581,9 +581,11 @@ static int put_chunk(struct sh5_writer *w, struct table *t, int level,
 			return sh5_errprintf(errp, "%s: out of memory",
 					     w->path);
 		if (w->opts.compression > 0) {
-			if (zdeflate(z, &zlen, t->cur, bytes, level,
-				     level == PARTIAL_LEVEL ? PARTIAL_STRATEGY :
-				     Z_DEFAULT_STRATEGY) != Z_OK) {
+			if (zdeflate(z, &zlen, t->cur, bytes,
+				     final ? w->opts.compression :
+					     PARTIAL_LEVEL,
+				     final ? Z_DEFAULT_STRATEGY :
+					     PARTIAL_STRATEGY) != Z_OK) {
 				sh5_errprintf(errp, "%s: %s: deflate failed",
 					      w->path, t->name);
 				goto out;
@@ -608,7 +610,7 @@ static int put_chunk(struct sh5_writer *w, struct table *t, int level,
 				 t->parent[0] ? "/" : "", t->name);
 		goto out;
 	}
-	t->cur_level = level;
+	t->cur_final = final || w->opts.compression <= 0;
 	rc = 0;
 out:
 	free(z);
@@ -622,7 +624,6 @@ static int write_direct(struct sh5_writer *w, struct table *t,
 {
 	const unsigned char *p = buf;
 	size_t cr = t->chunk_rows, used = (size_t)(t->rows - t->done), i;
-	int level = w->opts.compression > 0 ? w->opts.compression : 0;
 	int closed;
 	hsize_t newdim = t->rows + n;
 
@@ -639,19 +640,18 @@ static int write_direct(struct sh5_writer *w, struct table *t,
 			(const void *)(p + i * t->rec_size));
 		if (used < cr)
 			continue;
-		if (put_chunk(w, t, level, errp) < 0)
+		if (put_chunk(w, t, 1, errp) < 0)
 			return -1;
 		t->done += cr;
 		memset(t->cur, 0, cr * t->fsize);
-		t->cur_level = -1;
+		t->cur_final = 0;
 		used = 0;
 	}
 	pthread_mutex_lock(&w->lock);
 	closed = w->closed;
 	pthread_mutex_unlock(&w->lock);
-	if (used && (n || (closed && t->cur_level != level)) &&
-	    put_chunk(w, t, closed || level < PARTIAL_LEVEL ? level :
-			    PARTIAL_LEVEL, errp) < 0)
+	if (used && (n || (closed && !t->cur_final)) &&
+	    put_chunk(w, t, closed, errp) < 0)
 		return -1;
 	t->rows = newdim;
 	if (n)
