@@ -565,9 +565,18 @@ static void events_absorb(void)
 		error("%s: events not absorbed: %s", plugin_type, err.text);
 		return;
 	}
+	/* Most steps have no events: one directory scan, then nothing. */
+	c.p.prefix = ev.prefix;
+	if ((rc = sh5_evabsorb_pending(&c.p, &err)) <= 0) {
+		if (rc < 0)
+			error("%s: events not absorbed: %s", plugin_type,
+			      err.text);
+		close(c.p.dirfd);
+		return;
+	}
+	rc = -1;
 	tasks = events_tasks(ev.job, &c.p.ntasks);
 	c.p.tasks = tasks;
-	c.p.prefix = ev.prefix;
 	c.p.uid = ev.uid;
 	c.p.gid = ev.gid;
 	c.p.max_bytes = (uint64_t)cfg.events_max << 20;

@@ -131,6 +131,41 @@ error:
 	return -1;
 }
 
+int sh5_evabsorb_pending(const struct sh5_evabsorb_params *p,
+			 struct sh5_error *errp)
+{
+	struct dirent *de;
+	uint32_t task, pid;
+	DIR *d;
+	int fd, found = 0;
+
+	if (!p || !p->prefix) {
+		errno = EINVAL;
+		return sh5_errprintf(errp, "invalid spill parameters");
+	}
+	fd = openat(p->dirfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		sh5_errprintf(errp, "cannot list the spill directory: %s",
+			      strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while (!found && (errno = 0, de = readdir(d)))
+		found = strlen(de->d_name) < sizeof(((struct
+			sh5_evabsorb_file *)0)->name) &&
+			sh5_evspill_name_parse(de->d_name, p->prefix, &task,
+					       &pid) == 0;
+	if (!found && errno) {
+		sh5_errprintf(errp, "cannot list the spill directory: %s",
+			      strerror(errno));
+		closedir(d);
+		return -1;
+	}
+	closedir(d);
+	return found;
+}
+
 /* The reader's callbacks: the task's dataset begins at the first. */
 struct ctx {
 	struct sh5_evstore *es;

@@ -63,6 +63,15 @@ int sh5_evabsorb_open_dir(const char *dir, const char *user, uid_t uid,
 			  struct sh5_error *errp);
 
 /*
+ * Are there spill files of p->prefix in p->dirfd?  One directory scan,
+ * nothing opened: lets a step whose tasks wrote no events skip
+ * sh5_evabsorb() and the event store altogether.  1 yes, 0 no, -1 with
+ * errp set when the directory cannot be listed.
+ */
+int sh5_evabsorb_pending(const struct sh5_evabsorb_params *p,
+			 struct sh5_error *errp);
+
+/*
  * Absorb the spill files of p->prefix in p->dirfd into es, one file at a
  * time in the order of (task, pid), flushing the HDF5 file after each.
  * A second file of a task already absorbed (its dataset exists) is

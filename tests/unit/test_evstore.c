@@ -589,6 +589,43 @@ START_TEST(test_evabsorb_no_files_no_group)
 }
 END_TEST
 
+/* The scan that lets a step without events skip the absorption: only
+ * names of this step's spill files count. */
+START_TEST(test_evabsorb_pending)
+{
+	struct sh5_evabsorb_params p;
+	struct sh5_error err = { "" };
+	const char *others[] = { "43_0_node1.0.100.sh5ev",
+				 "42_0_node10.0.100.sh5ev",
+				 PREFIX ".0.100.sh5ev.tmp", "x.h5" };
+	char path[512];
+	size_t i;
+	int fd;
+
+	memset(&p, 0, sizeof(p));
+	p.dirfd = open(tmpdir, O_DIRECTORY | O_RDONLY);
+	ck_assert(p.dirfd >= 0);
+	p.prefix = PREFIX;
+	ck_assert_int_eq(sh5_evabsorb_pending(&p, &err), 0);
+	for (i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "%s/%s", tmpdir, others[i]);
+		fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0600);
+		ck_assert(fd >= 0);
+		close(fd);
+	}
+	ck_assert_int_eq(sh5_evabsorb_pending(&p, &err), 0);
+	snprintf(path, sizeof(path), "%s/%s.3.77.sh5ev", tmpdir, PREFIX);
+	fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0600);
+	ck_assert(fd >= 0);
+	close(fd);
+	ck_assert_int_eq(sh5_evabsorb_pending(&p, &err), 1);
+	close(p.dirfd);
+	p.dirfd = -1;
+	ck_assert_int_eq(sh5_evabsorb_pending(&p, &err), -1);
+	ck_assert(err.text[0]);
+}
+END_TEST
+
 START_TEST(test_evabsorb_hostile_files)
 {
 	const uint32_t tasks[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
@@ -813,6 +850,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_evstore_abort_leaves_nothing);
 	tcase_add_test(tc, test_evabsorb_good_files_removed);
 	tcase_add_test(tc, test_evabsorb_no_files_no_group);
+	tcase_add_test(tc, test_evabsorb_pending);
 	tcase_add_test(tc, test_evabsorb_hostile_files);
 	tcase_add_test(tc, test_evabsorb_open_dir_refuses_symlink);
 	tcase_add_test(tc, test_writer_call_absorbs_before_close);
