@@ -416,6 +416,10 @@ void sh5_evabsorb_describe(const struct sh5_evabsorb_file *f, char *buf,
 		add(buf, len, &pos, "%storn tail dropped", sep);
 		sep = ", ";
 	}
+	if (in->unwritten) {
+		add(buf, len, &pos, "%sunfinished last block dropped", sep);
+		sep = ", ";
+	}
 	if (in->rejected) {
 		add(buf, len, &pos, "%s%" PRIu64 " records rejected", sep,
 		    in->rejected);
@@ -445,6 +449,6 @@ int sh5_evabsorb_notable(const struct sh5_evabsorb_file *f)
 	const struct sh5_evspill_info *in = &f->info;
 
 	return f->status != SH5_EVABSORB_REMOVED || in->blocks_bad ||
-	       in->torn_tail || in->rejected || in->lost || in->truncated ||
+	       in->torn_tail || in->unwritten || in->rejected || in->lost || in->truncated ||
 	       in->first_problem[0];
 }

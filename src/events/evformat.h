@@ -20,10 +20,17 @@
  *     nrec records of struct sh5ev_rec    (SH5EV_REC_SIZE bytes each)
  *     zero padding up to block_size
  *
- * A block is written whole, with one write(), when it is full (and the
- * last, partly filled one when the process ends normally), so a process
- * killed at any moment leaves a file of whole blocks plus at most one
- * torn block at its end, which the reader drops.
+ * A block is either written whole, with one write(), when it is full
+ * (and the last, partly filled one when the process ends normally), or
+ * (version 2, the default) filled in place in a shared mapping of the
+ * file, which the writer extends ahead (fallocate) by up to 16 MiB of
+ * zeros, and finished by writing its header, magic last.  A process
+ * killed at any moment leaves a file of whole blocks plus either at most
+ * one torn block at its end or (version 2) unwritten space that begins
+ * with a block whose magic is 0 -- its unfinished current block -- and
+ * runs to the end of the file; the reader drops both and stops at the
+ * first block of magic 0.  A file closed normally is cut back to its
+ * whole blocks.  Version 1 files (no extension) read the same.
  */
 #ifndef SH5_EVFORMAT_H
 #define SH5_EVFORMAT_H
@@ -32,7 +39,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SH5EV_FORMAT_VERSION 1u
+#define SH5EV_FORMAT_VERSION 2u
+#define SH5EV_FORMAT_VERSION_MIN 1u /* oldest the reader reads */
 #define SH5EV_MAGIC "SH5EVTS" /* 7 characters + NUL = 8 bytes */
 #define SH5EV_BYTE_ORDER 0x01020304u
 #define SH5EV_HEADER_SIZE 256u
@@ -62,6 +70,10 @@
 #define SH5EV_ENV_TASK "SLURM_PROCID"        /* global task id */
 #define SH5EV_ENV_WRITER "SH5_EVENTS_WRITER" /* "sync" (default), "thread" */
 
+/* File header flags. */
+#define SH5EV_HF_AHEAD 0x1u	/* may be extended ahead: a block of magic
+				 * 0 and what follows were never written */
+
 struct sh5ev_file_header {
 	char magic[8];		/* SH5EV_MAGIC, NUL-terminated */
 	uint32_t byte_order;	/* SH5EV_BYTE_ORDER as written */
@@ -71,7 +83,7 @@ struct sh5ev_file_header {
 	uint32_t rec_size;	/* SH5EV_REC_SIZE */
 	uint32_t task;		/* SLURM_PROCID (global task id) */
 	uint32_t pid;
-	uint32_t reserved0;
+	uint32_t flags;		/* SH5EV_HF_* (version 2; 0 in version 1) */
 	int64_t created_ns;	/* CLOCK_REALTIME when the file was made */
 	char prefix[128];	/* SH5_EVENTS_PREFIX, NUL-terminated */
 	char lib_version[32];	/* sh5 version of the library, NUL-term. */

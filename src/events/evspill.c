@@ -232,11 +232,13 @@ static int check_header(struct reader *rd, const struct sh5ev_file_header *h,
 				     "0x%08" PRIx32 ": written on a machine of another byte "
 				     "order", name, h->byte_order);
 	}
-	if (h->version != SH5EV_FORMAT_VERSION) {
+	if (h->version < SH5EV_FORMAT_VERSION_MIN ||
+	    h->version > SH5EV_FORMAT_VERSION) {
 		errno = EPROTONOSUPPORT;
 		return sh5_errprintf(rd->errp, "%s: spill-file format version "
-				     "%" PRIu32 ", this reader reads version "
-				     "%u", name, h->version,
+				     "%" PRIu32 ", this reader reads versions "
+				     "%u to %u", name, h->version,
+				     SH5EV_FORMAT_VERSION_MIN,
 				     SH5EV_FORMAT_VERSION);
 	}
 	if (h->checksum != sh5ev_checksum(h, offsetof(struct sh5ev_file_header,
@@ -260,6 +262,7 @@ static int check_header(struct reader *rd, const struct sh5ev_file_header *h,
 	info->task = h->task;
 	info->pid = h->pid;
 	info->block_size = bs;
+	info->flags = h->version >= 2 ? h->flags : 0;
 	info->created_ns = h->created_ns;
 	errno = 0;
 	return 0;
@@ -597,6 +600,15 @@ static int read_blocks(int fd, struct reader *rd, uint64_t limit)
 			info->torn_tail = 1;
 			break;
 		}
+		if ((info->flags & SH5EV_HF_AHEAD) &&
+		    ((const struct sh5ev_block_header *)blk)->magic == 0) {
+			/* never finished: the end of the data (the space a
+			 * killed task had extended its file by) */
+			info->unwritten = info->file_bytes -
+					  SH5EV_HEADER_SIZE - b * bs;
+			info->truncated = 0;
+			break;
+		}
 		if (check_block(rd, blk, sh5ev_block_capacity(bs)) < 0)
 			continue;
 		info->blocks++;
@@ -655,6 +667,11 @@ int sh5_evspill_read(int dirfd, const char *name, uid_t uid,
 		info->torn_tail = 1;
 	if (read_blocks(fd, &rd, limit) < 0)
 		goto out;
+	if (info->unwritten && !info->first_problem[0])
+		snprintf(info->first_problem, sizeof(info->first_problem),
+			 "unfinished block %" PRIu32 " and %" PRIu64 " bytes "
+			 "after its start dropped (task killed)", rd.block,
+			 info->unwritten);
 	if (info->torn_tail && !info->first_problem[0])
 		snprintf(info->first_problem, sizeof(info->first_problem),
 			 "torn block at the end of the file dropped");

@@ -48,6 +48,7 @@ struct sh5_evspill_info {
 	uint32_t task;		/* from the header */
 	uint32_t pid;
 	uint32_t block_size;
+	uint32_t flags;		/* SH5EV_HF_* of the header */
 	int64_t created_ns;
 	char prefix[128];
 	char lib_version[32];
@@ -55,6 +56,10 @@ struct sh5_evspill_info {
 	uint32_t blocks;	/* blocks read and accepted */
 	uint32_t blocks_bad;	/* blocks dropped (checksum, magic, seq) */
 	int torn_tail;		/* 1: the file ended inside a block */
+	uint64_t unwritten;	/* bytes from the first block never
+				 * finished (magic 0) to the end: the rest of
+				 * a file extended ahead by a killed task;
+				 * not read, 0 when none */
 	int truncated;		/* 1: stopped at max_bytes */
 	uint64_t events;	/* event records passed on */
 	uint64_t rejected;	/* records dropped (bad kind, undefined id,

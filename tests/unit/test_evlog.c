@@ -489,8 +489,18 @@ START_TEST(test_evlog_forked_child_records_nothing)
 }
 END_TEST
 
+static off_t file_size(const char *name)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(evtest_path(name), &st), 0);
+	return st.st_size;
+}
+
 /* kill -9 loses the current block only: the file holds whole blocks,
- * none damaged. */
+ * none damaged; with the default writer (map) followed by the unwritten
+ * space the file was extended by, which the reader stops at; with sync,
+ * nothing after them. */
 START_TEST(test_evlog_kill9_loses_current_block)
 {
 	struct sh5_evspill_info info;
@@ -504,6 +514,8 @@ START_TEST(test_evlog_kill9_loses_current_block)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
+		if (_i == 1)
+			setenv("SH5_EVENTS_WRITER", "sync", 1);
 		evtest_start("4096", NULL);
 		for (i = 0; i < 1000; i++)
 			sh5_evlog_event(SH5EV_K_PHASE, 0, 0, (uint32_t)i, 0,
@@ -519,9 +531,88 @@ START_TEST(test_evlog_kill9_loses_current_block)
 	ck_assert_uint_eq(info.blocks, 1000 / cap);
 	ck_assert_uint_eq(info.blocks_bad, 0);
 	ck_assert_int_eq(info.torn_tail, 0);
+	ck_assert_int_eq(info.truncated, 0);
 	ck_assert_uint_eq(got.nevents, 1000 / cap * cap);
 	for (i = 0; i < (int)got.nevents; i++)
 		ck_assert_uint_eq(got.events[i].id, (uint32_t)i);
+	if (_i == 0) {
+		/* extended by a window (16 MiB) past block 1 */
+		ck_assert_int_eq(file_size(name),
+				 SH5EV_HEADER_SIZE + (1 + 4096) * 4096);
+		ck_assert_uint_eq(info.unwritten,
+				  (uint64_t)(4096 + 1 - 1000 / cap) * 4096);
+		ck_assert_ptr_nonnull(strstr(info.first_problem,
+					     "unfinished block 9"));
+	} else {
+		ck_assert_int_eq(file_size(name),
+				 SH5EV_HEADER_SIZE + 1000 / cap * 4096);
+		ck_assert_uint_eq(info.unwritten, 0);
+	}
+	evtest_got_free(&got);
+}
+END_TEST
+
+/* The mapped file never grows past SH5_EVENTS_MAX, not even ahead, and
+ * a normal close cuts it back to its whole blocks (LOST included); a
+ * reader cap below the extended size does not mark a killed task's file
+ * truncated when its data end before the cap. */
+START_TEST(test_evlog_map_size)
+{
+	struct sh5_evspill_info info;
+	struct sh5_error err = { "" };
+	struct evtest_got got;
+	uint32_t cap = sh5ev_block_capacity(4096);
+	char name[256];
+	pid_t pid;
+	int i, status;
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		evtest_start("4096", "40000");	/* 9 blocks */
+		for (i = 0; i < 1000; i++)
+			sh5_evlog_event(SH5EV_K_PHASE, 0, 0, (uint32_t)i, 0,
+					-1, 0, T0 + i);
+		ck_assert_int_eq(evtest_files(name), 1);
+		ck_assert_int_eq(file_size(name), SH5EV_HEADER_SIZE +
+						  9 * 4096);
+		exit(0);	/* atexit: close */
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(evtest_files(name), 1);
+	ck_assert_int_eq(file_size(name), SH5EV_HEADER_SIZE + 9 * 4096);
+	ck_assert_msg(evtest_read(name, 0, &got, &info, &err) == 0, "%s",
+		      err.text);
+	ck_assert_uint_eq(info.blocks, 9);
+	ck_assert_uint_eq(info.unwritten, 0);
+	ck_assert_uint_eq(got.nevents, 9 * cap - 1 + 1);
+	ck_assert_uint_eq(got.events[got.nevents - 1].kind, SH5EV_K_LOST);
+	ck_assert_uint_eq(got.events[got.nevents - 1].bytes,
+			  1000 - (9 * cap - 1));
+	evtest_got_free(&got);
+
+	/* a killed task: 16 MiB ahead, the reader's cap 1 MiB */
+	ck_assert_int_eq(unlink(evtest_path(name)), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		evtest_start("4096", NULL);
+		for (i = 0; i < 500; i++)
+			sh5_evlog_event(SH5EV_K_PHASE, 0, 0, (uint32_t)i, 0,
+					-1, 0, T0 + i);
+		raise(SIGKILL);
+		_exit(3);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(evtest_files(name), 1);
+	ck_assert_int_gt(file_size(name), 1 << 20);
+	ck_assert_msg(evtest_read(name, 1 << 20, &got, &info, &err) == 0,
+		      "%s", err.text);
+	ck_assert_int_eq(info.truncated, 0);
+	ck_assert_uint_eq(info.blocks, 500 / cap);
+	ck_assert_uint_gt(info.unwritten, 0);
+	ck_assert_uint_eq(got.nevents, 500 / cap * cap);
 	evtest_got_free(&got);
 }
 END_TEST
@@ -794,8 +885,8 @@ START_TEST(test_evlog_writer_bad_value)
 	char out[1024];
 
 	capture_stderr(bad_writer, out, sizeof(out));
-	ck_assert_str_eq(out, "sh5ev: SH5_EVENTS_WRITER: neither \"thread\" "
-			      "nor \"sync\"\n");
+	ck_assert_str_eq(out, "sh5ev: SH5_EVENTS_WRITER: not \"map\", "
+			      "\"sync\" or \"thread\"\n");
 }
 END_TEST
 
@@ -851,7 +942,8 @@ static Suite *evlog_suite(void)
 	tcase_add_test(tc, test_evlog_bad_environment);
 	tcase_add_test(tc, test_evlog_never_follows_existing);
 	tcase_add_test(tc, test_evlog_relative_dir);
-	tcase_add_test(tc, test_evlog_kill9_loses_current_block);
+	tcase_add_loop_test(tc, test_evlog_kill9_loses_current_block, 0, 2);
+	tcase_add_test(tc, test_evlog_map_size);
 	tcase_add_test(tc, test_evlog_writer_thread_roundtrip);
 	tcase_add_test(tc, test_evlog_writer_thread_kill9);
 	tcase_add_test(tc, test_evlog_writer_bad_value);

@@ -183,13 +183,13 @@ START_TEST(test_evspill_bad_header)
 		ck_assert_ptr_nonnull(strstr(err.text, "magic"));
 		break;
 	case 1:
-		v = 2;
+		v = 3;
 		patch_header(g_name, offsetof(struct sh5ev_file_header,
 					      version), &v, 4, 1);
 		ck_assert_int_eq(evtest_read(g_name, 0, &got, &info, &err), -1);
 		ck_assert_int_eq(errno, EPROTONOSUPPORT);
-		ck_assert_ptr_nonnull(strstr(err.text, "version 2"));
-		ck_assert_ptr_nonnull(strstr(err.text, "version 1"));
+		ck_assert_ptr_nonnull(strstr(err.text, "version 3"));
+		ck_assert_ptr_nonnull(strstr(err.text, "versions 1 to 2"));
 		break;
 	case 2:
 		v = 0x04030201;
