@@ -111,6 +111,49 @@ START_TEST(test_evspill_damaged_block_dropped)
 }
 END_TEST
 
+static void patch_header(const char *name, size_t off, const void *bytes,
+			 size_t len, int fix);
+
+/* A block of magic 0 (block 3's header zeroed): in a file flagged
+ * SH5EV_HF_AHEAD (the default writer's) the unwritten end: reading stops
+ * there, nothing counted bad; without the flag (version 1, or the
+ * pwrite writers) a bad block, dropped, and reading goes on. */
+START_TEST(test_evspill_zero_block)
+{
+	struct sh5_evspill_info info;
+	struct sh5_error err = { "" };
+	struct evtest_got got;
+	unsigned char zero[SH5EV_BLOCK_HEADER_SIZE] = { 0 };
+	uint32_t v;
+
+	write_simple(1000);	/* 1002 records: 9 full blocks + 93 */
+	if (_i == 1) {
+		v = 0;
+		patch_header(g_name, offsetof(struct sh5ev_file_header, flags),
+			     &v, 4, 1);
+	}
+	patch_header(g_name, (size_t)block_off(3), zero, sizeof(zero), 0);
+	ck_assert_msg(evtest_read(g_name, 0, &got, &info, &err) == 0, "%s",
+		      err.text);
+	if (_i == 0) {
+		ck_assert_uint_eq(info.flags, SH5EV_HF_AHEAD);
+		ck_assert_uint_eq(info.blocks, 3);
+		ck_assert_uint_eq(info.blocks_bad, 0);
+		ck_assert_uint_eq(info.unwritten, 7 * BS);
+		ck_assert_uint_eq(got.nevents, 3 * CAP - 2);
+		ck_assert_ptr_nonnull(strstr(info.first_problem,
+					     "unfinished block 3"));
+	} else {
+		ck_assert_uint_eq(info.flags, 0);
+		ck_assert_uint_eq(info.blocks, 9);
+		ck_assert_uint_eq(info.blocks_bad, 1);
+		ck_assert_uint_eq(info.unwritten, 0);
+		ck_assert_uint_eq(got.nevents, 1000 - CAP);
+	}
+	evtest_got_free(&got);
+}
+END_TEST
+
 /* A region whose 127-byte name (4 payload records) begins in block 0 and
  * ends in block 1, then 150 ENTERs of it.  Dropping block 0 drops the
  * definition: block 1's leading payload is skipped (cont) and the ENTERs
@@ -536,6 +579,7 @@ static Suite *evspill_suite(void)
 
 	tcase_add_checked_fixture(tc, evtest_setup, evtest_teardown);
 	tcase_add_test(tc, test_evspill_torn_tail);
+	tcase_add_loop_test(tc, test_evspill_zero_block, 0, 2);
 	tcase_add_loop_test(tc, test_evspill_damaged_block_dropped, 0, 6);
 	tcase_add_loop_test(tc, test_evspill_definition_cut_by_dropped_block,
 			    0, 2);
