@@ -171,6 +171,53 @@ static void run(enum mode m, const char *dir, size_t events, size_t per,
 	free(t);
 }
 
+static void print_results(const struct result *res, size_t events,
+			  size_t per, double clk)
+{
+	int m;
+
+	printf("events_bench: %zu events per mode (enter, exit, send), "
+	       "batches of %zu\n", events, per / 3 * 3);
+	printf("%-8s %10s %10s %10s %10s %12s\n", "mode", "median_ns",
+	       "p99_ns", "min_ns", "mean_ns", "vs_none");
+	for (m = 0; m < NMODES; m++)
+		printf("%-8s %10.2f %10.2f %10.2f %10.2f %11.1fx\n",
+		       mode_names[m], res[m].median, res[m].p99, res[m].min,
+		       res[m].mean,
+		       res[NONE].median > 0 ? res[m].median / res[NONE].median
+					    : 0.0);
+	printf("quiet batches (not preempted):\n");
+	for (m = 0; m < NMODES; m++)
+		printf("%-8s %10.2f %10.2f   %zu of %zu batches\n",
+		       mode_names[m], res[m].q_median, res[m].q_p99,
+		       res[m].quiet, res[m].nb);
+	printf("recorded %llu events, lost %llu, %llu blocks written; "
+	       "%zu of %zu batches held a block write (writer: %s)\n",
+	       res[RECORD].recorded, res[RECORD].lost, res[RECORD].blocks,
+	       res[RECORD].with_write, res[RECORD].nb,
+	       getenv("SH5_EVENTS_WRITER") ? getenv("SH5_EVENTS_WRITER")
+					   : "map, the default");
+	printf("record tail (all batches): p99.9 %.2f ns, max %.2f ns per "
+	       "event = %.0f us for the slowest batch; CPU (user+sys, "
+	       "timing and close included) %.2f ns per event, none %.2f\n",
+	       res[RECORD].p999, res[RECORD].max,
+	       res[RECORD].max * (double)(per / 3 * 3) / 1e3, res[RECORD].cpu,
+	       res[NONE].cpu);
+	printf("clock_gettime(CLOCK_REALTIME): %.2f ns\n", clk);
+	printf("target: <= %.0f ns per recorded event, median and p99: "
+	       "all batches %.2f / %.2f ns (ratio %.2f / %.2f), %s; "
+	       "quiet batches %.2f / %.2f ns (ratio %.2f / %.2f), %s\n",
+	       TARGET_NS, res[RECORD].median, res[RECORD].p99,
+	       res[RECORD].median / TARGET_NS, res[RECORD].p99 / TARGET_NS,
+	       res[RECORD].median <= TARGET_NS && res[RECORD].p99 <= TARGET_NS
+	       ? "met" : "NOT met",
+	       res[RECORD].q_median, res[RECORD].q_p99,
+	       res[RECORD].q_median / TARGET_NS,
+	       res[RECORD].q_p99 / TARGET_NS,
+	       res[RECORD].quiet && res[RECORD].q_median <= TARGET_NS &&
+	       res[RECORD].q_p99 <= TARGET_NS ? "met" : "NOT met");
+}
+
 int main(int argc, char **argv)
 {
 	struct result res[NMODES];
@@ -222,46 +269,7 @@ int main(int argc, char **argv)
 		(void)sh5_evlog_now();
 	clk = (now_ns() - clk) / 1e6;
 
-	printf("events_bench: %zu events per mode (enter, exit, send), "
-	       "batches of %zu\n", events, per / 3 * 3);
-	printf("%-8s %10s %10s %10s %10s %12s\n", "mode", "median_ns",
-	       "p99_ns", "min_ns", "mean_ns", "vs_none");
-	for (m = 0; m < NMODES; m++)
-		printf("%-8s %10.2f %10.2f %10.2f %10.2f %11.1fx\n",
-		       mode_names[m], res[m].median, res[m].p99, res[m].min,
-		       res[m].mean,
-		       res[NONE].median > 0 ? res[m].median / res[NONE].median
-					    : 0.0);
-	printf("quiet batches (not preempted):\n");
-	for (m = 0; m < NMODES; m++)
-		printf("%-8s %10.2f %10.2f   %zu of %zu batches\n",
-		       mode_names[m], res[m].q_median, res[m].q_p99,
-		       res[m].quiet, res[m].nb);
-	printf("recorded %llu events, lost %llu, %llu blocks written; "
-	       "%zu of %zu batches held a block write (writer: %s)\n",
-	       res[RECORD].recorded, res[RECORD].lost, res[RECORD].blocks,
-	       res[RECORD].with_write, res[RECORD].nb,
-	       getenv("SH5_EVENTS_WRITER") ? getenv("SH5_EVENTS_WRITER")
-					   : "sync");
-	printf("record tail (all batches): p99.9 %.2f ns, max %.2f ns per "
-	       "event = %.0f us for the slowest batch; CPU (user+sys, "
-	       "timing and close included) %.2f ns per event, none %.2f\n",
-	       res[RECORD].p999, res[RECORD].max,
-	       res[RECORD].max * (double)(per / 3 * 3) / 1e3, res[RECORD].cpu,
-	       res[NONE].cpu);
-	printf("clock_gettime(CLOCK_REALTIME): %.2f ns\n", clk);
-	printf("target: <= %.0f ns per recorded event, median and p99: "
-	       "all batches %.2f / %.2f ns (ratio %.2f / %.2f), %s; "
-	       "quiet batches %.2f / %.2f ns (ratio %.2f / %.2f), %s\n",
-	       TARGET_NS, res[RECORD].median, res[RECORD].p99,
-	       res[RECORD].median / TARGET_NS, res[RECORD].p99 / TARGET_NS,
-	       res[RECORD].median <= TARGET_NS && res[RECORD].p99 <= TARGET_NS
-	       ? "met" : "NOT met",
-	       res[RECORD].q_median, res[RECORD].q_p99,
-	       res[RECORD].q_median / TARGET_NS,
-	       res[RECORD].q_p99 / TARGET_NS,
-	       res[RECORD].quiet && res[RECORD].q_median <= TARGET_NS &&
-	       res[RECORD].q_p99 <= TARGET_NS ? "met" : "NOT met");
+	print_results(res, events, per, clk);
 	return 0;
 usage:
 	fprintf(stderr, "usage: events_bench [-n EVENTS] [-b BATCH] DIR\n");
