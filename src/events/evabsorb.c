@@ -449,6 +449,7 @@ int sh5_evabsorb_notable(const struct sh5_evabsorb_file *f)
 	const struct sh5_evspill_info *in = &f->info;
 
 	return f->status != SH5_EVABSORB_REMOVED || in->blocks_bad ||
-	       in->torn_tail || in->unwritten || in->rejected || in->lost || in->truncated ||
+	       in->torn_tail || in->unwritten || in->rejected || in->lost ||
+	       in->truncated ||
 	       in->first_problem[0];
 }

@@ -156,6 +156,10 @@ check(len(d) == want, "killed task: %d events, want %d" % (len(d), want))
 check(d.attrs["Blocks"] == (2 + 1000) // cap and d.attrs["Torn Tail"] == 0,
       "killed task's blocks")
 check(set(d["Kind"]) == {ENTER, EXIT}, "killed task's kinds")
+# the default writer (map) left its unfinished block and the rest of
+# the window it had extended the file by: dropped, named
+check("unfinished block %d" % ((2 + 1000) // cap) in s(d.attrs["Problem"]),
+      "killed task's problem: %r" % s(d.attrs["Problem"]))
 print("events ok:", job_none, job_h, job_k)
 PYEOF
 	fail "node-step files check failed"
