@@ -40,8 +40,9 @@
 #define MAX_DEFAULT (1ull << 30)
 #define RING 4			/* blocks: the one being filled + queued */
 #define REGIONS_MAX (1u << 20)	/* what the reader accepts */
-#define WINDOW_BYTES (16u << 20) /* file extended and mapped this far */
-#define WINDOW_MIN 4		/* blocks */
+#define WINDOW_FIRST (256u << 10) /* file extended and mapped this far, */
+#define WINDOW_BYTES (16u << 20) /* doubling up to this */
+#define WINDOW_MIN 4		/* blocks, at least */
 
 struct region {
 	char *name;		/* NULL: free slot */
@@ -72,6 +73,7 @@ struct evlog {
 	size_t map_len;
 	uint64_t map_off;	/* file offset of map (page aligned) */
 	uint64_t map_end;	/* first block after the window */
+	uint64_t window;	/* blocks of the next window */
 	int thread_on;		/* the writer runs (joined at close) */
 	int quit;		/* under mu: writer, drain and return */
 	int werr;		/* atomic: errno of the writer's failure */
@@ -481,8 +483,10 @@ static void populate(unsigned char *p, uint64_t len, uint64_t from,
 }
 
 /*
- * Extend the file over the blocks from L.seq on (WINDOW_BYTES, at least
- * WINDOW_MIN blocks, never past the cap) with fallocate(): the space is
+ * Extend the file over the blocks from L.seq on (WINDOW_FIRST, doubling
+ * at each window up to WINDOW_BYTES, so that a process recording little
+ * pays little; at least WINDOW_MIN blocks; never past the cap) with
+ * fallocate(): the space is
  * reserved, so a store into the mapping cannot fail for want of it
  * (SIGBUS).  Then map them shared in place of the previous window.
  * -1: not here (no fallocate() on this file system, no space, no
@@ -491,12 +495,15 @@ static void populate(unsigned char *p, uint64_t len, uint64_t from,
 static int map_window(void)
 {
 	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
-	uint64_t nb = WINDOW_BYTES / L.block_size, end, lo, hi, off, len;
+	uint64_t nb = L.window, end, lo, hi, off, len;
 	void *p;
 	int rc;
 
+	if (nb == 0)
+		nb = WINDOW_FIRST / L.block_size;
 	if (nb < WINDOW_MIN)
 		nb = WINDOW_MIN;
+	L.window = nb * 2 <= WINDOW_BYTES / L.block_size ? nb * 2 : nb;
 	end = L.seq + nb < L.max_blocks ? L.seq + nb : L.max_blocks;
 	if (L.seq >= end || ps == 0 || (ps & (ps - 1)))
 		return -1;
