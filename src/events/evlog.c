@@ -40,7 +40,7 @@
 #define MAX_DEFAULT (1ull << 30)
 #define RING 4			/* blocks: the one being filled + queued */
 #define REGIONS_MAX (1u << 20)	/* what the reader accepts */
-#define WINDOW_FIRST (256u << 10) /* file extended and mapped this far, */
+#define WINDOW_FIRST (1u << 20) /* file extended and mapped this far, */
 #define WINDOW_BYTES (16u << 20) /* doubling up to this */
 #define WINDOW_MIN 4		/* blocks, at least */
 

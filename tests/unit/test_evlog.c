@@ -536,11 +536,11 @@ START_TEST(test_evlog_kill9_loses_current_block)
 	for (i = 0; i < (int)got.nevents; i++)
 		ck_assert_uint_eq(got.events[i].id, (uint32_t)i);
 	if (_i == 0) {
-		/* extended by the first window (256 KiB) past block 0 */
+		/* extended by the first window (1 MiB) past block 0 */
 		ck_assert_int_eq(file_size(name),
-				 SH5EV_HEADER_SIZE + (1 + 64) * 4096);
+				 SH5EV_HEADER_SIZE + (1 + 256) * 4096);
 		ck_assert_uint_eq(info.unwritten,
-				  (uint64_t)(64 + 1 - 1000 / cap) * 4096);
+				  (uint64_t)(256 + 1 - 1000 / cap) * 4096);
 		ck_assert_ptr_nonnull(strstr(info.first_problem,
 					     "unfinished block 9"));
 	} else {
@@ -592,14 +592,14 @@ START_TEST(test_evlog_map_size)
 			  1000 - (9 * cap - 1));
 	evtest_got_free(&got);
 
-	/* a killed task: windows of 64 and 128 blocks ahead of block 0,
-	 * 65 blocks of data, the reader's cap 512 KiB */
+	/* a killed task: windows of 256 and 512 blocks after block 0,
+	 * 257 blocks of data, the reader's cap 2 MiB */
 	ck_assert_int_eq(unlink(evtest_path(name)), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		evtest_start("4096", NULL);
-		for (i = 0; i < 6600; i++)
+		for (i = 0; i < 26000; i++)
 			sh5_evlog_event(SH5EV_K_PHASE, 0, 0, (uint32_t)i, 0,
 					-1, 0, T0 + i);
 		raise(SIGKILL);
@@ -608,14 +608,14 @@ START_TEST(test_evlog_map_size)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_int_eq(evtest_files(name), 1);
 	ck_assert_int_eq(file_size(name), SH5EV_HEADER_SIZE +
-					  (1 + 64 + 128) * 4096);
-	ck_assert_msg(evtest_read(name, 512 << 10, &got, &info, &err) == 0,
+					  (1 + 256 + 512) * 4096);
+	ck_assert_msg(evtest_read(name, 2 << 20, &got, &info, &err) == 0,
 		      "%s", err.text);
 	ck_assert_int_eq(info.truncated, 0);
-	ck_assert_uint_eq(info.blocks, 6600 / cap);
+	ck_assert_uint_eq(info.blocks, 26000 / cap);
 	ck_assert_uint_eq(info.unwritten,
-			  (uint64_t)(1 + 64 + 128 - 6600 / cap) * 4096);
-	ck_assert_uint_eq(got.nevents, 6600 / cap * cap);
+			  (uint64_t)(1 + 256 + 512 - 26000 / cap) * 4096);
+	ck_assert_uint_eq(got.nevents, 26000 / cap * cap);
 	evtest_got_free(&got);
 }
 END_TEST
