@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +44,7 @@
 #define WINDOW_FIRST (1u << 20) /* file extended and mapped this far, */
 #define WINDOW_BYTES (16u << 20) /* doubling up to this */
 #define WINDOW_MIN 4		/* blocks, at least */
+#define TMPFS_MAGIC_ 0x01021994	/* statfs f_type, <linux/magic.h> */
 
 struct region {
 	char *name;		/* NULL: free slot */
@@ -74,6 +76,7 @@ struct evlog {
 	uint64_t map_off;	/* file offset of map (page aligned) */
 	uint64_t map_end;	/* first block after the window */
 	uint64_t window;	/* blocks of the next window */
+	int zero_fill;		/* write the window's zeros (not tmpfs) */
 	int thread_on;		/* the writer runs (joined at close) */
 	int quit;		/* under mu: writer, drain and return */
 	int werr;		/* atomic: errno of the writer's failure */
@@ -313,6 +316,7 @@ static int write_all(int fd, const void *buf, size_t len)
 static int create_file(void)
 {
 	struct sh5ev_file_header h;
+	struct statfs sfs;
 	int fd;
 
 	fd = open(L.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -343,6 +347,8 @@ static int create_file(void)
 		return -1;
 	}
 	L.fd = fd;
+	L.zero_fill = !(fstatfs(fd, &sfs) == 0 &&
+			(unsigned long)sfs.f_type == TMPFS_MAGIC_);
 	return 0;
 }
 
@@ -459,6 +465,34 @@ static void map_drop(void)
 	L.map = NULL;
 }
 
+#define ZEROS (256u << 10)
+static unsigned char g_zeros[ZEROS];	/* never written: .bss */
+
+/*
+ * Write zeros over [lo, hi) of the file.  On a disk file system the
+ * page cache then holds the window's pages (large folios, no read), and
+ * faulting them in is cheap: 2.8-2.9 ms per 16 MiB in all instead of
+ * 6.9-7.5 ms for faulting fallocate()d space in (ext4, this VM).  Not on
+ * tmpfs, where fallocate() made the pages already (copying zeros over
+ * them costs more).
+ */
+static int zero_fill(uint64_t lo, uint64_t hi)
+{
+	size_t len;
+	ssize_t w;
+
+	while (lo < hi) {
+		len = hi - lo < ZEROS ? (size_t)(hi - lo) : ZEROS;
+		w = pwrite(L.fd, g_zeros, len, (off_t)lo);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		lo += (uint64_t)w;
+	}
+	return 0;
+}
+
 /*
  * Fault the whole window in now, writable: the page cache's cost of the
  * window (about 1.7 us per 4 KiB page here) is paid once per window
@@ -515,6 +549,8 @@ static int map_window(void)
 	if (rc < 0)
 		return -1;
 	L.extended = 1;
+	if (L.zero_fill && zero_fill(lo, hi) < 0)
+		return -1;
 	off = lo & ~(ps - 1);
 	len = ((hi + ps - 1) & ~(ps - 1)) - off;
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, L.fd,
