@@ -44,6 +44,7 @@
 #define WINDOW_FIRST (1u << 20) /* file extended and mapped this far, */
 #define WINDOW_BYTES (16u << 20) /* doubling up to this */
 #define WINDOW_MIN 4		/* blocks, at least */
+#define WINDOW_SLOW 5000000000ll /* a window filled slower: halve */
 #define TMPFS_MAGIC_ 0x01021994	/* statfs f_type, <linux/magic.h> */
 
 struct region {
@@ -75,7 +76,8 @@ struct evlog {
 	size_t map_len;
 	uint64_t map_off;	/* file offset of map (page aligned) */
 	uint64_t map_end;	/* first block after the window */
-	uint64_t window;	/* blocks of the next window */
+	uint64_t window;	/* blocks of the last window */
+	int64_t window_ns;	/* when it was made (CLOCK_MONOTONIC) */
 	int zero_fill;		/* write the window's zeros (not tmpfs) */
 	int thread_on;		/* the writer runs (joined at close) */
 	int quit;		/* under mu: writer, drain and return */
@@ -495,9 +497,9 @@ static int zero_fill(uint64_t lo, uint64_t hi)
 
 /*
  * Fault the whole window in now, writable: the page cache's cost of the
- * window (about 1.7 us per 4 KiB page here) is paid once per window
- * rather than as page faults spread over the records, so at most one
- * batch of events in WINDOW_BYTES carries it.  Without
+ * window (with zero_fill() about 0.7 us per 4 KiB page on ext4 here) is
+ * paid once per window rather than as page faults spread over the
+ * records, so one batch of events per window carries it.  Without
  * MADV_POPULATE_WRITE (Linux < 5.14) a store of 0 into each page from
  * byte from on (the new blocks: fresh zeros; the first page may hold the
  * end of the previous block, left alone); any other failure leaves the
@@ -517,27 +519,53 @@ static void populate(unsigned char *p, uint64_t len, uint64_t from,
 }
 
 /*
- * Extend the file over the blocks from L.seq on (WINDOW_FIRST, doubling
- * at each window up to WINDOW_BYTES, so that a process recording little
- * pays little; at least WINDOW_MIN blocks; never past the cap) with
- * fallocate(): the space is
- * reserved, so a store into the mapping cannot fail for want of it
- * (SIGBUS).  Then map them shared in place of the previous window.
- * -1: not here (no fallocate() on this file system, no space, no
+ * Blocks of the next window: WINDOW_FIRST, then twice the last one up to
+ * WINDOW_BYTES, or half of it (not below WINDOW_FIRST) when it took more
+ * than WINDOW_SLOW to fill, so that what is made ahead is a few seconds'
+ * worth of events: the kernel writes dirty pages back after 30 s by
+ * default, and zeros written back before the records would double the
+ * disk's writes for a slow producer.
+ */
+static uint64_t window_size(void)
+{
+	uint64_t first = WINDOW_FIRST / L.block_size;
+	uint64_t max = WINDOW_BYTES / L.block_size, nb;
+	struct timespec ts;
+	int64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	if (L.window == 0)
+		nb = first;
+	else if (now - L.window_ns > WINDOW_SLOW)
+		nb = L.window / 2 > first ? L.window / 2 : first;
+	else
+		nb = L.window * 2 < max ? L.window * 2 : max;
+	if (nb < WINDOW_MIN)
+		nb = WINDOW_MIN;
+	L.window = nb;
+	L.window_ns = now;
+	return nb;
+}
+
+/*
+ * Extend the file over the blocks from L.seq on (window_size(): from
+ * 1 MiB to 16 MiB, so that a process recording little pays little;
+ * never past the cap) with fallocate() -- the space is reserved, so a
+ * store into the mapping cannot fail for want of it (SIGBUS) -- write
+ * its zeros (zero_fill()), map it shared in place of the previous
+ * window and fault it in (populate()).  -1: not here (no fallocate() on
+ * this file system, no space, no
  * mapping); the blocks are then written with pwrite().
  */
 static int map_window(void)
 {
 	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
-	uint64_t nb = L.window, end, lo, hi, off, len;
+	uint64_t nb, end, lo, hi, off, len;
 	void *p;
 	int rc;
 
-	if (nb == 0)
-		nb = WINDOW_FIRST / L.block_size;
-	if (nb < WINDOW_MIN)
-		nb = WINDOW_MIN;
-	L.window = nb * 2 <= WINDOW_BYTES / L.block_size ? nb * 2 : nb;
+	nb = window_size();
 	end = L.seq + nb < L.max_blocks ? L.seq + nb : L.max_blocks;
 	if (L.seq >= end || ps == 0 || (ps & (ps - 1)))
 		return -1;
