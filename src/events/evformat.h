@@ -68,7 +68,8 @@
 #define SH5EV_ENV_BUFFER "SH5_EVENTS_BUFFER" /* block size, bytes */
 #define SH5EV_ENV_MAX "SH5_EVENTS_MAX"       /* file size cap, bytes */
 #define SH5EV_ENV_TASK "SLURM_PROCID"        /* global task id */
-#define SH5EV_ENV_WRITER "SH5_EVENTS_WRITER" /* "sync" (default), "thread" */
+#define SH5EV_ENV_WRITER "SH5_EVENTS_WRITER" /* "map" (default), "sync",
+						* "thread" */
 
 /* File header flags. */
 #define SH5EV_HF_AHEAD 0x1u	/* may be extended ahead: a block of magic

@@ -3,9 +3,13 @@
  *
  * Runs inside the user's MPI processes: libc only, no allocation or
  * system call on the hot path, nothing that can abort.  One process-wide
- * log; the block being filled lives in memory and is written whole, with
- * one pwrite() at its own offset, when full, by the recording thread
- * (the default, SH5_EVENTS_WRITER=sync) or, with SH5_EVENTS_WRITER=thread,
+ * log.  By default (SH5_EVENTS_WRITER=map) the blocks after the first
+ * are filled in place in a shared mapping of the file, extended and
+ * faulted in ahead a window at a time, and finished by writing their
+ * header (see map_window()).  Otherwise, and for block 0, the block
+ * being filled lives in memory and is written whole, with one pwrite()
+ * at its own offset, when full, by the recording thread
+ * (SH5_EVENTS_WRITER=sync) or, with SH5_EVENTS_WRITER=thread,
  * by a writer thread that takes full blocks from a ring of RING blocks
  * (started at the first full block, joined at close); the recording
  * thread never waits for it: when the ring is full, or the thread could
