@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,19 @@
 #include "evtest.h"
 
 #define T0 1700000000000000000ll
+
+/* A file system without fallocate(): this definition interposes libc's
+ * for the library linked into this program while g_no_fallocate. */
+static int g_no_fallocate;
+
+int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	if (g_no_fallocate) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	return (int)syscall(SYS_fallocate, fd, mode, off, len);
+}
 
 /* ------------------------------------------------------------ round trip */
 
@@ -552,6 +566,46 @@ START_TEST(test_evlog_kill9_loses_current_block)
 }
 END_TEST
 
+/* Where fallocate() fails the default writer falls back to pwrite():
+ * whole blocks, nothing extended, a kill -9 loses the current block. */
+START_TEST(test_evlog_map_fallback)
+{
+	struct sh5_evspill_info info;
+	struct sh5_error err = { "" };
+	struct evtest_got got;
+	uint32_t cap = sh5ev_block_capacity(4096);
+	char name[256];
+	pid_t pid;
+	int i, status;
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		g_no_fallocate = 1;
+		evtest_start("4096", NULL);
+		for (i = 0; i < 1000; i++)
+			sh5_evlog_event(SH5EV_K_PHASE, 0, 0, (uint32_t)i, 0,
+					-1, 0, T0 + i);
+		raise(SIGKILL);
+		_exit(3);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ck_assert_int_eq(evtest_files(name), 1);
+	ck_assert_int_eq(file_size(name),
+			 SH5EV_HEADER_SIZE + 1000 / cap * 4096);
+	ck_assert_msg(evtest_read(name, 0, &got, &info, &err) == 0, "%s",
+		      err.text);
+	ck_assert_uint_eq(info.blocks, 1000 / cap);
+	ck_assert_uint_eq(info.blocks_bad, 0);
+	ck_assert_uint_eq(info.unwritten, 0);
+	ck_assert_uint_eq(got.nevents, 1000 / cap * cap);
+	for (i = 0; i < (int)got.nevents; i++)
+		ck_assert_uint_eq(got.events[i].id, (uint32_t)i);
+	evtest_got_free(&got);
+}
+END_TEST
+
 /* The mapped file never grows past SH5_EVENTS_MAX, not even ahead, and
  * a normal close cuts it back to its whole blocks (LOST included); a
  * reader cap below the extended size does not mark a killed task's file
@@ -947,6 +1001,7 @@ static Suite *evlog_suite(void)
 	tcase_add_test(tc, test_evlog_relative_dir);
 	tcase_add_loop_test(tc, test_evlog_kill9_loses_current_block, 0, 2);
 	tcase_add_test(tc, test_evlog_map_size);
+	tcase_add_test(tc, test_evlog_map_fallback);
 	tcase_add_test(tc, test_evlog_writer_thread_roundtrip);
 	tcase_add_test(tc, test_evlog_writer_thread_kill9);
 	tcase_add_test(tc, test_evlog_writer_bad_value);
