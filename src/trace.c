@@ -1912,6 +1912,7 @@ struct obuf {
 	size_t len, cap;
 	const char *name;	/* the output, for write errors */
 	int werr;		/* a write to fd failed */
+	size_t total;		/* bytes written to fd */
 };
 
 static int obuf_flush(struct obuf *o)
@@ -1931,6 +1932,7 @@ static int obuf_flush(struct obuf *o)
 		}
 		off += (size_t)w;
 	}
+	o->total += o->len;
 	o->len = 0;
 	return 0;
 }
@@ -2115,7 +2117,8 @@ int sh5_trace_write(const struct sh5_trace *t, const char *in_path,
 	struct sh5_outfile out = { .fd = -1 };
 	struct csrc src;
 	struct obuf o;
-	int rc = -1, saved;
+	struct stat st;
+	int rc = -1, saved, prealloc = 0;
 
 	memset(&o, 0, sizeof(o));
 	o.fd = -1;
@@ -2131,9 +2134,12 @@ int sh5_trace_write(const struct sh5_trace *t, const char *in_path,
 		goto out;
 	o.fd = out.fd;
 	o.name = strcmp(out_path, "-") ? out_path : "stdout";
+	if (out.tmp && fstat(src.fd, &st) == 0 && st.st_size > 0)
+		prealloc = fallocate(o.fd, 0, 0, st.st_size) == 0;
 	if (write_src(t, &src, times, &o, in_path, errp) < 0)
 		goto out;
-	if (obuf_flush(&o) < 0) {
+	if (obuf_flush(&o) < 0 ||
+	    (prealloc && ftruncate(o.fd, (off_t)o.total) < 0)) {
 		sh5_errprintf(errp, "%s: write failed: %s", o.name,
 			      strerror(errno));
 		goto out;
