@@ -1965,15 +1965,21 @@ static const char digit_pairs[201] =
 	"34353637383940414243444546474849505152535455565758596061626364656667"
 	"6869707172737475767778798081828384858687888990919293949596979899";
 
-/* Exactly eight digits of v < 10^8. */
+/* Exactly eight digits of v < 10^8, without a table (SWAR): the two
+ * halves of four digits in 32-bit lanes, split into pairs in 16-bit
+ * lanes, then into digits in bytes (little-endian: the first digit is
+ * the lowest byte).  Exact: x * 5243 >> 19 is x / 100 for x < 10^4,
+ * x * 103 >> 10 is x / 10 for x < 100. */
 static inline void put8(char *o, uint32_t v)
 {
-	uint32_t hi = v / 10000, lo = v % 10000;
+	uint64_t x = (v / 10000) | ((uint64_t)(v % 10000) << 32), q;
 
-	memcpy(o, digit_pairs + 2 * (hi / 100), 2);
-	memcpy(o + 2, digit_pairs + 2 * (hi % 100), 2);
-	memcpy(o + 4, digit_pairs + 2 * (lo / 100), 2);
-	memcpy(o + 6, digit_pairs + 2 * (lo % 100), 2);
+	q = ((x * 5243) >> 19) & 0x0000007F0000007FULL;
+	x = q | ((x - q * 100) << 16);
+	q = ((x * 103) >> 10) & 0x000F000F000F000FULL;
+	x = q | ((x - q * 10) << 8);
+	x += 0x3030303030303030ULL;
+	memcpy(o, &x, 8);
 }
 
 /* Decimal digits of v < 10^8, no leading zeros. */
@@ -2044,59 +2050,195 @@ static inline const char *comma_or_nl(const char *q, const char *end)
 	return q;
 }
 
+/* The start of the line after the one at q (there is a '\n' before
+ * end); eight bytes at a time while eight are left. */
+static inline const char *next_line(const char *q, const char *end)
+{
+	for (; end - q >= 8; q += 8) {
+		uint64_t v, y;
+
+		memcpy(&v, q, 8);
+		y = v ^ 0x0A0A0A0A0A0A0A0AULL;
+		y = ~(((y & 0x7F7F7F7F7F7F7F7FULL) + 0x7F7F7F7F7F7F7F7FULL) |
+		      y) & 0x8080808080808080ULL;
+		if (y)
+			return q + (__builtin_ctzll(y) >> 3) + 1;
+	}
+	while (*q != '\n')
+		q++;
+	return q + 1;
+}
+
+/* Write v over the len bytes at f when its decimal form has exactly that
+ * length (the common case: 19 digits, nanoseconds since 1970).  Returns
+ * 1 when written, 0 when the lengths differ (nothing written). */
+static inline int put_time_over(char *f, size_t len, int64_t v)
+{
+	char tmp[24];
+	uint64_t hi;
+
+	if (len == 19 && v >= 1000000000000000000LL) {
+		hi = (uint64_t)v / 100000000u;
+		put8(f + 11, (uint32_t)((uint64_t)v % 100000000u));
+		put8(f + 3, (uint32_t)(hi % 100000000u));
+		hi /= 100000000u;	/* 100 .. 922 */
+		f[0] = (char)('0' + hi / 100);
+		memcpy(f + 1, digit_pairs + 2 * (hi % 100), 2);
+		return 1;
+	}
+	if (fmt_i64(tmp, v) != len)
+		return 0;
+	memcpy(f, tmp, len);
+	return 1;
+}
+
+/* Where write_src() is: the line number of the last line done, the next
+ * event and its line. */
+struct wcur {
+	uint32_t line, next;
+	size_t k;
+};
+
+static inline void wcur_next(const struct sh5_trace *t, struct wcur *c)
+{
+	c->k++;
+	c->next = c->k < t->nev ? t->ev[c->k].line : 0;
+}
+
+/* The lines p[0..n) copied to o one by one, the time field (between the
+ * first two commas) of every event line replaced.  Returns 0, 1 when an
+ * event line lacks its commas (the input changed), -1 with errno set. */
+static int write_lines(const struct sh5_trace *t, const char *p, size_t n,
+		       const int64_t *times, struct wcur *c, struct obuf *o)
+{
+	const char *end = p + n, *c1, *c2, *nl;
+	size_t ln;
+	char *w;
+
+	for (; p < end; p = nl) {
+		c->line++;
+		if (c->line != c->next) {
+			nl = next_line(p, end);
+			ln = (size_t)(nl - p);
+			if (obuf_room(o, ln) < 0)
+				return -1;
+			memcpy(o->buf + o->len, p, ln);
+			o->len += ln;
+			continue;
+		}
+		c1 = comma_or_nl(p, end);
+		c2 = *c1 == ',' ? comma_or_nl(c1 + 1, end) : c1;
+		if (*c2 != ',')
+			return 1;
+		nl = next_line(c2, end);
+		if (obuf_room(o, (size_t)(nl - p) + 24) < 0)
+			return -1;
+		w = o->buf + o->len;
+		memcpy(w, p, (size_t)(c1 + 1 - p));
+		w += c1 + 1 - p;
+		w += fmt_i64(w, times[c->k]);
+		memcpy(w, c2, (size_t)(nl - c2));
+		w += nl - c2;
+		o->len = (size_t)(w - o->buf);
+		wcur_next(t, c);
+	}
+	return 0;
+}
+
+/* n bytes at p to the output: through the buffer, or (a file output)
+ * straight from p after what the buffer holds.  0, or -1 with errno
+ * set. */
+static int obuf_put(struct obuf *o, const char *p, size_t n)
+{
+	ssize_t w;
+
+	if (o->fd < 0 || n < 4096) {
+		if (obuf_room(o, n) < 0)
+			return -1;
+		memcpy(o->buf + o->len, p, n);
+		o->len += n;
+		return 0;
+	}
+	if (obuf_flush(o) < 0)
+		return -1;
+	while (n) {
+		w = write(o->fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			o->werr = 1;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+		o->total += (size_t)w;
+	}
+	return 0;
+}
+
+/* The same for a block of whole lines that may be changed in place
+ * (the source's buffer), faster: each new time is written over the old
+ * one and the block goes out in one piece; from the first line whose new
+ * time has another length on, line by line. */
+static int write_block(const struct sh5_trace *t, char *p, size_t n,
+		       const int64_t *times, struct wcur *c, struct obuf *o)
+{
+	char *end = p + n, *q, *c1, *c2;
+
+	for (q = p; q < end;) {
+		if (c->line + 1 != c->next) {
+			c->line++;
+			q = (char *)next_line(q, end);
+			continue;
+		}
+		c1 = (char *)comma_or_nl(q, end);
+		c2 = *c1 == ',' ? (char *)comma_or_nl(c1 + 1, end) : c1;
+		if (*c2 != ',' ||
+		    !put_time_over(c1 + 1, (size_t)(c2 - c1 - 1),
+				   times[c->k])) {
+			if (obuf_put(o, p, (size_t)(q - p)) < 0)
+				return -1;
+			return write_lines(t, q, (size_t)(end - q), times, c,
+					   o);
+		}
+		c->line++;
+		wcur_next(t, c);
+		q = (char *)next_line(c2, end);
+	}
+	return obuf_put(o, p, n);
+}
+
 /* Copy the input to o with the time field (between the first two
  * commas) of every event line replaced. */
 static int write_src(const struct sh5_trace *t, struct csrc *src,
 		     const int64_t *times, struct obuf *o, const char *name,
 		     struct sh5_error *errp)
 {
-	const char *p, *end, *c1, *c2, *nl;
-	size_t n, k = 0, ln;
-	uint32_t line = 0, next = t->nev ? t->ev[0].line : 0;
-	int r, virt;
-	char *w;
+	struct wcur c = { 0, t->nev ? t->ev[0].line : 0, 0 };
+	const char *p;
+	size_t n;
+	int r, w, virt;
 
 	while ((r = csrc_next(src, &p, &n, &virt)) > 0) {
-		for (end = p + n; p < end; p = nl + 1) {
-			line++;
-			if (line != next) {
-				nl = memchr(p, '\n', (size_t)(end - p));
-				ln = (size_t)(nl + 1 - p);
-				if (obuf_room(o, ln) < 0)
-					goto syserr;
-				memcpy(o->buf + o->len, p, ln);
-				o->len += ln;
-				continue;
-			}
-			c1 = comma_or_nl(p, end);
-			c2 = *c1 == ',' ? comma_or_nl(c1 + 1, end) : c1;
-			if (*c2 != ',') {
-				errno = EINVAL;
-				return sh5_errprintf(errp, "%s:%u: input "
-						     "changed while "
-						     "synchronizing", name,
-						     line);
-			}
-			nl = memchr(c2, '\n', (size_t)(end - c2));
-			ln = (size_t)(nl + 1 - p);
-			if (obuf_room(o, ln + 24) < 0)
-				goto syserr;
-			w = o->buf + o->len;
-			memcpy(w, p, (size_t)(c1 + 1 - p));
-			w += c1 + 1 - p;
-			w += fmt_i64(w, times[k]);
-			memcpy(w, c2, (size_t)(nl + 1 - c2));
-			w += nl + 1 - c2;
-			o->len = (size_t)(w - o->buf);
-			k++;
-			next = k < t->nev ? t->ev[k].line : 0;
+		/* an fd source's blocks are in its own buffer; the last
+		 * line with its '\n' added goes through o's buffer */
+		w = src->fd >= 0 && !virt ?
+		    write_block(t, (char *)p, n, times, &c, o) :
+		    write_lines(t, p, n, times, &c, o);
+		if (w < 0)
+			goto syserr;
+		if (w > 0) {
+			errno = EINVAL;
+			return sh5_errprintf(errp, "%s:%u: input changed "
+					     "while synchronizing", name,
+					     c.line);
 		}
 		if (virt)
 			o->len--;	/* the '\n' added to the last line */
 	}
 	if (r < 0)
 		goto syserr;
-	if (k != t->nev) {
+	if (c.k != t->nev) {
 		errno = EINVAL;
 		return sh5_errprintf(errp, "%s: input changed while "
 				     "synchronizing", name);
