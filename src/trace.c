@@ -278,11 +278,15 @@ enum sh5_coll_class sh5_trace_op_class(unsigned op)
 	}
 }
 
-static int op_rooted(unsigned op)
+/* Rooted: 1-to-N or N-to-1 (a table: called once per collective line). */
+static inline int op_rooted(unsigned op)
 {
-	enum sh5_coll_class c = sh5_trace_op_class(op);
+	static const uint8_t rooted[SH5_OP_COUNT] = {
+		[SH5_OP_BCAST] = 1, [SH5_OP_SCATTER] = 1,
+		[SH5_OP_GATHER] = 1, [SH5_OP_REDUCE] = 1,
+	};
 
-	return c == SH5_COLL_1TON || c == SH5_COLL_NTO1;
+	return op < SH5_OP_COUNT && rooted[op];
 }
 
 static unsigned op_lookup(const char *s, size_t len)
