@@ -1136,7 +1136,20 @@ static inline const char *fld_int(const char *q, int signed_ok, char term,
 				  int64_t *out)
 {
 	int neg = signed_ok && *q == '-';
+	unsigned d0 = (unsigned char)q[0] - '0', d1;
 
+	/* one or two digits: most fields */
+	if (d0 <= 9) {
+		if (q[1] == term) {
+			*out = d0;
+			return q + 2;
+		}
+		d1 = (unsigned char)q[1] - '0';
+		if (d1 <= 9 && q[2] == term) {
+			*out = d0 * 10 + d1;
+			return q + 3;
+		}
+	}
 	return fld_digits(q + neg, 0, 0, neg, term, out);
 }
 
