@@ -454,6 +454,7 @@ struct parser {
 	size_t nnode_named;
 	uint32_t *loc_node_named;	/* per location, NONE if no #node */
 	size_t lncap;
+	size_t othercap;		/* of t->other */
 };
 
 #define NOMEM(p) do { errno = ENOMEM; goto nomem; } while (0)
@@ -1771,13 +1772,31 @@ static int read_line(struct parser *p, const char *s, size_t len,
 	return parse_data(p, s, len, line) < 0 ? -1 : 0;
 }
 
+/* Line `line` is done: note it in t->other unless it added an event
+ * (nev0: the events before it).  0, or -1 on memory error. */
+static inline int line_done(struct parser *p, uint32_t line, size_t nev0)
+{
+	struct sh5_trace *t = p->t;
+	uint32_t *o;
+
+	if (t->nev != nev0)
+		return 0;
+	o = t->nother < p->othercap ? t->other :
+	    grow(t->other, &p->othercap, t->nother + 1, sizeof(*o));
+	if (!o)
+		return -1;
+	t->other = o;
+	o[t->nother++] = line;
+	return 0;
+}
+
 static struct sh5_trace *read_src(struct csrc *src, const char *name,
 				  size_t sizehint, struct sh5_error *errp)
 {
 	struct parser p;
 	struct sh5_trace *t;
 	const char *blk, *bend, *nl;
-	size_t n;
+	size_t n, nev0;
 	uint32_t line = 0;
 	int r, rl, virt, nomem = 0;
 
@@ -1814,6 +1833,7 @@ static struct sh5_trace *read_src(struct csrc *src, const char *name,
 				goto fail;
 			}
 			line++;
+			nev0 = t->nev;
 			/* Most lines: an event of a simple shape. */
 			if ((unsigned)((unsigned char)*blk - '0') <= 9 &&
 			    line > 1) {
@@ -1821,6 +1841,8 @@ static struct sh5_trace *read_src(struct csrc *src, const char *name,
 							      line, &nomem);
 				if (next) {
 					blk = next;
+					if (line_done(&p, line, nev0) < 0)
+						NOMEM(p);
 					continue;
 				}
 				if (nomem)
@@ -1829,7 +1851,7 @@ static struct sh5_trace *read_src(struct csrc *src, const char *name,
 			nl = memchr(blk, '\n', (size_t)(bend - blk));
 			rl = read_line(&p, blk, (size_t)(nl - blk), line,
 				       errp);
-			if (rl == -1)
+			if (rl == -1 || line_done(&p, line, nev0) < 0)
 				NOMEM(p);
 			if (rl < 0)
 				goto fail;
@@ -1918,6 +1940,7 @@ void sh5_trace_destroy(struct sh5_trace *t)
 	free(t->comm_members);
 	free(t->inst);
 	free(t->inst_begin);
+	free(t->other);
 	free(t);
 }
 
@@ -2109,17 +2132,32 @@ static inline int put_time_over(char *f, size_t len, int64_t v)
 	return 1;
 }
 
-/* Where write_src() is: the line number of the last line done, the next
- * event and its line. */
+/* Where write_src() is: the lines done, the next line that is not an
+ * event line (t->other[oi], or every line after the last), the next
+ * event.  Lines 1 .. t->nlines not in t->other are the t->nev event
+ * lines, so k stays below t->nev on an event line. */
 struct wcur {
-	uint32_t line, next;
-	size_t k;
+	uint32_t line, skip;
+	size_t oi, k;
 };
 
-static inline void wcur_next(const struct sh5_trace *t, struct wcur *c)
+static inline void wcur_init(const struct sh5_trace *t, struct wcur *c)
 {
-	c->k++;
-	c->next = c->k < t->nev ? t->ev[c->k].line : 0;
+	c->line = 0;
+	c->oi = 0;
+	c->k = 0;
+	c->skip = t->nother ? t->other[0] : (uint32_t)t->nlines + 1;
+}
+
+/* The next line: 1 when it is an event line. */
+static inline int wcur_line(const struct sh5_trace *t, struct wcur *c)
+{
+	if (++c->line != c->skip)
+		return 1;
+	c->oi++;
+	c->skip = c->oi < t->nother ? t->other[c->oi] :
+		  c->line > t->nlines ? c->line + 1 : (uint32_t)t->nlines + 1;
+	return 0;
 }
 
 /* The lines p[0..n) copied to o one by one, the time field (between the
@@ -2133,8 +2171,7 @@ static int write_lines(const struct sh5_trace *t, const char *p, size_t n,
 	char *w;
 
 	for (; p < end; p = nl) {
-		c->line++;
-		if (c->line != c->next) {
+		if (!wcur_line(t, c)) {
 			nl = next_line(p, end);
 			ln = (size_t)(nl - p);
 			if (obuf_room(o, ln) < 0)
@@ -2157,7 +2194,7 @@ static int write_lines(const struct sh5_trace *t, const char *p, size_t n,
 		memcpy(w, c2, (size_t)(nl - c2));
 		w += nl - c2;
 		o->len = (size_t)(w - o->buf);
-		wcur_next(t, c);
+		c->k++;
 	}
 	return 0;
 }
@@ -2203,8 +2240,8 @@ static int write_block(const struct sh5_trace *t, char *p, size_t n,
 	char *end = p + n, *q, *c1, *c2;
 
 	for (q = p; q < end;) {
-		if (c->line + 1 != c->next) {
-			c->line++;
+		if (c->line + 1 == c->skip) {
+			wcur_line(t, c);
 			q = (char *)next_line(q, end);
 			continue;
 		}
@@ -2219,7 +2256,7 @@ static int write_block(const struct sh5_trace *t, char *p, size_t n,
 					   o);
 		}
 		c->line++;
-		wcur_next(t, c);
+		c->k++;
 		q = (char *)next_line(c2, end);
 	}
 	return obuf_put(o, p, n);
@@ -2231,11 +2268,12 @@ static int write_src(const struct sh5_trace *t, struct csrc *src,
 		     const int64_t *times, struct obuf *o, const char *name,
 		     struct sh5_error *errp)
 {
-	struct wcur c = { 0, t->nev ? t->ev[0].line : 0, 0 };
+	struct wcur c;
 	const char *p;
 	size_t n;
 	int r, w, virt;
 
+	wcur_init(t, &c);
 	while ((r = csrc_next(src, &p, &n, &virt)) > 0) {
 		/* an fd source's blocks are in its own buffer; the last
 		 * line with its '\n' added goes through o's buffer */

@@ -141,6 +141,10 @@ struct sh5_trace {
 	int64_t mu_intra;
 
 	size_t nlines;			/* lines in the file */
+	uint32_t *other;		/* the lines that are not event
+					 * lines, ascending (the writer's
+					 * map of the file) */
+	size_t nother;
 	size_t nmsg;			/* matched p2p messages */
 
 	/* Problems found, in the order found; nproblems counts all of them,
