@@ -10,6 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "trace.h"
 #include "common/outfile.h"
@@ -2230,6 +2233,60 @@ static int obuf_put(struct obuf *o, const char *p, size_t n)
 	return 0;
 }
 
+#ifdef __SSE2__
+/* Bit i set in *commas (*nls) when q[i] is ',' ('\n'), for the 64 bytes
+ * at q (all readable). */
+static inline void marks64(const char *q, uint64_t *commas, uint64_t *nls)
+{
+	const __m128i cm = _mm_set1_epi8(','), nl = _mm_set1_epi8('\n');
+	uint64_t c = 0, n = 0;
+	unsigned i;
+
+	for (i = 0; i < 64; i += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(q + i));
+
+		c |= (uint64_t)(unsigned)_mm_movemask_epi8(
+			_mm_cmpeq_epi8(v, cm)) << i;
+		n |= (uint64_t)(unsigned)_mm_movemask_epi8(
+			_mm_cmpeq_epi8(v, nl)) << i;
+	}
+	*commas = c;
+	*nls = n;
+}
+#endif
+
+/* The event line at q (a '\n' before end): its time field from *c1 + 1
+ * to the second comma (returned), its end in *nl (after the '\n');
+ * NULL when the line has no two commas. */
+static inline char *time_field(char *q, char *end, char **c1, char **nl)
+{
+	char *c2;
+
+#ifdef __SSE2__
+	if (end - q >= 64) {
+		uint64_t cm, nm;
+
+		marks64(q, &cm, &nm);
+		if (nm) {
+			nm &= -nm;	/* the first '\n' */
+			cm &= nm - 1;	/* commas before it */
+			*nl = q + __builtin_ctzll(nm) + 1;
+			if (!cm || !(cm & (cm - 1)))
+				return NULL;
+			*c1 = q + __builtin_ctzll(cm);
+			cm &= cm - 1;
+			return q + __builtin_ctzll(cm);
+		}
+	}
+#endif
+	*c1 = (char *)comma_or_nl(q, end);
+	c2 = **c1 == ',' ? (char *)comma_or_nl(*c1 + 1, end) : *c1;
+	if (*c2 != ',')
+		return NULL;
+	*nl = (char *)next_line(c2, end);
+	return c2;
+}
+
 /* The same for a block of whole lines that may be changed in place
  * (the source's buffer), faster: each new time is written over the old
  * one and the block goes out in one piece; from the first line whose new
@@ -2237,7 +2294,7 @@ static int obuf_put(struct obuf *o, const char *p, size_t n)
 static int write_block(const struct sh5_trace *t, char *p, size_t n,
 		       const int64_t *times, struct wcur *c, struct obuf *o)
 {
-	char *end = p + n, *q, *c1, *c2;
+	char *end = p + n, *q, *c1, *c2, *nl;
 
 	for (q = p; q < end;) {
 		if (c->line + 1 == c->skip) {
@@ -2245,11 +2302,9 @@ static int write_block(const struct sh5_trace *t, char *p, size_t n,
 			q = (char *)next_line(q, end);
 			continue;
 		}
-		c1 = (char *)comma_or_nl(q, end);
-		c2 = *c1 == ',' ? (char *)comma_or_nl(c1 + 1, end) : c1;
-		if (*c2 != ',' ||
-		    !put_time_over(c1 + 1, (size_t)(c2 - c1 - 1),
-				   times[c->k])) {
+		c2 = time_field(q, end, &c1, &nl);
+		if (!c2 || !put_time_over(c1 + 1, (size_t)(c2 - c1 - 1),
+					  times[c->k])) {
 			if (obuf_put(o, p, (size_t)(q - p)) < 0)
 				return -1;
 			return write_lines(t, q, (size_t)(end - q), times, c,
@@ -2257,7 +2312,7 @@ static int write_block(const struct sh5_trace *t, char *p, size_t n,
 		}
 		c->line++;
 		c->k++;
-		q = (char *)next_line(c2, end);
+		q = nl;
 	}
 	return obuf_put(o, p, n);
 }
