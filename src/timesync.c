@@ -1039,19 +1039,19 @@ static int forward(struct clc *x, struct sh5_error *errp)
 			s = t->ev[e].kind == SH5_EV_RECV ? t->ev[e].link :
 			    SH5_TRACE_NONE;
 			if (s != SH5_TRACE_NONE)
-				sh5_trace_problem_add(t, t->ev[e].line,
+				sh5_trace_problem_add(t, sh5_trace_line(t, e),
 					"cyclic dependency: this RECV waits "
 					"for its SEND (line %u), which "
-					"depends on it", t->ev[s].line);
+					"depends on it", sh5_trace_line(t, s));
 			else
-				sh5_trace_problem_add(t, t->ev[e].line,
+				sh5_trace_problem_add(t, sh5_trace_line(t, e),
 					"cyclic dependency: this CEND waits "
 					"for begins that depend on it");
 			if (!p->allow_partial) {
 				errno = EDEADLK;
 				sh5_errprintf(errp, "line %u: cyclic "
 					      "dependency between messages",
-					      t->ev[e].line);
+					      sh5_trace_line(t, e));
 				goto out;
 			}
 			/* Drop the constraint and go on. */

@@ -342,6 +342,22 @@ void sh5_trace_problem_add(struct sh5_trace *t, uint32_t line,
 	t->nproblems++;
 }
 
+uint32_t sh5_trace_line(const struct sh5_trace *t, size_t e)
+{
+	size_t lo = 0, hi = t->nother, mid;
+
+	/* other[j] - 1 - j events come before other line j: count the
+	 * other lines with at most e events before them */
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (t->other[mid] - 1 - mid <= e)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint32_t)(e + 1 + lo);
+}
+
 /* Eight ASCII digits at s to their value (SWAR); -1 if any is not a
  * digit. */
 static int digits8(const char *s, uint64_t *out)
@@ -979,7 +995,6 @@ static inline int add_event(struct parser *p, const struct rec *r,
 	}
 	e = &t->ev[t->nev];
 	t->loc[t->nev] = li;
-	e->line = line;
 	e->link = SH5_TRACE_NONE;
 	e->ref = SH5_TRACE_NONE;
 	e->aux = SH5_TRACE_NONE;
@@ -1065,7 +1080,8 @@ static inline int add_event(struct parser *p, const struct rec *r,
 				sh5_trace_problem_add(t, line, "CBEGIN at "
 					"location %lld before the CEND of the "
 					"collective begun at line %u",
-					(long long)lid, o->line);
+					(long long)lid,
+					sh5_trace_line(t, p->ls[li].open));
 				o->flags |= SH5_EVF_FREE;
 			}
 			p->ls[li].open = (uint32_t)t->nev;
@@ -1087,7 +1103,7 @@ static inline int add_event(struct parser *p, const struct rec *r,
 						"CEND does not repeat the "
 						"operation, communicator and "
 						"root of its CBEGIN (line %u)",
-						o->line);
+						sh5_trace_line(t, bi));
 					o->flags |= SH5_EVF_FREE;
 					e->flags |= SH5_EVF_FREE;
 				} else {
@@ -1361,7 +1377,7 @@ static int match_p2p(struct parser *p)
 			t->nmsg++;
 		}
 		for (; a < ae; a++) {
-			sh5_trace_problem_add(t, t->ev[sl[a]].line,
+			sh5_trace_problem_add(t, sh5_trace_line(t, sl[a]),
 				"unmatched SEND from %lld to %lld (tag %lld, "
 				"comm %lld): no matching RECV",
 				(long long)t->loc_id[ch->src],
@@ -1370,7 +1386,7 @@ static int match_p2p(struct parser *p)
 			t->ev[sl[a]].flags |= SH5_EVF_FREE;
 		}
 		for (; b < be; b++) {
-			sh5_trace_problem_add(t, t->ev[rl[b]].line,
+			sh5_trace_problem_add(t, sh5_trace_line(t, rl[b]),
 				"unmatched RECV at %lld from %lld (tag %lld, "
 				"comm %lld): no matching SEND",
 				(long long)t->loc_id[ch->dst],
@@ -1489,7 +1505,8 @@ static int assemble_colls(struct parser *p)
 			continue;
 		}
 		if (e->link == SH5_TRACE_NONE) {
-			sh5_trace_problem_add(t, e->line, "CBEGIN without a "
+			sh5_trace_problem_add(t, sh5_trace_line(t, i),
+				"CBEGIN without a "
 					      "CEND at location %lld",
 					      (long long)t->loc_id[t->loc[i]]);
 			free_flag_coll(t, (uint32_t)i);
@@ -1506,7 +1523,8 @@ static int assemble_colls(struct parser *p)
 			lc[t->loc[i]].rank = rank;
 		}
 		if (rank == SH5_TRACE_NONE) {
-			sh5_trace_problem_add(t, e->line, "location %lld is "
+			sh5_trace_problem_add(t, sh5_trace_line(t, i),
+				"location %lld is "
 				"not a member of communicator %lld",
 				(long long)t->loc_id[t->loc[i]],
 				(long long)t->comm_id[e->ref]);
@@ -1516,7 +1534,8 @@ static int assemble_colls(struct parser *p)
 		if (op_rooted(e->op) && !(lc[e->aux].comm == e->ref &&
 					  lc[e->aux].rank != SH5_TRACE_NONE) &&
 		    RANK(e->ref, e->aux) == SH5_TRACE_NONE) {
-			sh5_trace_problem_add(t, e->line, "root %lld of %s is "
+			sh5_trace_problem_add(t, sh5_trace_line(t, i),
+				"root %lld of %s is "
 				"not a member of communicator %lld",
 				(long long)t->loc_id[e->aux], op_names[e->op],
 				(long long)t->comm_id[e->ref]);
@@ -1574,6 +1593,7 @@ static int assemble_colls(struct parser *p)
 			uint32_t *b = t->inst_begin + moff[c] + k * size;
 			uint32_t ok = 1;
 			struct sh5_trace_event *fe = NULL;
+			uint32_t fi = 0;
 
 			for (r = 0; r < size; r++) {
 				if (b[r] == SH5_TRACE_NONE) {
@@ -1581,13 +1601,13 @@ static int assemble_colls(struct parser *p)
 					continue;
 				}
 				if (!fe)
-					fe = &t->ev[b[r]];
+					fe = &t->ev[fi = b[r]];
 			}
 			if (!ok) {
 				for (r = 0; r < size; r++)
 					if (b[r] == SH5_TRACE_NONE)
 						break;
-				sh5_trace_problem_add(t, fe->line,
+				sh5_trace_problem_add(t, sh5_trace_line(t, fi),
 					"collective #%zu (%s) on communicator "
 					"%lld: member %lld never calls it",
 					k + 1, op_names[fe->op],
@@ -1605,14 +1625,15 @@ static int assemble_colls(struct parser *p)
 						op_desc(t, e, x1, sizeof(x1));
 						op_desc(t, fe, x2, sizeof(x2));
 						sh5_trace_problem_add(t,
-							e->line,
+							sh5_trace_line(t, b[r]),
 							"collective #%zu on "
 							"communicator %lld: "
 							"%s here but %s at "
 							"line %u", k + 1,
 							(long long)
 							t->comm_id[c],
-							x1, x2, fe->line);
+							x1, x2,
+							sh5_trace_line(t, fi));
 						ok = 0;
 						break;
 					}
@@ -1672,7 +1693,8 @@ static int finish(struct parser *p)
 		if (p->ls[i].open != SH5_TRACE_NONE) {
 			struct sh5_trace_event *e = &t->ev[p->ls[i].open];
 
-			sh5_trace_problem_add(t, e->line, "CBEGIN without a "
+			sh5_trace_problem_add(t, sh5_trace_line(t,
+					      p->ls[i].open), "CBEGIN without a "
 					      "CEND at location %lld",
 					      (long long)t->loc_id[i]);
 			e->flags |= SH5_EVF_FREE;
