@@ -1693,10 +1693,10 @@ static int finish(struct parser *p)
 		if (p->ls[i].open != SH5_TRACE_NONE) {
 			struct sh5_trace_event *e = &t->ev[p->ls[i].open];
 
-			sh5_trace_problem_add(t, sh5_trace_line(t,
-					      p->ls[i].open), "CBEGIN without a "
-					      "CEND at location %lld",
-					      (long long)t->loc_id[i]);
+			sh5_trace_problem_add(t,
+				sh5_trace_line(t, p->ls[i].open),
+				"CBEGIN without a CEND at location %lld",
+				(long long)t->loc_id[i]);
 			e->flags |= SH5_EVF_FREE;
 		}
 	}
