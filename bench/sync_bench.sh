@@ -16,6 +16,10 @@
 # peak RSS of one clc run at EVENTS/4, EVENTS/2 and EVENTS (linear in
 # events, bytes per event constant).  Files
 # go to a temporary directory under ${TMPDIR:-/tmp}, removed at the end.
+#
+# SYNC_BENCH_BASE=/path/to/an/older/sh5merge times that binary's clc
+# runs too, interleaved with this build's (ABAB...), and prints both
+# and their ratio: a before/after from one run on the same trace.
 set -eu
 B=$(cd "${1:-.}" && pwd)
 N=${2:-10000000}
@@ -36,11 +40,11 @@ $GEN -o $W/in.csv -t $W/truth.txt -e $N -n $P -m $M --mu-directives > $W/gen.txt
 EV=$(awk '/^events/ {print $2}' $W/gen.txt)
 echo "trace: $EV events, $(stat -c %s $W/in.csv) bytes"
 
-run() {	# method -> best wall s, best CPU s (user+sys), peak RSS (KB)
-	local wall="" cpu="" rss=0 i s u y r c
+run() {	# method [binary] -> best wall s, best CPU s (user+sys), peak RSS (KB)
+	local wall="" cpu="" rss=0 i s u y r c bin=${2:-$SH5}
 	for i in 1 2 3; do
 		rm -f $W/out.csv	# not the run's work: unlinking 400 MB
-		/usr/bin/time -f "%e %U %S %M" -o $W/time.txt $PIN $SH5 sync $W/in.csv -o $W/out.csv --method $1
+		/usr/bin/time -f "%e %U %S %M" -o $W/time.txt $PIN $bin sync $W/in.csv -o $W/out.csv --method $1
 		read s u y r < $W/time.txt
 		c=$(awk "BEGIN {print $u + $y}")
 		if [ -z "$wall" ] || awk "BEGIN {exit !($s < $wall)}"; then
@@ -53,6 +57,33 @@ run() {	# method -> best wall s, best CPU s (user+sys), peak RSS (KB)
 	done
 	echo "$wall $cpu $rss"
 }
+if [ -n "${SYNC_BENCH_BASE:-}" ]; then
+	# before (the older binary) and after (this build), interleaved
+	bw=() bc=() br=() aw=() ac=() ar=()
+	for k in 1 2 3; do
+		read w c r < <(run clc "$SYNC_BENCH_BASE")
+		bw+=($w) bc+=($c) br+=($r)
+		read w c r < <(run clc)
+		aw+=($w) ac+=($c) ar+=($r)
+	done
+	cp $W/out.csv $W/after.csv
+	rm -f $W/out.csv
+	$PIN $SYNC_BENCH_BASE sync $W/in.csv -o $W/out.csv --method clc
+	if cmp -s $W/out.csv $W/after.csv; then same="identical"; else same="DIFFERENT"; fi
+	echo "before ($SYNC_BENCH_BASE) and after (this build), clc, 3 rounds of 3 runs:"
+	printf '%s\n' "${bc[@]}" | sort -n > $W/bc.txt
+	printf '%s\n' "${ac[@]}" | sort -n > $W/ac.txt
+	awk -v n=$EV -v b="$(sed -n 2p $W/bc.txt)" -v a="$(sed -n 2p $W/ac.txt)" \
+	    -v bmin="$(sed -n 1p $W/bc.txt)" -v amin="$(sed -n 1p $W/ac.txt)" \
+	    -v bmax="$(sed -n 3p $W/bc.txt)" -v amax="$(sed -n 3p $W/ac.txt)" \
+	    -v rb="${br[0]}" -v ra="${ar[0]}" -v same=$same 'BEGIN {
+		printf "  before: CPU %.2f s (%.2f-%.2f) = %.2f M events/s (%.2f x target), peak RSS %.1f bytes/event\n",
+			b, bmin, bmax, n / b / 1e6, n / b / 10e6, rb * 1024 / n
+		printf "  after:  CPU %.2f s (%.2f-%.2f) = %.2f M events/s (%.2f x target), peak RSS %.1f bytes/event\n",
+			a, amin, amax, n / a / 1e6, n / a / 10e6, ra * 1024 / n
+		printf "  after/before CPU %.3f, RSS %.3f; outputs %s\n", a / b, ra / rb, same
+	}'
+fi
 read tc cc rc < <(run clc)
 read to co ro < <(run offset)
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (wall time suffers when the machine is shared; CPU time less so)"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "commands.h"
@@ -52,17 +53,35 @@ static double now(clockid_t id)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* --timing: wall-clock and CPU seconds of each phase on stderr */
+/* System CPU seconds of this process so far; page faults in *flt. */
+static double sys_now(double *flt)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	*flt = (double)ru.ru_minflt + (double)ru.ru_majflt;
+	return (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* --timing: wall-clock, CPU and system CPU seconds and page faults of
+ * each phase on stderr (t0: the four at the end of the previous phase) */
 static void phase(int on, const char *name, double *t0)
 {
-	double w = now(CLOCK_MONOTONIC), c = now(CLOCK_PROCESS_CPUTIME_ID);
+	double w, c, y, f;
 
 	if (!on)
 		return;
-	fprintf(stderr, "sh5merge: sync: %-8s %.3f s (cpu %.3f s)\n", name,
-		w - t0[0], c - t0[1]);
+	w = now(CLOCK_MONOTONIC);
+	c = now(CLOCK_PROCESS_CPUTIME_ID);
+	y = sys_now(&f);
+	fprintf(stderr, "sh5merge: sync: %-8s %.3f s (cpu %.3f s, sys %.3f "
+		"s, %.0f page faults)\n", name, w - t0[0], c - t0[1],
+		y - t0[2], f - t0[3]);
 	t0[0] = w;
 	t0[1] = c;
+	t0[2] = y;
+	t0[3] = f;
 }
 
 static void phase_cb(void *arg, const char *name)
@@ -184,8 +203,8 @@ int cmd_sync(int argc, char **argv)
 	};
 	const char *in, *out = NULL;
 	int clc = 1, stats = 0, partial = 0, c, rc = 1, timing = 0;
-	double t0[2] = { now(CLOCK_MONOTONIC),
-			 now(CLOCK_PROCESS_CPUTIME_ID) };
+	double t0[4] = { now(CLOCK_MONOTONIC),
+			 now(CLOCK_PROCESS_CPUTIME_ID), 0, 0 };
 	int64_t mu_ns = -1, mu_intra_ns = -1;
 	double gamma = 0.99;
 	struct sh5_error err = { "" };
@@ -266,6 +285,7 @@ int cmd_sync(int argc, char **argv)
 		return 2;
 	}
 	in = argv[optind];
+	t0[2] = sys_now(&t0[3]);
 	if (sh5_infile_check(in, &err) < 0) {
 		fprintf(stderr, "sh5merge: %s\n", err.text);
 		return 1;

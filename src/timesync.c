@@ -1039,19 +1039,19 @@ static int forward(struct clc *x, struct sh5_error *errp)
 			s = t->ev[e].kind == SH5_EV_RECV ? t->ev[e].link :
 			    SH5_TRACE_NONE;
 			if (s != SH5_TRACE_NONE)
-				sh5_trace_problem_add(t, t->ev[e].line,
+				sh5_trace_problem_add(t, sh5_trace_line(t, e),
 					"cyclic dependency: this RECV waits "
 					"for its SEND (line %u), which "
-					"depends on it", t->ev[s].line);
+					"depends on it", sh5_trace_line(t, s));
 			else
-				sh5_trace_problem_add(t, t->ev[e].line,
+				sh5_trace_problem_add(t, sh5_trace_line(t, e),
 					"cyclic dependency: this CEND waits "
 					"for begins that depend on it");
 			if (!p->allow_partial) {
 				errno = EDEADLK;
 				sh5_errprintf(errp, "line %u: cyclic "
 					      "dependency between messages",
-					      t->ev[e].line);
+					      sh5_trace_line(t, e));
 				goto out;
 			}
 			/* Drop the constraint and go on. */
@@ -1200,8 +1200,9 @@ struct hpt {
 /* Backward amortization of one jump: the events in the amortization
  * interval before it get the largest shift under the lower convex hull of
  * the ideal ramp's end points and the sending events' limits; the shift
- * of each event is the maximum over all jumps (shift[] starts at 0). */
-static int backward_one(struct clc *x, const struct jump *j, int64_t *shift,
+ * of each event is the maximum over all jumps.  out[] starts as the
+ * forward pass's times (LC') and gets LC' + shift. */
+static int backward_one(struct clc *x, const struct jump *j, int64_t *out,
 			struct hpt **hull, size_t *hcap, uint32_t **evs,
 			size_t *ecap)
 {
@@ -1307,10 +1308,10 @@ static int backward_one(struct clc *x, const struct jump *j, int64_t *shift,
 					qq--;	/* floor */
 				f = sat64(H[h].y + qq);
 			}
-			if (f > shift[e]) {
-				if (shift[e] == 0)
+			if (f > 0 && sadd(te, f) > out[e]) {
+				if (out[e] == te)
 					x->res->amortized++;
-				shift[e] = f;
+				out[e] = sadd(te, f);
 			}
 		}
 	}
@@ -1370,8 +1371,9 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 	}
 	if (forward(&x, errp) < 0)
 		goto out;
-	/* times[] is free now: it becomes the backward shift. */
-	memset(times, 0, t->nev * sizeof(*times));
+	/* times[] is free now: it gets LC', then LC' plus the backward
+	 * shift where there is one. */
+	memcpy(times, x.lcp, t->nev * sizeof(*times));
 	if (p->rate > 0 && x.njumps) {
 		x.emin = calloc(t->ninst + 1, sizeof(*x.emin));
 		if (!x.emin) {
@@ -1409,8 +1411,6 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 			}
 		}
 	}
-	for (i = 0; i < t->nev; i++)
-		times[i] = sadd(x.lcp[i], times[i]);
 	rc = 0;
 out:
 	if (x.lcp != p->work)

@@ -10,6 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "trace.h"
 #include "common/outfile.h"
@@ -278,11 +281,15 @@ enum sh5_coll_class sh5_trace_op_class(unsigned op)
 	}
 }
 
-static int op_rooted(unsigned op)
+/* Rooted: 1-to-N or N-to-1 (a table: called once per collective line). */
+static inline int op_rooted(unsigned op)
 {
-	enum sh5_coll_class c = sh5_trace_op_class(op);
+	static const uint8_t rooted[SH5_OP_COUNT] = {
+		[SH5_OP_BCAST] = 1, [SH5_OP_SCATTER] = 1,
+		[SH5_OP_GATHER] = 1, [SH5_OP_REDUCE] = 1,
+	};
 
-	return c == SH5_COLL_1TON || c == SH5_COLL_NTO1;
+	return op < SH5_OP_COUNT && rooted[op];
 }
 
 static unsigned op_lookup(const char *s, size_t len)
@@ -333,6 +340,22 @@ void sh5_trace_problem_add(struct sh5_trace *t, uint32_t line,
 		va_end(ap);
 	}
 	t->nproblems++;
+}
+
+uint32_t sh5_trace_line(const struct sh5_trace *t, size_t e)
+{
+	size_t lo = 0, hi = t->nother, mid;
+
+	/* other[j] - 1 - j events come before other line j: count the
+	 * other lines with at most e events before them */
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (t->other[mid] - 1 - mid <= e)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint32_t)(e + 1 + lo);
 }
 
 /* Eight ASCII digits at s to their value (SWAR); -1 if any is not a
@@ -450,6 +473,7 @@ struct parser {
 	size_t nnode_named;
 	uint32_t *loc_node_named;	/* per location, NONE if no #node */
 	size_t lncap;
+	size_t othercap;		/* of t->other */
 };
 
 #define NOMEM(p) do { errno = ENOMEM; goto nomem; } while (0)
@@ -971,7 +995,6 @@ static inline int add_event(struct parser *p, const struct rec *r,
 	}
 	e = &t->ev[t->nev];
 	t->loc[t->nev] = li;
-	e->line = line;
 	e->link = SH5_TRACE_NONE;
 	e->ref = SH5_TRACE_NONE;
 	e->aux = SH5_TRACE_NONE;
@@ -1057,7 +1080,8 @@ static inline int add_event(struct parser *p, const struct rec *r,
 				sh5_trace_problem_add(t, line, "CBEGIN at "
 					"location %lld before the CEND of the "
 					"collective begun at line %u",
-					(long long)lid, o->line);
+					(long long)lid,
+					sh5_trace_line(t, p->ls[li].open));
 				o->flags |= SH5_EVF_FREE;
 			}
 			p->ls[li].open = (uint32_t)t->nev;
@@ -1079,7 +1103,7 @@ static inline int add_event(struct parser *p, const struct rec *r,
 						"CEND does not repeat the "
 						"operation, communicator and "
 						"root of its CBEGIN (line %u)",
-						o->line);
+						sh5_trace_line(t, bi));
 					o->flags |= SH5_EVF_FREE;
 					e->flags |= SH5_EVF_FREE;
 				} else {
@@ -1132,7 +1156,20 @@ static inline const char *fld_int(const char *q, int signed_ok, char term,
 				  int64_t *out)
 {
 	int neg = signed_ok && *q == '-';
+	unsigned d0 = (unsigned char)q[0] - '0', d1;
 
+	/* one or two digits: most fields */
+	if (d0 <= 9) {
+		if (q[1] == term) {
+			*out = d0;
+			return q + 2;
+		}
+		d1 = (unsigned char)q[1] - '0';
+		if (d1 <= 9 && q[2] == term) {
+			*out = d0 * 10 + d1;
+			return q + 3;
+		}
+	}
 	return fld_digits(q + neg, 0, 0, neg, term, out);
 }
 
@@ -1340,7 +1377,7 @@ static int match_p2p(struct parser *p)
 			t->nmsg++;
 		}
 		for (; a < ae; a++) {
-			sh5_trace_problem_add(t, t->ev[sl[a]].line,
+			sh5_trace_problem_add(t, sh5_trace_line(t, sl[a]),
 				"unmatched SEND from %lld to %lld (tag %lld, "
 				"comm %lld): no matching RECV",
 				(long long)t->loc_id[ch->src],
@@ -1349,7 +1386,7 @@ static int match_p2p(struct parser *p)
 			t->ev[sl[a]].flags |= SH5_EVF_FREE;
 		}
 		for (; b < be; b++) {
-			sh5_trace_problem_add(t, t->ev[rl[b]].line,
+			sh5_trace_problem_add(t, sh5_trace_line(t, rl[b]),
 				"unmatched RECV at %lld from %lld (tag %lld, "
 				"comm %lld): no matching SEND",
 				(long long)t->loc_id[ch->dst],
@@ -1468,7 +1505,8 @@ static int assemble_colls(struct parser *p)
 			continue;
 		}
 		if (e->link == SH5_TRACE_NONE) {
-			sh5_trace_problem_add(t, e->line, "CBEGIN without a "
+			sh5_trace_problem_add(t, sh5_trace_line(t, i),
+				"CBEGIN without a "
 					      "CEND at location %lld",
 					      (long long)t->loc_id[t->loc[i]]);
 			free_flag_coll(t, (uint32_t)i);
@@ -1485,7 +1523,8 @@ static int assemble_colls(struct parser *p)
 			lc[t->loc[i]].rank = rank;
 		}
 		if (rank == SH5_TRACE_NONE) {
-			sh5_trace_problem_add(t, e->line, "location %lld is "
+			sh5_trace_problem_add(t, sh5_trace_line(t, i),
+				"location %lld is "
 				"not a member of communicator %lld",
 				(long long)t->loc_id[t->loc[i]],
 				(long long)t->comm_id[e->ref]);
@@ -1495,7 +1534,8 @@ static int assemble_colls(struct parser *p)
 		if (op_rooted(e->op) && !(lc[e->aux].comm == e->ref &&
 					  lc[e->aux].rank != SH5_TRACE_NONE) &&
 		    RANK(e->ref, e->aux) == SH5_TRACE_NONE) {
-			sh5_trace_problem_add(t, e->line, "root %lld of %s is "
+			sh5_trace_problem_add(t, sh5_trace_line(t, i),
+				"root %lld of %s is "
 				"not a member of communicator %lld",
 				(long long)t->loc_id[e->aux], op_names[e->op],
 				(long long)t->comm_id[e->ref]);
@@ -1553,6 +1593,7 @@ static int assemble_colls(struct parser *p)
 			uint32_t *b = t->inst_begin + moff[c] + k * size;
 			uint32_t ok = 1;
 			struct sh5_trace_event *fe = NULL;
+			uint32_t fi = 0;
 
 			for (r = 0; r < size; r++) {
 				if (b[r] == SH5_TRACE_NONE) {
@@ -1560,13 +1601,13 @@ static int assemble_colls(struct parser *p)
 					continue;
 				}
 				if (!fe)
-					fe = &t->ev[b[r]];
+					fe = &t->ev[fi = b[r]];
 			}
 			if (!ok) {
 				for (r = 0; r < size; r++)
 					if (b[r] == SH5_TRACE_NONE)
 						break;
-				sh5_trace_problem_add(t, fe->line,
+				sh5_trace_problem_add(t, sh5_trace_line(t, fi),
 					"collective #%zu (%s) on communicator "
 					"%lld: member %lld never calls it",
 					k + 1, op_names[fe->op],
@@ -1584,14 +1625,15 @@ static int assemble_colls(struct parser *p)
 						op_desc(t, e, x1, sizeof(x1));
 						op_desc(t, fe, x2, sizeof(x2));
 						sh5_trace_problem_add(t,
-							e->line,
+							sh5_trace_line(t, b[r]),
 							"collective #%zu on "
 							"communicator %lld: "
 							"%s here but %s at "
 							"line %u", k + 1,
 							(long long)
 							t->comm_id[c],
-							x1, x2, fe->line);
+							x1, x2,
+							sh5_trace_line(t, fi));
 						ok = 0;
 						break;
 					}
@@ -1651,9 +1693,10 @@ static int finish(struct parser *p)
 		if (p->ls[i].open != SH5_TRACE_NONE) {
 			struct sh5_trace_event *e = &t->ev[p->ls[i].open];
 
-			sh5_trace_problem_add(t, e->line, "CBEGIN without a "
-					      "CEND at location %lld",
-					      (long long)t->loc_id[i]);
+			sh5_trace_problem_add(t,
+				sh5_trace_line(t, p->ls[i].open),
+				"CBEGIN without a CEND at location %lld",
+				(long long)t->loc_id[i]);
 			e->flags |= SH5_EVF_FREE;
 		}
 	}
@@ -1754,13 +1797,31 @@ static int read_line(struct parser *p, const char *s, size_t len,
 	return parse_data(p, s, len, line) < 0 ? -1 : 0;
 }
 
+/* Line `line` is done: note it in t->other unless it added an event
+ * (nev0: the events before it).  0, or -1 on memory error. */
+static inline int line_done(struct parser *p, uint32_t line, size_t nev0)
+{
+	struct sh5_trace *t = p->t;
+	uint32_t *o;
+
+	if (t->nev != nev0)
+		return 0;
+	o = t->nother < p->othercap ? t->other :
+	    grow(t->other, &p->othercap, t->nother + 1, sizeof(*o));
+	if (!o)
+		return -1;
+	t->other = o;
+	o[t->nother++] = line;
+	return 0;
+}
+
 static struct sh5_trace *read_src(struct csrc *src, const char *name,
 				  size_t sizehint, struct sh5_error *errp)
 {
 	struct parser p;
 	struct sh5_trace *t;
 	const char *blk, *bend, *nl;
-	size_t n;
+	size_t n, nev0;
 	uint32_t line = 0;
 	int r, rl, virt, nomem = 0;
 
@@ -1797,6 +1858,7 @@ static struct sh5_trace *read_src(struct csrc *src, const char *name,
 				goto fail;
 			}
 			line++;
+			nev0 = t->nev;
 			/* Most lines: an event of a simple shape. */
 			if ((unsigned)((unsigned char)*blk - '0') <= 9 &&
 			    line > 1) {
@@ -1804,6 +1866,8 @@ static struct sh5_trace *read_src(struct csrc *src, const char *name,
 							      line, &nomem);
 				if (next) {
 					blk = next;
+					if (line_done(&p, line, nev0) < 0)
+						NOMEM(p);
 					continue;
 				}
 				if (nomem)
@@ -1812,7 +1876,7 @@ static struct sh5_trace *read_src(struct csrc *src, const char *name,
 			nl = memchr(blk, '\n', (size_t)(bend - blk));
 			rl = read_line(&p, blk, (size_t)(nl - blk), line,
 				       errp);
-			if (rl == -1)
+			if (rl == -1 || line_done(&p, line, nev0) < 0)
 				NOMEM(p);
 			if (rl < 0)
 				goto fail;
@@ -1901,6 +1965,7 @@ void sh5_trace_destroy(struct sh5_trace *t)
 	free(t->comm_members);
 	free(t->inst);
 	free(t->inst_begin);
+	free(t->other);
 	free(t);
 }
 
@@ -1912,6 +1977,7 @@ struct obuf {
 	size_t len, cap;
 	const char *name;	/* the output, for write errors */
 	int werr;		/* a write to fd failed */
+	size_t total;		/* bytes written to fd */
 };
 
 static int obuf_flush(struct obuf *o)
@@ -1931,6 +1997,7 @@ static int obuf_flush(struct obuf *o)
 		}
 		off += (size_t)w;
 	}
+	o->total += o->len;
 	o->len = 0;
 	return 0;
 }
@@ -1963,15 +2030,21 @@ static const char digit_pairs[201] =
 	"34353637383940414243444546474849505152535455565758596061626364656667"
 	"6869707172737475767778798081828384858687888990919293949596979899";
 
-/* Exactly eight digits of v < 10^8. */
+/* Exactly eight digits of v < 10^8, without a table (SWAR): the two
+ * halves of four digits in 32-bit lanes, split into pairs in 16-bit
+ * lanes, then into digits in bytes (little-endian: the first digit is
+ * the lowest byte).  Exact: x * 5243 >> 19 is x / 100 for x < 10^4,
+ * x * 103 >> 10 is x / 10 for x < 100. */
 static inline void put8(char *o, uint32_t v)
 {
-	uint32_t hi = v / 10000, lo = v % 10000;
+	uint64_t x = (v / 10000) | ((uint64_t)(v % 10000) << 32), q;
 
-	memcpy(o, digit_pairs + 2 * (hi / 100), 2);
-	memcpy(o + 2, digit_pairs + 2 * (hi % 100), 2);
-	memcpy(o + 4, digit_pairs + 2 * (lo / 100), 2);
-	memcpy(o + 6, digit_pairs + 2 * (lo % 100), 2);
+	q = ((x * 5243) >> 19) & 0x0000007F0000007FULL;
+	x = q | ((x - q * 100) << 16);
+	q = ((x * 103) >> 10) & 0x000F000F000F000FULL;
+	x = q | ((x - q * 10) << 8);
+	x += 0x3030303030303030ULL;
+	memcpy(o, &x, 8);
 }
 
 /* Decimal digits of v < 10^8, no leading zeros. */
@@ -2042,59 +2115,262 @@ static inline const char *comma_or_nl(const char *q, const char *end)
 	return q;
 }
 
+/* The start of the line after the one at q (there is a '\n' before
+ * end); eight bytes at a time while eight are left. */
+static inline const char *next_line(const char *q, const char *end)
+{
+	for (; end - q >= 8; q += 8) {
+		uint64_t v, y;
+
+		memcpy(&v, q, 8);
+		y = v ^ 0x0A0A0A0A0A0A0A0AULL;
+		y = ~(((y & 0x7F7F7F7F7F7F7F7FULL) + 0x7F7F7F7F7F7F7F7FULL) |
+		      y) & 0x8080808080808080ULL;
+		if (y)
+			return q + (__builtin_ctzll(y) >> 3) + 1;
+	}
+	while (*q != '\n')
+		q++;
+	return q + 1;
+}
+
+/* Write v over the len bytes at f when its decimal form has exactly that
+ * length (the common case: 19 digits, nanoseconds since 1970).  Returns
+ * 1 when written, 0 when the lengths differ (nothing written). */
+static inline int put_time_over(char *f, size_t len, int64_t v)
+{
+	char tmp[24];
+	uint64_t hi;
+
+	if (len == 19 && v >= 1000000000000000000LL) {
+		hi = (uint64_t)v / 100000000u;
+		put8(f + 11, (uint32_t)((uint64_t)v % 100000000u));
+		put8(f + 3, (uint32_t)(hi % 100000000u));
+		hi /= 100000000u;	/* 100 .. 922 */
+		f[0] = (char)('0' + hi / 100);
+		memcpy(f + 1, digit_pairs + 2 * (hi % 100), 2);
+		return 1;
+	}
+	if (fmt_i64(tmp, v) != len)
+		return 0;
+	memcpy(f, tmp, len);
+	return 1;
+}
+
+/* Where write_src() is: the lines done, the next line that is not an
+ * event line (t->other[oi], or every line after the last), the next
+ * event.  Lines 1 .. t->nlines not in t->other are the t->nev event
+ * lines, so k stays below t->nev on an event line. */
+struct wcur {
+	uint32_t line, skip;
+	size_t oi, k;
+};
+
+static inline void wcur_init(const struct sh5_trace *t, struct wcur *c)
+{
+	c->line = 0;
+	c->oi = 0;
+	c->k = 0;
+	c->skip = t->nother ? t->other[0] : (uint32_t)t->nlines + 1;
+}
+
+/* The next line: 1 when it is an event line. */
+static inline int wcur_line(const struct sh5_trace *t, struct wcur *c)
+{
+	if (++c->line != c->skip)
+		return 1;
+	c->oi++;
+	c->skip = c->oi < t->nother ? t->other[c->oi] :
+		  c->line > t->nlines ? c->line + 1 : (uint32_t)t->nlines + 1;
+	return 0;
+}
+
+/* The lines p[0..n) copied to o one by one, the time field (between the
+ * first two commas) of every event line replaced.  Returns 0, 1 when an
+ * event line lacks its commas (the input changed), -1 with errno set. */
+static int write_lines(const struct sh5_trace *t, const char *p, size_t n,
+		       const int64_t *times, struct wcur *c, struct obuf *o)
+{
+	const char *end = p + n, *c1, *c2, *nl;
+	size_t ln;
+	char *w;
+
+	for (; p < end; p = nl) {
+		if (!wcur_line(t, c)) {
+			nl = next_line(p, end);
+			ln = (size_t)(nl - p);
+			if (obuf_room(o, ln) < 0)
+				return -1;
+			memcpy(o->buf + o->len, p, ln);
+			o->len += ln;
+			continue;
+		}
+		c1 = comma_or_nl(p, end);
+		c2 = *c1 == ',' ? comma_or_nl(c1 + 1, end) : c1;
+		if (*c2 != ',')
+			return 1;
+		nl = next_line(c2, end);
+		if (obuf_room(o, (size_t)(nl - p) + 24) < 0)
+			return -1;
+		w = o->buf + o->len;
+		memcpy(w, p, (size_t)(c1 + 1 - p));
+		w += c1 + 1 - p;
+		w += fmt_i64(w, times[c->k]);
+		memcpy(w, c2, (size_t)(nl - c2));
+		w += nl - c2;
+		o->len = (size_t)(w - o->buf);
+		c->k++;
+	}
+	return 0;
+}
+
+/* n bytes at p to the output: through the buffer, or (a file output)
+ * straight from p after what the buffer holds.  0, or -1 with errno
+ * set. */
+static int obuf_put(struct obuf *o, const char *p, size_t n)
+{
+	ssize_t w;
+
+	if (o->fd < 0 || n < 4096) {
+		if (obuf_room(o, n) < 0)
+			return -1;
+		memcpy(o->buf + o->len, p, n);
+		o->len += n;
+		return 0;
+	}
+	if (obuf_flush(o) < 0)
+		return -1;
+	while (n) {
+		w = write(o->fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			o->werr = 1;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+		o->total += (size_t)w;
+	}
+	return 0;
+}
+
+#ifdef __SSE2__
+/* Bit i set in *commas (*nls) when q[i] is ',' ('\n'), for the 64 bytes
+ * at q (all readable). */
+static inline void marks64(const char *q, uint64_t *commas, uint64_t *nls)
+{
+	const __m128i cm = _mm_set1_epi8(','), nl = _mm_set1_epi8('\n');
+	uint64_t c = 0, n = 0;
+	unsigned i;
+
+	for (i = 0; i < 64; i += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(q + i));
+
+		c |= (uint64_t)(unsigned)_mm_movemask_epi8(
+			_mm_cmpeq_epi8(v, cm)) << i;
+		n |= (uint64_t)(unsigned)_mm_movemask_epi8(
+			_mm_cmpeq_epi8(v, nl)) << i;
+	}
+	*commas = c;
+	*nls = n;
+}
+#endif
+
+/* The event line at q (a '\n' before end): its time field from *c1 + 1
+ * to the second comma (returned), its end in *nl (after the '\n');
+ * NULL when the line has no two commas. */
+static inline char *time_field(char *q, char *end, char **c1, char **nl)
+{
+	char *c2;
+
+#ifdef __SSE2__
+	if (end - q >= 64) {
+		uint64_t cm, nm;
+
+		marks64(q, &cm, &nm);
+		if (nm) {
+			nm &= -nm;	/* the first '\n' */
+			cm &= nm - 1;	/* commas before it */
+			*nl = q + __builtin_ctzll(nm) + 1;
+			if (!cm || !(cm & (cm - 1)))
+				return NULL;
+			*c1 = q + __builtin_ctzll(cm);
+			cm &= cm - 1;
+			return q + __builtin_ctzll(cm);
+		}
+	}
+#endif
+	*c1 = (char *)comma_or_nl(q, end);
+	c2 = **c1 == ',' ? (char *)comma_or_nl(*c1 + 1, end) : *c1;
+	if (*c2 != ',')
+		return NULL;
+	*nl = (char *)next_line(c2, end);
+	return c2;
+}
+
+/* The same for a block of whole lines that may be changed in place
+ * (the source's buffer), faster: each new time is written over the old
+ * one and the block goes out in one piece; from the first line whose new
+ * time has another length on, line by line. */
+static int write_block(const struct sh5_trace *t, char *p, size_t n,
+		       const int64_t *times, struct wcur *c, struct obuf *o)
+{
+	char *end = p + n, *q, *c1, *c2, *nl;
+
+	for (q = p; q < end;) {
+		if (c->line + 1 == c->skip) {
+			wcur_line(t, c);
+			q = (char *)next_line(q, end);
+			continue;
+		}
+		c2 = time_field(q, end, &c1, &nl);
+		if (!c2 || !put_time_over(c1 + 1, (size_t)(c2 - c1 - 1),
+					  times[c->k])) {
+			if (obuf_put(o, p, (size_t)(q - p)) < 0)
+				return -1;
+			return write_lines(t, q, (size_t)(end - q), times, c,
+					   o);
+		}
+		c->line++;
+		c->k++;
+		q = nl;
+	}
+	return obuf_put(o, p, n);
+}
+
 /* Copy the input to o with the time field (between the first two
  * commas) of every event line replaced. */
 static int write_src(const struct sh5_trace *t, struct csrc *src,
 		     const int64_t *times, struct obuf *o, const char *name,
 		     struct sh5_error *errp)
 {
-	const char *p, *end, *c1, *c2, *nl;
-	size_t n, k = 0, ln;
-	uint32_t line = 0, next = t->nev ? t->ev[0].line : 0;
-	int r, virt;
-	char *w;
+	struct wcur c;
+	const char *p;
+	size_t n;
+	int r, w, virt;
 
+	wcur_init(t, &c);
 	while ((r = csrc_next(src, &p, &n, &virt)) > 0) {
-		for (end = p + n; p < end; p = nl + 1) {
-			line++;
-			if (line != next) {
-				nl = memchr(p, '\n', (size_t)(end - p));
-				ln = (size_t)(nl + 1 - p);
-				if (obuf_room(o, ln) < 0)
-					goto syserr;
-				memcpy(o->buf + o->len, p, ln);
-				o->len += ln;
-				continue;
-			}
-			c1 = comma_or_nl(p, end);
-			c2 = *c1 == ',' ? comma_or_nl(c1 + 1, end) : c1;
-			if (*c2 != ',') {
-				errno = EINVAL;
-				return sh5_errprintf(errp, "%s:%u: input "
-						     "changed while "
-						     "synchronizing", name,
-						     line);
-			}
-			nl = memchr(c2, '\n', (size_t)(end - c2));
-			ln = (size_t)(nl + 1 - p);
-			if (obuf_room(o, ln + 24) < 0)
-				goto syserr;
-			w = o->buf + o->len;
-			memcpy(w, p, (size_t)(c1 + 1 - p));
-			w += c1 + 1 - p;
-			w += fmt_i64(w, times[k]);
-			memcpy(w, c2, (size_t)(nl + 1 - c2));
-			w += nl + 1 - c2;
-			o->len = (size_t)(w - o->buf);
-			k++;
-			next = k < t->nev ? t->ev[k].line : 0;
+		/* an fd source's blocks are in its own buffer; the last
+		 * line with its '\n' added goes through o's buffer */
+		w = src->fd >= 0 && !virt ?
+		    write_block(t, (char *)p, n, times, &c, o) :
+		    write_lines(t, p, n, times, &c, o);
+		if (w < 0)
+			goto syserr;
+		if (w > 0) {
+			errno = EINVAL;
+			return sh5_errprintf(errp, "%s:%u: input changed "
+					     "while synchronizing", name,
+					     c.line);
 		}
 		if (virt)
 			o->len--;	/* the '\n' added to the last line */
 	}
 	if (r < 0)
 		goto syserr;
-	if (k != t->nev) {
+	if (c.k != t->nev) {
 		errno = EINVAL;
 		return sh5_errprintf(errp, "%s: input changed while "
 				     "synchronizing", name);
@@ -2115,7 +2391,8 @@ int sh5_trace_write(const struct sh5_trace *t, const char *in_path,
 	struct sh5_outfile out = { .fd = -1 };
 	struct csrc src;
 	struct obuf o;
-	int rc = -1, saved;
+	struct stat st;
+	int rc = -1, saved, prealloc = 0;
 
 	memset(&o, 0, sizeof(o));
 	o.fd = -1;
@@ -2131,9 +2408,12 @@ int sh5_trace_write(const struct sh5_trace *t, const char *in_path,
 		goto out;
 	o.fd = out.fd;
 	o.name = strcmp(out_path, "-") ? out_path : "stdout";
+	if (out.tmp && fstat(src.fd, &st) == 0 && st.st_size > 0)
+		prealloc = fallocate(o.fd, 0, 0, st.st_size) == 0;
 	if (write_src(t, &src, times, &o, in_path, errp) < 0)
 		goto out;
-	if (obuf_flush(&o) < 0) {
+	if (obuf_flush(&o) < 0 ||
+	    (prealloc && ftruncate(o.fd, (off_t)o.total) < 0)) {
 		sh5_errprintf(errp, "%s: write failed: %s", o.name,
 			      strerror(errno));
 		goto out;

@@ -2,12 +2,13 @@
  * trace.h - the event-trace CSV, version 1 (doc/timesync.md and
  * ../shared/notes/event-trace-csv.md): reading, validation, writing.
  *
- * A trace is read once into compact arrays (36 bytes per event: a
- * 20-byte record, the 8-byte time and 4-byte location in arrays of their
- * own, a 4-byte per-location index), with point-to-point messages matched
- * (MPI's non-overtaking rule) and collective operations assembled into
- * instances.  No per-event allocation: a trace of 10 million events
- * takes about 360 MB here.
+ * A trace is read once into compact arrays (32 bytes per event: a
+ * 16-byte record, the 8-byte time and 4-byte location in arrays of their
+ * own, a 4-byte per-location index; line numbers are not kept per event
+ * but derived from the list of the other lines), with point-to-point
+ * messages matched (MPI's non-overtaking rule) and collective operations
+ * assembled into instances.  No per-event allocation: a trace of 10
+ * million events takes about 320 MB here.
  *
  * Problems in the file (malformed lines, unknown kinds, times going
  * backwards, unmatched sends or receives, collectives with missing
@@ -19,7 +20,9 @@
  *
  * Writing re-reads the input file and copies every line unchanged except
  * the time field of event lines, so comments, blank lines, directives and
- * OFFSET lines stay byte for byte in place.
+ * OFFSET lines stay byte for byte in place.  Each new time is written
+ * over the old one in the read buffer when both have the same length
+ * (the common case), and each block goes out in one write.
  *
  * Both passes take the text in blocks of whole lines (256 KiB, so a block
  * stays in the cache while it is worked on); the common event lines are
@@ -75,10 +78,10 @@ enum sh5_coll_class {
 #define SH5_EVF_FREE 0x01	/* constraint left out (--allow-partial) */
 #define SH5_EVF_CLAMPED 0x02	/* time went backwards; clamped */
 
-/* One event line.  Times are kept by the caller in parallel arrays
- * (trace->time holds the times as read). */
+/* One event line (16 bytes).  Times are kept by the caller in parallel
+ * arrays (trace->time holds the times as read); the line number is
+ * sh5_trace_line()'s. */
 struct sh5_trace_event {
-	uint32_t line;	/* 1-based line number in the file */
 	uint32_t link;	/* SEND<->RECV partner, CBEGIN<->CEND; or NONE */
 	uint32_t ref;	/* collective: instance; p2p: channel; or NONE */
 	uint32_t aux;	/* p2p: peer location index; collective: root
@@ -141,6 +144,10 @@ struct sh5_trace {
 	int64_t mu_intra;
 
 	size_t nlines;			/* lines in the file */
+	uint32_t *other;		/* the lines that are not event
+					 * lines, ascending (the writer's
+					 * map of the file) */
+	size_t nother;
 	size_t nmsg;			/* matched p2p messages */
 
 	/* Problems found, in the order found; nproblems counts all of them,
@@ -188,6 +195,10 @@ int sh5_trace_write(const struct sh5_trace *t, const char *in_path,
 int sh5_trace_write_mem(const struct sh5_trace *t, const char *in,
 			size_t inlen, const int64_t *times, char **out,
 			size_t *outlen, struct sh5_error *errp);
+
+/* The 1-based line number in the file of event e (file order), from
+ * trace->other (a binary search: for messages, not for loops). */
+uint32_t sh5_trace_line(const struct sh5_trace *t, size_t e);
 
 /* Name of a collective operation ("BARRIER"...), or "?" */
 const char *sh5_trace_op_name(unsigned op);

@@ -32,7 +32,7 @@ static int64_t at(const struct sh5_trace *t, const int64_t *times,
 	size_t i;
 
 	for (i = 0; i < t->nev; i++)
-		if (t->ev[i].line == line)
+		if (sh5_trace_line(t, i) == line)
 			return times[i];
 	ck_abort_msg("no event on line %u", line);
 	return 0;

@@ -23,7 +23,7 @@ static long ev_at(const struct sh5_trace *t, uint32_t line)
 	size_t i;
 
 	for (i = 0; i < t->nev; i++)
-		if (t->ev[i].line == line)
+		if (sh5_trace_line(t, i) == line)
 			return (long)i;
 	return -1;
 }
@@ -240,6 +240,36 @@ START_TEST(test_trace_write_times)
 					     &len, &err), 0);
 	ck_assert_str_eq(out, want);
 	free(out);
+	sh5_trace_destroy(t);
+}
+END_TEST
+
+/* Line numbers come from the list of non-event lines: check them around
+ * comments, blank lines, OFFSET lines and a malformed line. */
+START_TEST(test_trace_line_numbers)
+{
+	static const char in[] =
+		"#sh5-trace 1\n"		/* 1 */
+		"3,100,INT,,,,,\n"		/* 2: event 0 */
+		"# note\n\n"			/* 3, 4 */
+		"3,150,INT,,,,,\n"		/* 5: event 1 */
+		"3,200,OFFSET,5,1,,,\n"		/* 6 */
+		"3,300,INT,,,,,\n"		/* 7: event 2 */
+		"3,x,INT,,,,,\n"		/* 8: malformed */
+		"4,1,INT,,,,,\n"		/* 9: event 3 */
+		"4,2,INT,,,,,\n";		/* 10: event 4 */
+	static const uint32_t want[] = { 2, 5, 7, 9, 10 };
+	struct sh5_error err = { "" };
+	struct sh5_trace *t = rd(in, &err);
+	size_t i;
+
+	ck_assert_msg(t != NULL, "%s", err.text);
+	ck_assert_uint_eq(t->nev, 5);
+	ck_assert_uint_eq(t->nother, 5);
+	ck_assert_uint_eq(t->nproblems, 1);
+	ck_assert_uint_eq(t->problem[0].line, 8);
+	for (i = 0; i < t->nev; i++)
+		ck_assert_uint_eq(sh5_trace_line(t, i), want[i]);
 	sh5_trace_destroy(t);
 }
 END_TEST
@@ -519,7 +549,7 @@ START_TEST(test_trace_blocks)
 	ck_assert_uint_eq(tm->noff, 12000);
 	ck_assert_uint_eq(tm->comm_first[1] - tm->comm_first[0], 70000);
 	for (i = 0; i < tm->nev; i++) {
-		ck_assert_uint_eq(tm->ev[i].line, tf->ev[i].line);
+		ck_assert_uint_eq(sh5_trace_line(tm, i), sh5_trace_line(tf, i));
 		ck_assert_int_eq(tm->time[i], tf->time[i]);
 	}
 	times = malloc(tm->nev * sizeof(*times));
@@ -573,6 +603,7 @@ int main(void)
 			    sizeof(roundtrip) / sizeof(roundtrip[0]));
 	tcase_add_test(tc, test_trace_write_times);
 	tcase_add_test(tc, test_trace_big_numbers);
+	tcase_add_test(tc, test_trace_line_numbers);
 	tcase_add_loop_test(tc, test_trace_problems, 0,
 			    sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, test_trace_partial_flags);
