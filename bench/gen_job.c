@@ -8,7 +8,7 @@
  * comma list (default "0"; "batch" runs on the first node only).  Stock
  * files are written like Slurm 22.05's acct_gather_profile/hdf5: H5PT
  * packet tables of 10-record chunks, no EpochTimeNs, extern named by its
- * number.  sh5 files are written by our node-step writer (src/writer.h)
+ * number.  sh5 files are written by our node-step writer (src/profile/writer.h)
  * with our node attributes.  -E adds an Energy series per node, -G generic
  * series (GPU at node level, Sensors/Fan1 and Fan2 in a group).  -K makes
  * the sh5 writers exit without closing, like a killed slurmstepd: their
@@ -29,8 +29,8 @@
 #include <hdf5.h>
 #include <hdf5_hl.h>
 
-#include "series.h"
-#include "writer.h"
+#include "profile/series.h"
+#include "profile/writer.h"
 
 static const char *const task_names[] = { "CPUFrequency", "CPUTime",
 	"CPUUtilization", "RSS", "VMSize", "Pages", "ReadMB", "WriteMB" };

@@ -1,6 +1,6 @@
 /*
  * sh5_replay - write the samples of a node-step file again through the
- * node-step writer (src/writer.c), flushing as the plugin would.
+ * node-step writer (src/profile/writer.c), flushing as the plugin would.
  *
  *   sh5_replay [-c LEVEL] [-F SECONDS] [-r ROWS] IN.h5 OUT.h5
  *
@@ -27,8 +27,8 @@
 
 #include <hdf5.h>
 
-#include "series.h"
-#include "writer.h"
+#include "profile/series.h"
+#include "profile/writer.h"
 
 #define MAXS 4096
 

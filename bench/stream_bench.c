@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "stream.h"
+#include "stream/stream.h"
 
 static int64_t now_ns(void)
 {

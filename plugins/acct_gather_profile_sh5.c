@@ -39,15 +39,15 @@
 #include "src/common/xstring.h"
 #include "src/slurmd/slurmstepd/slurmstepd_job.h"
 
-#include "error.h"
+#include "common/error.h"
 #include "events/evabsorb.h"
 #include "events/evformat.h"
 #include "events/evstore.h"
-#include "layout.h"
-#include "ntp.h"
-#include "series.h"
-#include "stream.h"
-#include "writer.h"
+#include "profile/layout.h"
+#include "profile/ntp.h"
+#include "profile/series.h"
+#include "stream/stream.h"
+#include "profile/writer.h"
 
 const char plugin_name[] = "AcctGatherProfile sh5 plugin";
 const char plugin_type[] = "acct_gather_profile/sh5";

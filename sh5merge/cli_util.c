@@ -12,7 +12,7 @@
 
 #include "cli_util.h"
 #include "common/outfile.h"
-#include "error.h"
+#include "common/error.h"
 #include "events/jobevents.h"
 #include "commands.h"
 

@@ -14,8 +14,8 @@
 
 #include "commands.h"
 #include "common/outfile.h"
-#include "counters.h"
-#include "json.h"
+#include "export/counters.h"
+#include "common/json.h"
 
 static void usage(FILE *f)
 {

@@ -16,12 +16,12 @@
 #include "cli_util.h"
 #include "common/outfile.h"
 #include "commands.h"
-#include "csvfmt.h"
-#include "fdio.h"
-#include "error.h"
-#include "jobfile.h"
-#include "reader.h"
-#include "series.h"
+#include "common/csvfmt.h"
+#include "common/fdio.h"
+#include "common/error.h"
+#include "merge/jobfile.h"
+#include "profile/reader.h"
+#include "profile/series.h"
 
 #define ROW_BUFFER (1u << 20)
 

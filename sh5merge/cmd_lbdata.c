@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "commands.h"
-#include "lbdata.h"
+#include "export/lbdata.h"
 
 static void usage(FILE *f)
 {

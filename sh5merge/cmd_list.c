@@ -12,11 +12,11 @@
 #include "common/outfile.h"
 #include "commands.h"
 #include "events/jobevents.h"
-#include "error.h"
-#include "jobfile.h"
+#include "common/error.h"
+#include "merge/jobfile.h"
 #include "merge_integ.h"
-#include "reader.h"
-#include "series.h"
+#include "profile/reader.h"
+#include "profile/series.h"
 
 static void usage(FILE *f)
 {

@@ -16,8 +16,8 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "error.h"
-#include "merge.h"
+#include "common/error.h"
+#include "merge/merge.h"
 #include "merge/ready.h"
 #include "merge_integ.h"
 

@@ -15,7 +15,7 @@
 #include "cli_util.h"
 #include "common/outfile.h"
 #include "commands.h"
-#include "error.h"
+#include "common/error.h"
 #include "events/jobevents.h"
 #include "export/otf2.h"
 

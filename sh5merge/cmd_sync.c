@@ -14,8 +14,8 @@
 
 #include "commands.h"
 #include "common/outfile.h"
-#include "timesync.h"
-#include "trace.h"
+#include "sync/timesync.h"
+#include "sync/trace.h"
 #include "sync/syncrun.h"
 #include "common/sort.h"
 

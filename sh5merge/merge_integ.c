@@ -10,7 +10,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "merge_integ.h"
-#include "reader.h"
+#include "profile/reader.h"
 
 void merge_integ_init(struct merge_integ *mi)
 {

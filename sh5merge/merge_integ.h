@@ -1,7 +1,7 @@
 /*
  * merge_integ.h - the options of `sh5merge merge` that reach beyond the
- * merge itself: timestamp synchronization (--sync, src/mergesync.h) and
- * the exports in the same run (--lbdata, --counters, src/mergeexport.h).
+ * merge itself: timestamp synchronization (--sync, src/sync/mergesync.h) and
+ * the exports in the same run (--lbdata, --counters, src/export/mergeexport.h).
  * cmd_merge.c parses its own options and hands these over.
  */
 #ifndef SH5MERGE_MERGE_INTEG_H
@@ -10,9 +10,9 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "merge.h"
-#include "mergeexport.h"
-#include "mergesync.h"
+#include "merge/merge.h"
+#include "export/mergeexport.h"
+#include "sync/mergesync.h"
 
 /* getopt_long codes of these options (all long-only). */
 enum {

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "error.h"
+#include "common/error.h"
 
 struct sh5_outfile {
 	char *path;	/* the target, as given (owned) */

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "events/evabsorb.h"
-#include "layout.h"
+#include "profile/layout.h"
 #include "common/sort.h"
 
 #define DEFAULT_MAX_FILES 4096

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "events/evspill.h"
 #include "events/evstore.h"
 

@@ -166,7 +166,7 @@ enum sh5ev_kind {
 };
 
 /* Collective operations: the same numbers as enum sh5_coll_op of the
- * event-trace CSV (src/trace.h). */
+ * event-trace CSV (src/sync/trace.h). */
 enum sh5ev_op {
 	SH5EV_OP_NONE = 0,
 	SH5EV_OP_BARRIER,

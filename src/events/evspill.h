@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "events/evformat.h"
 
 struct sh5_evspill_cb {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "h5attr.h"
+#include "common/h5attr.h"
 #include "events/evstore.h"
 
 #define FORMAT_VERSION 1

@@ -15,9 +15,9 @@
 
 #include "events/jobevents.h"
 #include "events/jobevents_int.h"
-#include "mergesync.h"	/* sh5_clock_points_read(): --sync offset's filter */
-#include "reader.h"	/* sh5_attr_get_int(), sh5_attr_get_str() */
-#include "trace.h"	/* sh5_trace_op_class() */
+#include "sync/mergesync.h"	/* sh5_clock_points_read(): --sync offset's filter */
+#include "profile/reader.h"	/* sh5_attr_get_int(), sh5_attr_get_str() */
+#include "sync/trace.h"	/* sh5_trace_op_class() */
 #include "common/sort.h"
 
 /* Reading state beyond the step itself. */

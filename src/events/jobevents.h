@@ -18,10 +18,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "events/evformat.h"
 #include "events/evstore.h"
-#include "timesync.h"	/* struct sh5_offset_point */
+#include "sync/timesync.h"	/* struct sh5_offset_point */
 
 struct sh5_evtask {
 	uint32_t task;		/* location */

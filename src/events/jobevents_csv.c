@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "events/jobevents.h"
-#include "trace.h"	/* sh5_trace_op_name(), sh5_trace_op_class() */
+#include "sync/trace.h"	/* sh5_trace_op_name(), sh5_trace_op_class() */
 
 static int rooted(unsigned op)
 {

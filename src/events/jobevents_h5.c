@@ -13,7 +13,7 @@
 
 #include "events/jobevents.h"
 #include "events/jobevents_int.h"
-#include "merge.h"	/* sh5_step_cmp() */
+#include "merge/merge.h"	/* sh5_step_cmp() */
 #include "common/sort.h"
 
 /* ------------------------------------------------------------------ */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "events/jobevents.h"
 
 /* Sizes beyond these are refused as damage, not allocated. */

@@ -9,7 +9,7 @@
 
 #include "export/evcounters.h"
 #include "export/evstack.h"
-#include "json.h"
+#include "common/json.h"
 #include "common/sort.h"
 
 int sh5_evcalls_walk(const struct sh5_evstep *s, sh5_evcall_fn fn, void *arg,

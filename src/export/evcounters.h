@@ -18,10 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "counters.h"
-#include "error.h"
+#include "export/counters.h"
+#include "common/error.h"
 #include "events/jobevents.h"
-#include "runstats.h"
+#include "common/runstats.h"
 
 struct sh5_json;
 

@@ -10,8 +10,8 @@
 
 #include "export/evlb.h"
 #include "export/evstack.h"
-#include "lbdata.h"
-#include "trace.h"	/* sh5_trace_op_class(): rooted operations */
+#include "export/lbdata.h"
+#include "sync/trace.h"	/* sh5_trace_op_class(): rooted operations */
 #include "common/sort.h"
 
 struct msg {			/* a SEND or a RECV */

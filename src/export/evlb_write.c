@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "export/evlb.h"
-#include "lbdata.h"
+#include "export/lbdata.h"
 
 /* The file that writes an edge (as evlb.c sorts them). */
 static uint32_t holder(const struct sh5_evlb_edge *e)

@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "error.h"
+#include "common/error.h"
 
 struct sh5_evstep;
 

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "counters.h"
+#include "export/counters.h"
 #include "events/jobevents.h"
 #include "export/report_int.h"
 

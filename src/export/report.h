@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "error.h"
+#include "common/error.h"
 
 struct sh5_report_opts {
 	const char *step;	/* NULL: every step */

@@ -18,8 +18,8 @@
 
 #include "events/jobevents.h"
 #include "export/report_int.h"
-#include "mergesync.h"
-#include "timesync.h"
+#include "sync/mergesync.h"
+#include "sync/timesync.h"
 
 #define RP_CLOCK_POINTS 32768
 

@@ -12,10 +12,10 @@
 #include <hdf5.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "export/report.h"
-#include "json.h"
-#include "jobread.h"
+#include "common/json.h"
+#include "merge/jobread.h"
 
 struct sh5_evstep;
 

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "export/report_int.h"
-#include "series.h"
+#include "profile/series.h"
 
 #define RP_TASK_ROWS 256
 #define RP_LINE_ROWS 16

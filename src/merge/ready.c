@@ -10,10 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fdio.h"
-#include "merge.h"
+#include "common/fdio.h"
+#include "merge/merge.h"
 #include "merge/ready.h"
-#include "reader.h"
+#include "profile/reader.h"
 
 /* Files of one step: how many found, how many nodes the step runs on
  * (0: no file says). */

@@ -11,7 +11,7 @@
 #include "events/jobevents.h"
 #include "sync/evsync.h"
 #include "sync/syncrun.h"
-#include "trace.h"
+#include "sync/trace.h"
 
 static void say(void (*report)(void *, int, const char *, const char *),
 		void *arg, const char *file, const char *fmt, ...)

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "timesync.h"
+#include "common/error.h"
+#include "sync/timesync.h"
 
 struct sh5_evsync_stats {
 	size_t steps;			/* steps with events */

@@ -13,9 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "timesync.h"
-#include "trace.h"
+#include "common/error.h"
+#include "sync/timesync.h"
+#include "sync/trace.h"
 
 struct sh5_syncrun_opts {
 	int clc;		/* 1 (default): offset then CLC; 0: offset */

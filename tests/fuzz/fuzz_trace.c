@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "sync/syncrun.h"
-#include "trace.h"
+#include "sync/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

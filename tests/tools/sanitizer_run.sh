@@ -53,11 +53,11 @@ make -s -j"$(nproc)" "$W" >make.out 2>&1 ||
 	{ tail -30 make.out; echo "FAIL: sanitizer build"; exit 1; }
 echo "sanitizer build: $(( $(date +%s) - t0 )) s ($dir)"
 
-TESTS_DEFAULT="tests/unit/test_outfile \
-tests/unit/test_runstats tests/unit/test_csvfmt tests/unit/test_series \
-tests/unit/test_evspill tests/unit/test_evstore tests/unit/test_jobevents \
-tests/unit/test_evlb tests/unit/test_lbdata tests/unit/test_trace \
-tests/unit/test_timesync tests/unit/test_mergesync \
+TESTS_DEFAULT="tests/unit/common/test_outfile \
+tests/unit/common/test_runstats tests/unit/common/test_csvfmt tests/unit/profile/test_series \
+tests/unit/events/test_evspill tests/unit/events/test_evstore tests/unit/events/test_jobevents \
+tests/unit/export/test_evlb tests/unit/export/test_lbdata tests/unit/sync/test_trace \
+tests/unit/sync/test_timesync tests/unit/sync/test_mergesync \
 tests/tools/harden_sweep.sh tests/tools/merge_faults.sh \
 tests/tools/merge_values.sh tests/tools/extract_parallel.sh \
 tests/tools/exports_counters.sh tests/tools/exports_lbdata.sh \

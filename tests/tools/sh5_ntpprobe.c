@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ntp.h"
+#include "profile/ntp.h"
 
 static int number(const char *s, long lo, long hi, long *v)
 {

@@ -5,7 +5,7 @@ set -u
 . "$top_srcdir/tests/lib/common.sh"
 need_cmd valgrind
 prog=$top_builddir/tests/unit/.libs/test_writer_threads
-[ -x "$prog" ] || prog=$top_builddir/tests/unit/test_writer_threads
+[ -x "$prog" ] || prog=$top_builddir/tests/unit/profile/test_writer_threads
 log=$(mktemp /tmp/sh5-helgrind.XXXXXX)
 CK_FORK=no LD_LIBRARY_PATH=$top_builddir/src/.libs valgrind --tool=helgrind --suppressions="$top_srcdir/tests/tools/helgrind.supp" \
 	--error-exitcode=9 --log-file="$log" "$prog" >/dev/null

@@ -1,0 +1,238 @@
+/* csvfmt.c - see csvfmt.h */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/csvfmt.h"
+#include "profile/series.h"
+#include "common/timeconv.h"
+
+static const char digits2[] =
+	"00010203040506070809101112131415161718192021222324252627282930313233"
+	"34353637383940414243444546474849505152535455565758596061626364656667"
+	"6869707172737475767778798081828384858687888990919293949596979899";
+
+static const uint64_t pow10u[20] = { 1ULL, 10ULL, 100ULL, 1000ULL,
+	10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL,
+	1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+	10000000000000ULL, 100000000000000ULL, 1000000000000000ULL,
+	10000000000000000ULL, 100000000000000000ULL, 1000000000000000000ULL,
+	10000000000000000000ULL };
+
+/* Decimal digits of v (1 for 0): log10 from the bit length (1233/4096
+ * is just above log10(2)), corrected by one comparison. */
+static inline size_t ndigits(uint64_t v)
+{
+	unsigned t;
+
+	if (!v)
+		return 1;
+	t = ((64u - (unsigned)__builtin_clzll(v)) * 1233u) >> 12;
+	return t - (v < pow10u[t]) + 1;
+}
+
+/* Write exactly n digits of v < 10^n (with leading zeros) ending before
+ * end.  Eight digits at a time with one 64-bit division, the rest in
+ * 32-bit arithmetic (cheaper divisions by constants). */
+static inline void put_digits(char *end, uint64_t v, size_t n)
+{
+	uint32_t w;
+
+	while (n > 8) {
+		uint64_t q = v / 100000000;
+		uint32_t r = (uint32_t)(v - q * 100000000);
+		uint32_t hi = r / 10000, lo = r - hi * 10000;
+		unsigned a = lo / 100, b = lo - a * 100;
+		unsigned c = hi / 100, d = hi - c * 100;
+
+		end -= 8;
+		memcpy(end + 6, digits2 + b * 2, 2);
+		memcpy(end + 4, digits2 + a * 2, 2);
+		memcpy(end + 2, digits2 + d * 2, 2);
+		memcpy(end, digits2 + c * 2, 2);
+		v = q;
+		n -= 8;
+	}
+	w = (uint32_t)v;
+	while (n >= 2) {
+		uint32_t q = w / 100;
+		unsigned k = (unsigned)(w - q * 100) * 2;
+
+		w = q;
+		*--end = digits2[k + 1];
+		*--end = digits2[k];
+		n -= 2;
+	}
+	if (n)
+		*--end = (char)('0' + w);
+}
+
+size_t sh5_fmt_u64(char *buf, uint64_t v)
+{
+	size_t n = ndigits(v);
+
+	put_digits(buf + n, v, n);
+	buf[n] = '\0';
+	return n;
+}
+
+size_t sh5_fmt_i64(char *buf, int64_t v)
+{
+	if (v < 0) {
+		buf[0] = '-';
+		return 1 + sh5_fmt_u64(buf + 1, (uint64_t)0 - (uint64_t)v);
+	}
+	return sh5_fmt_u64(buf, (uint64_t)v);
+}
+
+static const double pow10tab[] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+	1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+	1e20, 1e21, 1e22 };
+
+/* Digits of d with a decimal point p digits from the right, trailing
+ * fraction zeros dropped.  The digits are written in place (no
+ * intermediate string): this runs for every double of a CSV export. */
+static size_t put_fixed(char *buf, int neg, uint64_t d, int p)
+{
+	size_t n, pos = 0, intlen;
+
+	while (p > 0 && d && d % 10 == 0) {
+		d /= 10;
+		p--;
+	}
+	n = ndigits(d);
+	if (neg)
+		buf[pos++] = '-';
+	if (p <= 0) {
+		put_digits(buf + pos + n, d, n);
+		pos += n;
+	} else if ((size_t)p >= n) {
+		buf[pos++] = '0';
+		buf[pos++] = '.';
+		memset(buf + pos, '0', (size_t)p - n);
+		pos += (size_t)p - n;
+		put_digits(buf + pos + n, d, n);
+		pos += n;
+	} else {
+		/* p < n <= 20, so 10^p fits. */
+		intlen = n - (size_t)p;
+		put_digits(buf + pos + intlen, d / pow10u[p], intlen);
+		pos += intlen;
+		buf[pos++] = '.';
+		put_digits(buf + pos + (size_t)p, d % pow10u[p], (size_t)p);
+		pos += (size_t)p;
+	}
+	buf[pos] = '\0';
+	return pos;
+}
+
+/* round(a * 10^p) exactly, for a = m * 2^-s (m < 2^53, s <= 100,
+ * 10^p < 2^74): round half to even. */
+static unsigned __int128 scaled_round(uint64_t m, int s, int p)
+{
+	unsigned __int128 t, n, d, rem, half;
+
+	t = p < 20 ? pow10u[p] : (unsigned __int128)pow10u[19] * pow10u[p - 19];
+	n = (unsigned __int128)m * t;
+	if (s <= 0)
+		return n << -s;
+	if (s >= 127)
+		return 0;
+	d = n >> s;
+	rem = n - (d << s);
+	half = (unsigned __int128)1 << (s - 1);
+	if (rem > half || (rem == half && (d & 1)))
+		d++;
+	return d;
+}
+
+size_t sh5_fmt_double(char *buf, double v)
+{
+	double a = fabs(v);
+	size_t k;
+
+	if (!isfinite(v) || a >= 1e15 || (a < 1e-6 && a != 0))
+		return (size_t)snprintf(buf, SH5_FMT_MAX, "%.17g", v);
+	/* Up to 9 decimals with a 53-bit integer: the check is exact, as
+	 * both operands are exact doubles and division rounds correctly,
+	 * like strtod. */
+	for (k = 0; k <= 9; k++) {
+		double x = v * pow10tab[k];
+		long long r;
+
+		if (fabs(x) >= 9007199254740992.0) /* 2^53 */
+			break;
+		r = (long long)(x < 0 ? x - 0.5 : x + 0.5);
+		/* If r / 10^k rounds to v, then |x - r| <= |x| 2^-52 (1 +
+		 * 2^-52): further away, skip the division, it would fail. */
+		if (fabs(x - (double)r) > fabs(x) * 0x1p-50)
+			continue;
+		if ((double)r / pow10tab[k] == v)
+			return put_fixed(buf, r < 0, r < 0 ?
+					 0 - (unsigned long long)r :
+					 (unsigned long long)r, (int)k);
+	}
+	{
+		/* 15 significant digits when they read back exactly, else
+		 * 17 (always enough), both rounded exactly from the binary
+		 * value: v = m * 2^-s. */
+		int e, lg, p15, p17;
+		double f = frexp(a, &e);
+		uint64_t m = (uint64_t)ldexp(f, 53);
+		int s = 53 - e;
+		unsigned __int128 d;
+
+		lg = (int)floor(log10(a));
+		if (a < pow10tab[lg < 0 ? 0 : lg] && lg > 0)
+			lg--;
+		p15 = 14 - lg;
+		p17 = 16 - lg;
+		if (p15 >= 0 && p15 <= 22) {
+			d = scaled_round(m, s, p15);
+			if (d < ((unsigned __int128)1 << 53) &&
+			    (double)(uint64_t)d / pow10tab[p15] == a)
+				return put_fixed(buf, v < 0, (uint64_t)d, p15);
+		}
+		if (p17 >= 0 && p17 <= 21) {
+			/* log10() may be off by one near a power of ten:
+			 * keep at least 17 significant digits. */
+			d = scaled_round(m, s, p17);
+			if (d < (unsigned __int128)10000000000000000ULL) {
+				p17++;
+				d = scaled_round(m, s, p17);
+			}
+			if (d < ((unsigned __int128)1 << 64))
+				return put_fixed(buf, v < 0, (uint64_t)d, p17);
+		}
+	}
+	return (size_t)snprintf(buf, SH5_FMT_MAX, "%.17g", v);
+}
+
+size_t sh5_fmt_row(char *buf, const struct sh5_series *s,
+		   const union sh5_value *v)
+{
+	size_t len = 0, i;
+	const union sh5_value *f = v + SH5_TIME_SLOTS;
+
+	len += sh5_fmt_u64(buf + len, v[0].u);
+	buf[len++] = ',';
+	len += sh5_fmt_u64(buf + len, v[1].u);
+	buf[len++] = ',';
+	len += sh5_fmt_i64(buf + len, s->has_time_ns ? v[2].i :
+			   sh5_epoch_to_ns(v[1].u));
+	if (s->has_sync_ns) {
+		buf[len++] = ',';
+		len += sh5_fmt_i64(buf + len, v[SH5_SLOT_SYNC(s)].i);
+	}
+	for (i = 0; i < s->nfields; i++) {
+		buf[len++] = ',';
+		if (s->fields[i].type == SH5_FT_DOUBLE)
+			len += sh5_fmt_double(buf + len, f[i].d);
+		else
+			len += sh5_fmt_u64(buf + len, f[i].u);
+	}
+	buf[len++] = '\n';
+	return len;
+}

@@ -1,0 +1,176 @@
+/* test_csvfmt.c - sh5_fmt_row writes exactly what the series ops'
+ * extract_series writes, for every kind of series and value. */
+#include "config.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/csvfmt.h"
+#include "profile/series.h"
+
+static uint64_t x = 0x9E3779B97F4A7C15ULL;
+
+static uint64_t rnd(void)
+{
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return x;
+}
+
+/* A double of one of the shapes extraction meets. */
+static double rnd_double(void)
+{
+	uint64_t r = rnd();
+	double d;
+
+	switch (r % 8) {
+	case 0:
+		memcpy(&d, &r, sizeof(d)); /* any bits: NaN, inf, tiny */
+		return d;
+	case 1:
+		return (double)((r >> 20) % 100000000) / 1000.0;
+	case 2:
+		return (double)(r % 1000000007) / 1048576.0; /* Slurm's MB */
+	case 3:
+		return -(double)(float)((double)(r % 100000) / 997.0);
+	case 4:
+		return 0.0;
+	case 5:
+		return (double)(r % 1000);
+	case 6:
+		return ldexp((double)(r >> 11), -(int)(r % 90));
+	default:
+		return nextafter(pow(10.0, (double)(r % 30) - 10.0), 0.0);
+	}
+}
+
+static void check_series(struct sh5_series *s, const char *prefix)
+{
+	size_t slots = sh5_record_slots(s), rows = 2000, r, i;
+	union sh5_value *v = calloc(rows * slots, sizeof(*v));
+	char *ref = NULL, *mine = malloc(rows * (strlen(prefix) +
+						 SH5_FMT_ROW_MAX(s->nfields)));
+	size_t rlen = 0, mlen = 0;
+	FILE *m = open_memstream(&ref, &rlen);
+
+	ck_assert_ptr_nonnull(v);
+	ck_assert_ptr_nonnull(mine);
+	ck_assert_ptr_nonnull(m);
+	for (r = 0; r < rows; r++) {
+		union sh5_value *p = v + r * slots;
+
+		p[0].u = r % 3 ? rnd() % 100000 : rnd();
+		p[1].u = r % 5 ? 1700000000 + r : rnd();
+		p[2].i = (int64_t)rnd();
+		for (i = 0; i < s->nfields; i++) {
+			if (s->fields[i].type == SH5_FT_DOUBLE)
+				p[SH5_TIME_SLOTS + i].d = rnd_double();
+			else
+				p[SH5_TIME_SLOTS + i].u = r % 2 ? rnd() :
+							  rnd() % 1000;
+		}
+		p[SH5_SLOT_SYNC(s)].i = (int64_t)rnd();
+	}
+	ck_assert_int_eq(s->ops->extract_series(s, m, 0, prefix, v, rows), 0);
+	fclose(m);
+	for (r = 0; r < rows; r++) {
+		size_t n, plen = strlen(prefix);
+
+		memcpy(mine + mlen, prefix, plen);
+		n = sh5_fmt_row(mine + mlen + plen, s, v + r * slots);
+		ck_assert_uint_le(n, SH5_FMT_ROW_MAX(s->nfields));
+		mlen += plen + n;
+	}
+	ck_assert_uint_eq(mlen, rlen);
+	ck_assert_msg(!memcmp(mine, ref, rlen), "rows differ from "
+		      "extract_series");
+	free(v);
+	free(mine);
+	free(ref);
+}
+
+START_TEST(test_fmt_row_matches_ops)
+{
+	static const char *const tn[] = { "CPUFrequency", "CPUTime",
+		"CPUUtilization", "RSS", "VMSize", "Pages", "ReadMB",
+		"WriteMB" };
+	static const enum sh5_ftype tt[] = { SH5_FT_U64, SH5_FT_DOUBLE,
+		SH5_FT_DOUBLE, SH5_FT_U64, SH5_FT_U64, SH5_FT_U64,
+		SH5_FT_DOUBLE, SH5_FT_DOUBLE };
+	static const char *const en[] = { "Power", "CPUFrequency" };
+	static const enum sh5_ftype et[] = { SH5_FT_U64, SH5_FT_U64 };
+	static const char *const gn[] = { "Temp", "Fan", "Volts" };
+	static const enum sh5_ftype gt[] = { SH5_FT_DOUBLE, SH5_FT_U64,
+		SH5_FT_DOUBLE };
+	struct sh5_error err = { "" };
+	struct sh5_series *s[3];
+	size_t k;
+	int ns, sy;
+
+	s[0] = sh5_series_create("Tasks", "3", tn, tt, 8, &err);
+	s[1] = sh5_series_create(NULL, "Energy", en, et, 2, &err);
+	s[2] = sh5_series_create("Sensors", "board", gn, gt, 3, &err);
+	for (k = 0; k < 3; k++) {
+		ck_assert_msg(s[k] != NULL, "%s", err.text);
+		/* Stock files (no EpochTimeNs), job files (SyncTimeNs). */
+		for (ns = 0; ns < 2; ns++)
+			for (sy = 0; sy < 2; sy++) {
+				s[k]->has_time_ns = ns;
+				s[k]->has_sync_ns = sy;
+				check_series(s[k], "");
+				check_series(s[k], "batch,node12,3,");
+			}
+		sh5_series_destroy(s[k]);
+	}
+}
+END_TEST
+
+START_TEST(test_fmt_fixed_cases)
+{
+	char buf[SH5_FMT_MAX];
+
+	/* Digits written in place: integer part, point, zero padding. */
+	ck_assert_uint_eq(sh5_fmt_double(buf, 10.843), 6);
+	ck_assert_str_eq(buf, "10.843");
+	sh5_fmt_double(buf, 0.001);
+	ck_assert_str_eq(buf, "0.001");
+	sh5_fmt_double(buf, -120.5);
+	ck_assert_str_eq(buf, "-120.5");
+	sh5_fmt_double(buf, 1000000);
+	ck_assert_str_eq(buf, "1000000");
+	sh5_fmt_double(buf, 100.000001);
+	ck_assert_str_eq(buf, "100.000001");
+	sh5_fmt_double(buf, 0.1 + 0.2);
+	ck_assert_str_eq(buf, "0.30000000000000004");
+	ck_assert_uint_eq(sh5_fmt_u64(buf, 0), 1);
+	ck_assert_str_eq(buf, "0");
+	ck_assert_uint_eq(sh5_fmt_u64(buf, 10000000000000000000ULL), 20);
+	ck_assert_str_eq(buf, "10000000000000000000");
+	sh5_fmt_u64(buf, 99);
+	ck_assert_str_eq(buf, "99");
+	sh5_fmt_i64(buf, INT64_MIN);
+	ck_assert_str_eq(buf, "-9223372036854775808");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("csvfmt");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int nf;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_fmt_row_matches_ops);
+	tcase_add_test(tc, test_fmt_fixed_cases);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+}
