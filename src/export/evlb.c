@@ -10,7 +10,6 @@
 
 #include "export/evlb.h"
 #include "export/evstack.h"
-#include "export/lbdata.h"
 #include "sync/trace.h"	/* sh5_trace_op_class(): rooted operations */
 #include "common/sort.h"
 
