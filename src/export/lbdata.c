@@ -300,17 +300,64 @@ static int write_task(struct exporter *x, struct sh5_lbdata_file *f,
 	return sh5_lbdata_file_task(f, t, errp);
 }
 
-static int p2_series_end(void *arg, const struct sh5_jobread_series *s,
-			 struct sh5_error *errp)
+/* The user_defined figures of a task in phase p; returns how many. */
+static size_t task_user(const struct exporter *x, const struct acc *p,
+			struct sh5_lbdata_kv *user)
 {
-	struct exporter *x = arg;
+	size_t i = 0;
+
+	user[i].key = "task_footprint_bytes";
+	user[i].kind = SH5_LBDATA_KV_DOUBLE;
+	user[i++].d = p->rss_max * 1024.0;
+	user[i].key = "rss_max_kib";
+	user[i].kind = SH5_LBDATA_KV_DOUBLE;
+	user[i++].d = p->rss_max;
+	user[i].key = "vmsize_max_kib";
+	user[i].kind = SH5_LBDATA_KV_DOUBLE;
+	user[i++].d = p->vm_max;
+	user[i].key = "read_mb";
+	user[i].kind = SH5_LBDATA_KV_DOUBLE;
+	user[i++].d = p->d[D_READ];
+	user[i].key = "write_mb";
+	user[i].kind = SH5_LBDATA_KV_DOUBLE;
+	user[i++].d = p->d[D_WRITE];
+	user[i].key = "cpu_utilization_mean";
+	user[i].kind = SH5_LBDATA_KV_DOUBLE;
+	user[i++].d = p->n ? p->util_sum / (double)p->n : 0.0;
+	user[i].key = "samples";
+	user[i].kind = SH5_LBDATA_KV_INT;
+	user[i++].i = p->n;
+	if (x->evm) {
+		user[i].key = "cpu_time";
+		user[i].kind = SH5_LBDATA_KV_DOUBLE;
+		user[i++].d = p->d[D_CPU];
+	}
+	return i;
+}
+
+/* The summary's rank figures of task in phase k. */
+static void count_rank_load(struct exporter *x, int64_t task, int64_t k)
+{
+	const struct acc *p = &x->acc[k];
+	double load = x->evm ? sh5_evlb_rank_load(x->evm, task, k,
+						  p->d[D_CPU]) :
+			       p->d[D_CPU];
+
+	x->rank_sum[k] += load;
+	if (load > x->rank_max[k] || x->rank_arg[k] < 0) {
+		x->rank_max[k] = load;
+		x->rank_arg[k] = task;
+	}
+	x->node_load[k] += load;
+}
+
+/* Open the rank file of the task of series s. */
+static struct sh5_lbdata_file *open_rank(struct exporter *x,
+					 const struct sh5_jobread_series *s,
+					 struct sh5_lbdata_kv *attrs,
+					 struct sh5_error *errp)
+{
 	struct sh5_lbdata_meta m;
-	struct sh5_lbdata_kv attrs[7], user[9];
-	struct sh5_lbdata_task t;
-	struct sh5_lbdata_file *f;
-	const struct acc *p;
-	int64_t k;
-	size_t i;
 
 	memset(&m, 0, sizeof(m));
 	m.rank = s->task;
@@ -322,8 +369,21 @@ static int p2_series_end(void *arg, const struct sh5_jobread_series *s,
 	m.phase_count = x->nphases;
 	fill_attrs(x, s->step->name, s->node->name, attrs, &m.nattrs);
 	m.attrs = attrs;
-	f = sh5_lbdata_file_open(x->o->dir, x->stem, &m, x->o->compress,
-				 errp);
+	return sh5_lbdata_file_open(x->o->dir, x->stem, &m, x->o->compress,
+				    errp);
+}
+
+static int p2_series_end(void *arg, const struct sh5_jobread_series *s,
+			 struct sh5_error *errp)
+{
+	struct exporter *x = arg;
+	struct sh5_lbdata_kv attrs[7], user[9];
+	struct sh5_lbdata_task t;
+	struct sh5_lbdata_file *f;
+	const struct acc *p;
+	int64_t k;
+
+	f = open_rank(x, s, attrs, errp);
 	if (!f)
 		return -1;
 	memset(&t, 0, sizeof(t));
@@ -338,52 +398,15 @@ static int p2_series_end(void *arg, const struct sh5_jobread_series *s,
 	t.user = user;
 	for (k = 0; k < x->nphases; k++) {
 		p = &x->acc[k];
-		i = 0;
-		user[i].key = "task_footprint_bytes";
-		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->rss_max * 1024.0;
-		user[i].key = "rss_max_kib";
-		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->rss_max;
-		user[i].key = "vmsize_max_kib";
-		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->vm_max;
-		user[i].key = "read_mb";
-		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->d[D_READ];
-		user[i].key = "write_mb";
-		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->d[D_WRITE];
-		user[i].key = "cpu_utilization_mean";
-		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->n ? p->util_sum / (double)p->n : 0.0;
-		user[i].key = "samples";
-		user[i].kind = SH5_LBDATA_KV_INT;
-		user[i++].i = p->n;
-		if (x->evm) {
-			user[i].key = "cpu_time";
-			user[i].kind = SH5_LBDATA_KV_DOUBLE;
-			user[i++].d = p->d[D_CPU];
-		}
-		t.nuser = i;
+		t.nuser = task_user(x, p, user);
 		t.time = p->d[D_CPU];
 		if (write_phase_head(x, f, k, errp) < 0 ||
 		    write_task(x, f, &t, k, errp) < 0) {
 			sh5_lbdata_file_abort(f);
 			return -1;
 		}
-		if (x->rank_sum) {
-			double load = x->evm ? sh5_evlb_rank_load(x->evm,
-						s->task, k, p->d[D_CPU]) :
-					       p->d[D_CPU];
-
-			x->rank_sum[k] += load;
-			if (load > x->rank_max[k] || x->rank_arg[k] < 0) {
-				x->rank_max[k] = load;
-				x->rank_arg[k] = s->task;
-			}
-			x->node_load[k] += load;
-		}
+		if (x->rank_sum)
+			count_rank_load(x, s->task, k);
 	}
 	x->ntasks++;
 	return close_counted(x, f, errp);
@@ -500,13 +523,197 @@ static int alloc_pass2(struct exporter *x)
 	return 0;
 }
 
-int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
-		      struct sh5_lbdata_summary *sum, struct sh5_error *errp)
+/* The step to export: opts->step, else the first one. */
+static int choose_step(struct sh5_jobread *jr, const char *path,
+		       const struct sh5_lbdata_opts *opts, const char **step,
+		       struct sh5_error *errp)
+{
+	const char *const *steps;
+	size_t nsteps;
+
+	if (sh5_jobread_steps(jr, &steps, &nsteps, errp) < 0)
+		return -1;
+	if (opts->step) {
+		*step = opts->step;
+	} else if (nsteps) {
+		*step = steps[0];
+	} else {
+		errno = ENOENT;
+		sh5_errprintf(errp, "%s: no steps", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* The window phases of the step (x->lns, x->nphases) from its time span
+ * and the phase length. */
+static int set_windows(struct exporter *x, const char *path,
+		       const char *step, const struct sh5_evstep *evs,
+		       struct sh5_error *errp)
+{
+	const struct sh5_lbdata_opts *opts = x->o;
+	int64_t span;
+
+	/* Hostile times: the span must fit int64. */
+	if (__builtin_sub_overflow(x->tend, x->t0, &span)) {
+		errno = ERANGE;
+		sh5_errprintf(errp, "%s: step %s: time span out of "
+			      "range", path, step);
+		return -1;
+	}
+	/* A length past 126 years is one phase (no unchecked
+	 * float-to-integer conversion). */
+	if (opts->phase_length > 0 &&
+	    opts->phase_length * 1e9 < 4e18) {
+		x->lns = (int64_t)llround(opts->phase_length * 1e9);
+		if (x->lns < 1)
+			x->lns = 1;
+	} else if (opts->phase_length > 0) {
+		x->lns = INT64_C(4000000000000000000);
+	} else {
+		x->lns = span > 0 ? span : 1000000000;
+	}
+	x->nphases = span > 0 ? (span - 1) / x->lns + 1 : 1;
+	/* (with phase marks the windows are not used) */
+	if (x->nphases > SH5_LBDATA_MAX_PHASES &&
+	    !(evs->ntasks && sh5_evlb_has_marks(evs))) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "%s: step %s: phase length %g s gives %"
+			      PRId64 " phases (at most %d)", path, step,
+			      opts->phase_length, x->nphases,
+			      SH5_LBDATA_MAX_PHASES);
+		return -1;
+	}
+	return 0;
+}
+
+/* The event model of the step (x->evm), when it has events. */
+static int build_model(struct exporter *x, const char *path,
+		       const char *step, const struct sh5_evstep *evs,
+		       struct sh5_error *errp)
+{
+	struct sh5_evlb_windows w = { x->t0, x->lns, x->nphases };
+	char text[sizeof(errp->text)];
+
+	if (!evs->ntasks)
+		return 0;
+	x->evm = sh5_evlb_build(evs, &w, SH5_LBDATA_MAX_PHASES, errp);
+	if (!x->evm) {
+		if (errp) {
+			snprintf(text, sizeof(text), "%s", errp->text);
+			sh5_errprintf(errp, "%s: step %s: %s", path, step,
+				      text);
+		}
+		return -1;
+	}
+	x->nphases = x->evm->nphases;
+	return 0;
+}
+
+/* Pass 1, the events and the phases: everything known before writing. */
+static int prepare(struct exporter *x, struct sh5_jobread *jr,
+		   const char *path, const char *step,
+		   struct sh5_evstep **evs, struct sh5_error *errp)
 {
 	static const struct sh5_jobread_ops pass1 = {
 		.step_begin = p1_step,
 		.series_begin = p1_series,
 	};
+	struct sh5_evstep *e;
+
+	if (sh5_jobread_walk(jr, step, &pass1, x, errp) < 0)
+		return -1;
+	e = *evs = sh5_evlb_read_step(path, step, errp);
+	if (!e)
+		return -1;
+	if (e->ntasks && e->tasks[e->ntasks - 1].task > x->maxrank)
+		x->maxrank = e->tasks[e->ntasks - 1].task;
+	if (e->ntasks && !x->have_time)
+		x->have_time = sh5_evlb_span(e, &x->t0, &x->tend);
+	if (x->maxrank < 0) {
+		errno = ENOENT;
+		sh5_errprintf(errp, "%s: step %s has no Task series", path,
+			      step);
+		return -1;
+	}
+	if (!x->have_time)
+		x->t0 = x->tend = 0;
+	if (set_windows(x, path, step, e, errp) < 0 ||
+	    build_model(x, path, step, e, errp) < 0)
+		return -1;
+	if (alloc_pass2(x) < 0) {
+		errno = ENOMEM;
+		sh5_errprintf(errp, "%s: out of memory (%" PRId64 " phases)",
+			      path, x->nphases);
+		return -1;
+	}
+	return 0;
+}
+
+/* The per-phase figures of the summary. */
+static int fill_phases(const struct exporter *x,
+		       struct sh5_lbdata_summary *sum,
+		       struct sh5_error *errp)
+{
+	int64_t k;
+
+	sum->phases = calloc((size_t)x->nphases, sizeof(*sum->phases));
+	if (!sum->phases) {
+		errno = ENOMEM;
+		sh5_errprintf(errp, "out of memory");
+		return -1;
+	}
+	for (k = 0; k < x->nphases; k++) {
+		struct sh5_lbdata_phase_summary *p = &sum->phases[k];
+
+		p->id = k;
+		p->start = (double)(x->t0 + k * x->lns) / 1e9;
+		p->end = (double)(x->t0 + (k + 1) * x->lns) / 1e9;
+		p->rank_max = x->rank_max[k];
+		p->rank_avg = x->rank_sum[k] / (double)(x->maxrank + 1);
+		p->rank_argmax = x->rank_arg[k];
+		p->node_max = x->node_max[k];
+		p->node_avg = x->nnodes ?
+				      x->node_sum[k] / (double)x->nnodes :
+				      0.0;
+		p->node_argmax = x->node_arg[k];
+		snprintf(p->node_name, sizeof(p->node_name), "%s",
+			 x->node_names[k]);
+	}
+	return 0;
+}
+
+/* The summary of a complete export. */
+static int fill_summary(const struct exporter *x, const char *step,
+			struct sh5_lbdata_summary *sum,
+			struct sh5_error *errp)
+{
+	snprintf(sum->step, sizeof(sum->step), "%s", step);
+	sum->nranks = x->maxrank + 1;
+	sum->ntasks = x->ntasks;
+	sum->nnodes = x->nnodes;
+	sum->nphases = x->nphases;
+	sum->phase_length = (double)x->lns / 1e9;
+	sum->samples = x->samples;
+	if (x->evm) {
+		sum->events = 1;
+		sum->marks = x->evm->marks;
+		sum->comm_edges = x->evm->nedges;
+		sum->p2p_matched = x->evm->p2p_matched;
+		sum->unmatched = x->evm->unmatched_sends +
+				 x->evm->unmatched_recvs;
+		sum->objects = x->evm->nobjects;
+	}
+	sum->json_bytes = x->json_bytes;
+	sum->file_bytes = x->file_bytes;
+	if (x->o->summary)
+		return fill_phases(x, sum, errp);
+	return 0;
+}
+
+int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
+		      struct sh5_lbdata_summary *sum, struct sh5_error *errp)
+{
 	static const struct sh5_jobread_ops pass2 = {
 		.node_begin = p2_node,
 		.series_begin = p2_series,
@@ -517,10 +724,8 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 	struct exporter x;
 	struct sh5_jobread *jr;
 	struct sh5_evstep *evs = NULL;
-	const char *const *steps;
 	const char *step;
-	size_t nsteps;
-	int64_t r, k;
+	int64_t r;
 	int64_t renamed = 0;
 	int rc = -1, written = 0;
 
@@ -533,90 +738,9 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 	jr = sh5_jobread_open(path, errp);
 	if (!jr)
 		return -1;
-	if (sh5_jobread_steps(jr, &steps, &nsteps, errp) < 0)
+	if (choose_step(jr, path, opts, &step, errp) < 0 ||
+	    prepare(&x, jr, path, step, &evs, errp) < 0)
 		goto out;
-	if (opts->step) {
-		step = opts->step;
-	} else if (nsteps) {
-		step = steps[0];
-	} else {
-		errno = ENOENT;
-		sh5_errprintf(errp, "%s: no steps", path);
-		goto out;
-	}
-	if (sh5_jobread_walk(jr, step, &pass1, &x, errp) < 0)
-		goto out;
-	evs = sh5_evlb_read_step(path, step, errp);
-	if (!evs)
-		goto out;
-	if (evs->ntasks && evs->tasks[evs->ntasks - 1].task > x.maxrank)
-		x.maxrank = evs->tasks[evs->ntasks - 1].task;
-	if (evs->ntasks && !x.have_time)
-		x.have_time = sh5_evlb_span(evs, &x.t0, &x.tend);
-	if (x.maxrank < 0) {
-		errno = ENOENT;
-		sh5_errprintf(errp, "%s: step %s has no Task series", path,
-			      step);
-		goto out;
-	}
-	if (!x.have_time)
-		x.t0 = x.tend = 0;
-	{
-		int64_t span;
-
-		/* Hostile times: the span must fit int64. */
-		if (__builtin_sub_overflow(x.tend, x.t0, &span)) {
-			errno = ERANGE;
-			sh5_errprintf(errp, "%s: step %s: time span out of "
-				      "range", path, step);
-			goto out;
-		}
-		/* A length past 126 years is one phase (no unchecked
-		 * float-to-integer conversion). */
-		if (opts->phase_length > 0 &&
-		    opts->phase_length * 1e9 < 4e18) {
-			x.lns = (int64_t)llround(opts->phase_length * 1e9);
-			if (x.lns < 1)
-				x.lns = 1;
-		} else if (opts->phase_length > 0) {
-			x.lns = INT64_C(4000000000000000000);
-		} else {
-			x.lns = span > 0 ? span : 1000000000;
-		}
-		x.nphases = span > 0 ? (span - 1) / x.lns + 1 : 1;
-	}
-	/* (with phase marks the windows are not used) */
-	if (x.nphases > SH5_LBDATA_MAX_PHASES &&
-	    !(evs->ntasks && sh5_evlb_has_marks(evs))) {
-		errno = EINVAL;
-		sh5_errprintf(errp, "%s: step %s: phase length %g s gives %"
-			      PRId64 " phases (at most %d)", path, step,
-			      opts->phase_length, x.nphases,
-			      SH5_LBDATA_MAX_PHASES);
-		goto out;
-	}
-	if (evs->ntasks) {
-		struct sh5_evlb_windows w = { x.t0, x.lns, x.nphases };
-
-		x.evm = sh5_evlb_build(evs, &w, SH5_LBDATA_MAX_PHASES, errp);
-		if (!x.evm) {
-			char text[sizeof(errp->text)];
-
-			if (errp) {
-				snprintf(text, sizeof(text), "%s", errp->text);
-				sh5_errprintf(errp, "%s: step %s: %s", path,
-					      step, text);
-			}
-			goto out;
-		}
-		x.nphases = x.evm->nphases;
-	}
-	if (alloc_pass2(&x) < 0) {
-		errno = ENOMEM;
-		sh5_errprintf(errp, "%s: out of memory (%" PRId64 " phases)",
-			      path, x.nphases);
-		goto out;
-	}
 	written = 1;
 	if (sh5_jobread_walk(jr, step, &pass2, &x, errp) < 0)
 		goto out;
@@ -627,56 +751,8 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 		if (sh5_lbdata_commit(opts->dir, x.stem, renamed, 1, errp) < 0)
 			goto out;
 	written = 0;
-	if (sum) {
-		snprintf(sum->step, sizeof(sum->step), "%s", step);
-		sum->nranks = x.maxrank + 1;
-		sum->ntasks = x.ntasks;
-		sum->nnodes = x.nnodes;
-		sum->nphases = x.nphases;
-		sum->phase_length = (double)x.lns / 1e9;
-		sum->samples = x.samples;
-		if (x.evm) {
-			sum->events = 1;
-			sum->marks = x.evm->marks;
-			sum->comm_edges = x.evm->nedges;
-			sum->p2p_matched = x.evm->p2p_matched;
-			sum->unmatched = x.evm->unmatched_sends +
-					 x.evm->unmatched_recvs;
-			sum->objects = x.evm->nobjects;
-		}
-		sum->json_bytes = x.json_bytes;
-		sum->file_bytes = x.file_bytes;
-		if (opts->summary) {
-			sum->phases = calloc((size_t)x.nphases,
-					     sizeof(*sum->phases));
-			if (!sum->phases) {
-				errno = ENOMEM;
-				sh5_errprintf(errp, "out of memory");
-				goto out;
-			}
-			for (k = 0; k < x.nphases; k++) {
-				struct sh5_lbdata_phase_summary *p =
-					&sum->phases[k];
-
-				p->id = k;
-				p->start = (double)(x.t0 + k * x.lns) / 1e9;
-				p->end = (double)(x.t0 + (k + 1) * x.lns) /
-					 1e9;
-				p->rank_max = x.rank_max[k];
-				p->rank_avg = x.rank_sum[k] /
-					      (double)(x.maxrank + 1);
-				p->rank_argmax = x.rank_arg[k];
-				p->node_max = x.node_max[k];
-				p->node_avg = x.nnodes ?
-						      x.node_sum[k] /
-							      (double)x.nnodes :
-						      0.0;
-				p->node_argmax = x.node_arg[k];
-				snprintf(p->node_name, sizeof(p->node_name),
-					 "%s", x.node_names[k]);
-			}
-		}
-	}
+	if (sum && fill_summary(&x, step, sum, errp) < 0)
+		goto out;
 	rc = 0;
 out:
 	if (written) {

@@ -130,29 +130,19 @@ static int write_kvs(struct sh5_json *j, size_t n,
 	return 0;
 }
 
-struct sh5_lbdata_file *sh5_lbdata_file_open(const char *dir, const char *stem,
-					     const struct sh5_lbdata_meta *meta,
-					     enum sh5_lbdata_compress compress,
-					     struct sh5_error *errp)
+/* The JSON writer of f, through brotli or plain. */
+static int open_writer(struct sh5_lbdata_file *f,
+		       enum sh5_lbdata_compress compress,
+		       struct sh5_error *errp)
 {
-	struct sh5_lbdata_file *f = calloc(1, sizeof(*f));
-	struct sh5_json *j;
-
-	if (!f)
-		goto nomem;
-	f->tmp = part_path(dir, stem ? stem : "data", meta->rank, 1);
-	if (!f->tmp)
-		goto nomem;
-	f->fp = fopen(f->tmp, "w");
-	if (!f->fp) {
-		sh5_errprintf(errp, "%s: %s", f->tmp, strerror(errno));
-		goto error;
-	}
 	if (compress == SH5_LBDATA_BROTLI) {
 		f->enc = BrotliEncoderCreateInstance(NULL, NULL, NULL);
 		f->out = malloc(OUTBUF_SIZE);
-		if (!f->enc || !f->out)
-			goto nomem;
+		if (!f->enc || !f->out) {
+			errno = ENOMEM;
+			sh5_errprintf(errp, "lbdata: out of memory");
+			return -1;
+		}
 		BrotliEncoderSetParameter(f->enc, BROTLI_PARAM_QUALITY,
 					  BROTLI_QUALITY);
 		BrotliEncoderSetParameter(f->enc, BROTLI_PARAM_LGWIN,
@@ -161,17 +151,12 @@ struct sh5_lbdata_file *sh5_lbdata_file_open(const char *dir, const char *stem,
 	} else {
 		f->j = sh5_json_create_cb(sink_plain, f, 0, errp);
 	}
-	if (!f->j)
-		goto error;
-	j = f->j;
-	{
-		/* Errors name the file the user asked for. */
-		char *final = part_path(dir, stem ? stem : "data",
-					meta->rank, 0);
+	return f->j ? 0 : -1;
+}
 
-		sh5_json_set_name(j, final ? final : f->tmp);
-		free(final);
-	}
+/* The top-level "type" and the metadata, then the "phases" key. */
+static void write_head(struct sh5_json *j, const struct sh5_lbdata_meta *meta)
+{
 	sh5_json_object_open(j);
 	sh5_json_kv_string(j, "type", "LBDatafile");
 	sh5_json_key(j, "metadata");
@@ -202,6 +187,38 @@ struct sh5_lbdata_file *sh5_lbdata_file_open(const char *dir, const char *stem,
 	}
 	sh5_json_object_close(j);
 	sh5_json_key(j, "phases");
+}
+
+struct sh5_lbdata_file *sh5_lbdata_file_open(const char *dir, const char *stem,
+					     const struct sh5_lbdata_meta *meta,
+					     enum sh5_lbdata_compress compress,
+					     struct sh5_error *errp)
+{
+	struct sh5_lbdata_file *f = calloc(1, sizeof(*f));
+	struct sh5_json *j;
+
+	if (!f)
+		goto nomem;
+	f->tmp = part_path(dir, stem ? stem : "data", meta->rank, 1);
+	if (!f->tmp)
+		goto nomem;
+	f->fp = fopen(f->tmp, "w");
+	if (!f->fp) {
+		sh5_errprintf(errp, "%s: %s", f->tmp, strerror(errno));
+		goto error;
+	}
+	if (open_writer(f, compress, errp) < 0)
+		goto error;
+	j = f->j;
+	{
+		/* Errors name the file the user asked for. */
+		char *final = part_path(dir, stem ? stem : "data",
+					meta->rank, 0);
+
+		sh5_json_set_name(j, final ? final : f->tmp);
+		free(final);
+	}
+	write_head(j, meta);
 	if (sh5_json_array_open(j) < 0) {
 		sh5_json_flush(j, errp);
 		goto error;
