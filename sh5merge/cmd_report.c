@@ -62,6 +62,46 @@ static int write_report(void *arg, FILE *f, const char *name,
 	return sh5_report_write(a->in, f, name, a->o, a->res, errp);
 }
 
+/* Option c (its argument in optarg) into o and *out: -1 to go on, else
+ * the exit status (after the help or what is wrong). */
+static int set_opt(int c, struct sh5_report_opts *o, const char **out)
+{
+	char *end;
+
+	switch (c) {
+	case 'o':
+		*out = optarg;
+		break;
+	case 's':
+		o->step = optarg;
+		break;
+	case 'b':
+		errno = 0;
+		o->bins = strtoul(optarg, &end, 10);
+		if (errno || *end || o->bins < 16 || o->bins > 10000) {
+			cli_error(NULL, "--bins: want 16..10000, not '%s'",
+				  optarg);
+			return 2;
+		}
+		break;
+	case 'g':
+		o->sigma = strtod(optarg, &end);
+		if (*end || !(o->sigma > 0)) {
+			cli_error(NULL, "--sigma: want a positive number, "
+				  "not '%s'", optarg);
+			return 2;
+		}
+		break;
+	case 'h':
+		usage(stdout);
+		return 0;
+	default:
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -76,44 +116,13 @@ int cmd_report(int argc, char **argv)
 	struct sh5_report_result res;
 	struct report_arg ra;
 	const char *out = NULL, *in;
-	char *end;
 	size_t i;
-	int c;
+	int c, rc;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:s:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 's':
-			o.step = optarg;
-			break;
-		case 'b':
-			errno = 0;
-			o.bins = strtoul(optarg, &end, 10);
-			if (errno || *end || o.bins < 16 || o.bins > 10000) {
-				cli_error(NULL, "--bins: want 16..10000, not "
-					  "'%s'", optarg);
-				return 2;
-			}
-			break;
-		case 'g':
-			o.sigma = strtod(optarg, &end);
-			if (*end || !(o.sigma > 0)) {
-				cli_error(NULL, "--sigma: want a positive "
-					  "number, not '%s'", optarg);
-				return 2;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
+	while ((c = getopt_long(argc, argv, "o:s:h", opts, NULL)) != -1)
+		if ((rc = set_opt(c, &o, &out)) >= 0)
+			return rc;
 	if (optind != argc - 1 || !out) {
 		usage(stderr);
 		return 2;
