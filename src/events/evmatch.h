@@ -22,7 +22,7 @@ struct sh5_evmsg {
 	uint32_t src, dst;	/* the caller's numbering */
 	uint64_t comm;		/* sh5_evstep_comm() */
 	int32_t tag;
-	size_t seq;		/* order within its key (unique in the key) */
+	size_t seq;		/* order within its key (unique there) */
 };
 
 /*
