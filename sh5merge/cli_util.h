@@ -1,5 +1,5 @@
 /*
- * cli_util.h - helpers shared by the merge, extract and list subcommands.
+ * cli_util.h - helpers shared by the sh5merge subcommands.
  */
 #ifndef SH5MERGE_CLI_UTIL_H
 #define SH5MERGE_CLI_UTIL_H
