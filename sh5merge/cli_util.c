@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,4 +195,28 @@ out:
 	else
 		H5Fclose(f);
 	return s;
+}
+
+int cli_write_out(const char *in, const char *out, cli_writer_fn fn,
+		  void *arg)
+{
+	struct sh5_error err = { "" };
+	struct sh5_outfile of = { .fd = -1 };
+	FILE *f;
+
+	if (sh5_outfile_open(&of, out, &in, 1, &err) < 0)
+		goto error;
+	if (!(f = sh5_outfile_fp(&of))) {
+		sh5_errprintf(&err, "%s: %s", out, strerror(errno));
+		goto error;
+	}
+	if (fn(arg, f, out, &err) < 0)
+		goto error;
+	if (sh5_outfile_commit(&of, &err) < 0)
+		goto error;
+	return 0;
+error:
+	cli_error(NULL, "%s", err.text);
+	sh5_outfile_abort(&of);
+	return -1;
 }

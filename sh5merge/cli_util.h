@@ -1,11 +1,14 @@
 /*
- * cli_util.h - helpers shared by the merge, extract and list subcommands.
+ * cli_util.h - helpers shared by the sh5merge subcommands.
  */
 #ifndef SH5MERGE_CLI_UTIL_H
 #define SH5MERGE_CLI_UTIL_H
 
 #include <hdf5.h>
 #include <stddef.h>
+#include <stdio.h>
+
+#include "common/error.h"
 
 /* "sh5merge: FILE: reason" on stderr (FILE may be NULL). */
 void cli_error(const char *file, const char *fmt, ...)
@@ -40,5 +43,18 @@ struct sh5_evstep;
  */
 struct sh5_evstep *cli_read_events(const char *in, const char *step,
 				   int raw, hid_t *file);
+
+/* Writes the whole output to f (named name in messages); returns 0 or -1
+ * with errp set. */
+typedef int (*cli_writer_fn)(void *arg, FILE *f, const char *name,
+			     struct sh5_error *errp);
+
+/*
+ * Write out through fn (common/outfile.h: a temporary file beside it
+ * renamed when complete; "-" or a device written in place; the input in
+ * refused as output).  Returns 0, or -1 after printing the reason.
+ */
+int cli_write_out(const char *in, const char *out, cli_writer_fn fn,
+		  void *arg);
 
 #endif

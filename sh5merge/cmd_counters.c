@@ -95,6 +95,108 @@ static int parse_double(const char *s, double *out)
 	return errno || end == s || *end || !isfinite(*out) ? -1 : 0;
 }
 
+struct cargs {			/* the command line */
+	struct sh5_counters_opts o;
+	const char *input, *output;
+	int pretty, summary;
+};
+
+/* Option c (its argument in optarg) into a: -1 to go on, else the exit
+ * status (after the help or what is wrong). */
+static int set_opt(int c, struct cargs *a)
+{
+	double d;
+
+	switch (c) {
+	case 'i':
+		a->input = optarg;
+		break;
+	case 'o':
+		a->output = optarg;
+		break;
+	case 'g':
+		if (parse_double(optarg, &a->o.sigma) < 0 || a->o.sigma <= 0) {
+			fprintf(stderr, "sh5merge: counters: bad "
+				"--sigma '%s'\n", optarg);
+			return 2;
+		}
+		break;
+	case 's':
+		a->o.step = optarg;
+		break;
+	case 't':
+		if (parse_double(optarg, &d) < 0 || d < 0 ||
+		    d > 1000000 || d != floor(d)) {
+			fprintf(stderr, "sh5merge: counters: bad "
+				"--top '%s'\n", optarg);
+			return 2;
+		}
+		a->o.top = (size_t)d;
+		break;
+	case 'P':
+		a->pretty = 1;
+		break;
+	case 'm':
+		a->summary = 1;
+		break;
+	case 'h':
+		usage(stdout);
+		return 0;
+	default:
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
+/* The export into a->output, then the summary; the exit status. */
+static int run(const struct cargs *a)
+{
+	struct sh5_counters_result res;
+	struct sh5_error err = { "" };
+	struct sh5_outfile out = { .fd = -1 };
+	struct sh5_json *j = NULL;
+	FILE *fp = NULL;
+	int rc = 1;
+
+	memset(&res, 0, sizeof(res));
+	if (sh5_infile_check(a->input, &err) < 0)
+		goto error;
+	if (sh5_outfile_open(&out, a->output, &a->input, 1, &err) < 0)
+		goto error;
+	if (!(fp = sh5_outfile_fp(&out))) {
+		sh5_errprintf(&err, "%s: %s", a->output, strerror(errno));
+		goto error;
+	}
+	j = sh5_json_create_file(fp, a->pretty ? SH5_JSON_PRETTY : 0, &err);
+	if (!j)
+		goto error;
+	sh5_json_set_name(j, strcmp(a->output, "-") ? a->output : "stdout");
+	if (sh5_counters_export(a->input, j, &a->o, &res, &err) < 0)
+		goto error;
+	if (sh5_json_finish(j, &err) < 0)
+		goto error;
+	if (fputc('\n', fp) == EOF) {
+		sh5_errprintf(&err, "%s: write failed: %s", a->output,
+			      strerror(errno));
+		goto error;
+	}
+	if (sh5_outfile_commit(&out, &err) < 0)
+		goto error;
+	if (a->summary)
+		print_summary(strcmp(a->output, "-") ? stdout : stderr,
+			      a->output, a->o.sigma, &res);
+	rc = 0;
+	goto out;
+error:
+	fprintf(stderr, "sh5merge: %s\n", err.text);
+out:
+	sh5_json_destroy(j);
+	sh5_outfile_abort(&out);
+	sh5_counters_result_free(&res);
+	return rc;
+}
+
 int cmd_counters(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -108,65 +210,18 @@ int cmd_counters(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sh5_counters_opts o;
-	struct sh5_counters_result res;
-	struct sh5_error err = { "" };
-	const char *input = NULL, *output = NULL;
-	struct sh5_outfile out = { .fd = -1 };
-	struct sh5_json *j = NULL;
-	FILE *fp = NULL;
-	int c, pretty = 0, summary = 0, rc = 1;
-	double d;
+	struct cargs a;
+	int c, rc;
 
-	memset(&o, 0, sizeof(o));
-	memset(&res, 0, sizeof(res));
-	o.sigma = 6.0;
-	o.top = 10;
+	memset(&a, 0, sizeof(a));
+	a.o.sigma = 6.0;
+	a.o.top = 10;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "i:o:s:h", longopts, NULL)) !=
-	       -1) {
-		switch (c) {
-		case 'i':
-			input = optarg;
-			break;
-		case 'o':
-			output = optarg;
-			break;
-		case 'g':
-			if (parse_double(optarg, &o.sigma) < 0 ||
-			    o.sigma <= 0) {
-				fprintf(stderr, "sh5merge: counters: bad "
-					"--sigma '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		case 's':
-			o.step = optarg;
-			break;
-		case 't':
-			if (parse_double(optarg, &d) < 0 || d < 0 ||
-			    d > 1000000 || d != floor(d)) {
-				fprintf(stderr, "sh5merge: counters: bad "
-					"--top '%s'\n", optarg);
-				return 2;
-			}
-			o.top = (size_t)d;
-			break;
-		case 'P':
-			pretty = 1;
-			break;
-		case 'm':
-			summary = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc || !input || !output) {
+	       -1)
+		if ((rc = set_opt(c, &a)) >= 0)
+			return rc;
+	if (optind < argc || !a.input || !a.output) {
 		if (optind < argc)
 			fprintf(stderr, "sh5merge: counters: unexpected "
 				"argument '%s'\n", argv[optind]);
@@ -176,41 +231,7 @@ int cmd_counters(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!summary)
-		o.top = 0;
-	if (sh5_infile_check(input, &err) < 0)
-		goto error;
-	if (sh5_outfile_open(&out, output, &input, 1, &err) < 0)
-		goto error;
-	if (!(fp = sh5_outfile_fp(&out))) {
-		sh5_errprintf(&err, "%s: %s", output, strerror(errno));
-		goto error;
-	}
-	j = sh5_json_create_file(fp, pretty ? SH5_JSON_PRETTY : 0, &err);
-	if (!j)
-		goto error;
-	sh5_json_set_name(j, strcmp(output, "-") ? output : "stdout");
-	if (sh5_counters_export(input, j, &o, &res, &err) < 0)
-		goto error;
-	if (sh5_json_finish(j, &err) < 0)
-		goto error;
-	if (fputc('\n', fp) == EOF) {
-		sh5_errprintf(&err, "%s: write failed: %s", output,
-			      strerror(errno));
-		goto error;
-	}
-	if (sh5_outfile_commit(&out, &err) < 0)
-		goto error;
-	if (summary)
-		print_summary(strcmp(output, "-") ? stdout : stderr, output,
-			      o.sigma, &res);
-	rc = 0;
-	goto out;
-error:
-	fprintf(stderr, "sh5merge: %s\n", err.text);
-out:
-	sh5_json_destroy(j);
-	sh5_outfile_abort(&out);
-	sh5_counters_result_free(&res);
-	return rc;
+	if (!a.summary)
+		a.o.top = 0;
+	return run(&a);
 }

@@ -32,30 +32,18 @@ static void usage(FILE *f)
 "  -h, --help          this help\n");
 }
 
-/* Write s to out (common/outfile.h: a temporary file beside it renamed
- * when complete; "-" or a device written in place; in refused). */
-static int write_out(const struct sh5_evstep *s, const char *in,
-		     const char *out, int raw)
-{
-	struct sh5_error err = { "" };
-	struct sh5_outfile of = { .fd = -1 };
-	FILE *f;
+struct csv_arg {
+	const struct sh5_evstep *s;
+	int raw;
+};
 
-	if (sh5_outfile_open(&of, out, &in, 1, &err) < 0)
-		goto error;
-	if (!(f = sh5_outfile_fp(&of))) {
-		sh5_errprintf(&err, "%s: %s", out, strerror(errno));
-		goto error;
-	}
-	if (sh5_evstep_write_csv(s, f, out, !raw, &err) < 0)
-		goto error;
-	if (sh5_outfile_commit(&of, &err) < 0)
-		goto error;
-	return 0;
-error:
-	cli_error(NULL, "%s", err.text);
-	sh5_outfile_abort(&of);
-	return -1;
+/* The trace as CSV (a cli_writer_fn). */
+static int write_csv(void *arg, FILE *f, const char *name,
+		     struct sh5_error *errp)
+{
+	const struct csv_arg *a = arg;
+
+	return sh5_evstep_write_csv(a->s, f, name, !a->raw, errp);
 }
 
 int cmd_events(int argc, char **argv)
@@ -70,6 +58,7 @@ int cmd_events(int argc, char **argv)
 	};
 	const char *in = NULL, *out = NULL, *step = NULL;
 	struct sh5_evstep *s = NULL;
+	struct csv_arg ca;
 	hid_t f = -1;
 	int raw = 0, c, rc = 1;
 
@@ -114,7 +103,9 @@ int cmd_events(int argc, char **argv)
 	}
 	if (!(s = cli_read_events(in, step, raw, &f)))
 		return 1;
-	if (write_out(s, in, out, raw) < 0)
+	ca.s = s;
+	ca.raw = raw;
+	if (cli_write_out(in, out, write_csv, &ca) < 0)
 		goto out;
 	rc = 0;
 out:

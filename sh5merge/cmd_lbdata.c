@@ -116,6 +116,62 @@ static void print_summary(const char *dir, const char *stem,
 	}
 }
 
+/* Option c (its argument in optarg) into o and *input: -1 to go on,
+ * else the exit status (after the help or what is wrong). */
+static int set_opt(int c, struct sh5_lbdata_opts *o, const char **input)
+{
+	switch (c) {
+	case 'i':
+		*input = optarg;
+		break;
+	case 'o':
+		o->dir = optarg;
+		break;
+	case 's':
+		o->step = optarg;
+		break;
+	case 'S':
+		if (!optarg[0] || strchr(optarg, '/')) {
+			fprintf(stderr, "sh5merge: lbdata: bad --stem "
+				"'%s'\n", optarg);
+			return 2;
+		}
+		o->stem = optarg;
+		break;
+	case 'p':
+		if (parse_seconds(optarg, &o->phase_length) < 0) {
+			fprintf(stderr, "sh5merge: lbdata: bad "
+				"--phase-length '%s'\n", optarg);
+			return 2;
+		}
+		break;
+	case 'c':
+		if (!strcmp(optarg, "none")) {
+			o->compress = SH5_LBDATA_PLAIN;
+		} else if (!strcmp(optarg, "brotli")) {
+			o->compress = SH5_LBDATA_BROTLI;
+		} else {
+			fprintf(stderr, "sh5merge: lbdata: bad "
+				"--compress '%s' (none or brotli)\n", optarg);
+			return 2;
+		}
+		break;
+	case 'M':
+		o->migratable = 0;
+		break;
+	case 'm':
+		o->summary = 1;
+		break;
+	case 'h':
+		usage(stdout);
+		return 0;
+	default:
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
 int cmd_lbdata(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -134,7 +190,7 @@ int cmd_lbdata(int argc, char **argv)
 	struct sh5_lbdata_summary sum;
 	struct sh5_error err = { "" };
 	const char *input = NULL;
-	int c;
+	int c, rc;
 
 	memset(&o, 0, sizeof(o));
 	o.stem = "data";
@@ -143,58 +199,9 @@ int cmd_lbdata(int argc, char **argv)
 	o.migratable = 1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "i:o:s:p:c:h", longopts,
-				NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			input = optarg;
-			break;
-		case 'o':
-			o.dir = optarg;
-			break;
-		case 's':
-			o.step = optarg;
-			break;
-		case 'S':
-			if (!optarg[0] || strchr(optarg, '/')) {
-				fprintf(stderr, "sh5merge: lbdata: bad --stem "
-					"'%s'\n", optarg);
-				return 2;
-			}
-			o.stem = optarg;
-			break;
-		case 'p':
-			if (parse_seconds(optarg, &o.phase_length) < 0) {
-				fprintf(stderr, "sh5merge: lbdata: bad "
-					"--phase-length '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		case 'c':
-			if (!strcmp(optarg, "none")) {
-				o.compress = SH5_LBDATA_PLAIN;
-			} else if (!strcmp(optarg, "brotli")) {
-				o.compress = SH5_LBDATA_BROTLI;
-			} else {
-				fprintf(stderr, "sh5merge: lbdata: bad "
-					"--compress '%s' (none or brotli)\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'M':
-			o.migratable = 0;
-			break;
-		case 'm':
-			o.summary = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
+				NULL)) != -1)
+		if ((rc = set_opt(c, &o, &input)) >= 0)
+			return rc;
 	if (optind < argc || !input || !o.dir) {
 		if (optind < argc)
 			fprintf(stderr, "sh5merge: lbdata: unexpected "

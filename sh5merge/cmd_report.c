@@ -47,31 +47,58 @@ static void progress(void *arg, const char *what, size_t done,
 	cli_progress(what, done, total);
 }
 
-/* Write the report of in to out (common/outfile.h: a temporary file
- * beside it renamed when complete; "-" or a device written in place; the
- * input refused as output). */
-static int write_out(const char *in, const char *out,
-		     const struct sh5_report_opts *o,
-		     struct sh5_report_result *res)
-{
-	struct sh5_error err = { "" };
-	struct sh5_outfile of = { .fd = -1 };
-	FILE *f;
+struct report_arg {
+	const char *in;
+	const struct sh5_report_opts *o;
+	struct sh5_report_result *res;
+};
 
-	if (sh5_outfile_open(&of, out, &in, 1, &err) < 0)
-		goto error;
-	if (!(f = sh5_outfile_fp(&of))) {
-		sh5_errprintf(&err, "%s: %s", out, strerror(errno));
-		goto error;
+/* The report of the job file (a cli_writer_fn). */
+static int write_report(void *arg, FILE *f, const char *name,
+			struct sh5_error *errp)
+{
+	const struct report_arg *a = arg;
+
+	return sh5_report_write(a->in, f, name, a->o, a->res, errp);
+}
+
+/* Option c (its argument in optarg) into o and *out: -1 to go on, else
+ * the exit status (after the help or what is wrong). */
+static int set_opt(int c, struct sh5_report_opts *o, const char **out)
+{
+	char *end;
+
+	switch (c) {
+	case 'o':
+		*out = optarg;
+		break;
+	case 's':
+		o->step = optarg;
+		break;
+	case 'b':
+		errno = 0;
+		o->bins = strtoul(optarg, &end, 10);
+		if (errno || *end || o->bins < 16 || o->bins > 10000) {
+			cli_error(NULL, "--bins: want 16..10000, not '%s'",
+				  optarg);
+			return 2;
+		}
+		break;
+	case 'g':
+		o->sigma = strtod(optarg, &end);
+		if (*end || !(o->sigma > 0)) {
+			cli_error(NULL, "--sigma: want a positive number, "
+				  "not '%s'", optarg);
+			return 2;
+		}
+		break;
+	case 'h':
+		usage(stdout);
+		return 0;
+	default:
+		usage(stderr);
+		return 2;
 	}
-	if (sh5_report_write(in, f, out, o, res, &err) < 0)
-		goto error;
-	if (sh5_outfile_commit(&of, &err) < 0)
-		goto error;
-	return 0;
-error:
-	cli_error(NULL, "%s", err.text);
-	sh5_outfile_abort(&of);
 	return -1;
 }
 
@@ -87,45 +114,15 @@ int cmd_report(int argc, char **argv)
 	};
 	struct sh5_report_opts o = { .progress = progress };
 	struct sh5_report_result res;
+	struct report_arg ra;
 	const char *out = NULL, *in;
-	char *end;
 	size_t i;
-	int c;
+	int c, rc;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:s:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 's':
-			o.step = optarg;
-			break;
-		case 'b':
-			errno = 0;
-			o.bins = strtoul(optarg, &end, 10);
-			if (errno || *end || o.bins < 16 || o.bins > 10000) {
-				cli_error(NULL, "--bins: want 16..10000, not "
-					  "'%s'", optarg);
-				return 2;
-			}
-			break;
-		case 'g':
-			o.sigma = strtod(optarg, &end);
-			if (*end || !(o.sigma > 0)) {
-				cli_error(NULL, "--sigma: want a positive "
-					  "number, not '%s'", optarg);
-				return 2;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
+	while ((c = getopt_long(argc, argv, "o:s:h", opts, NULL)) != -1)
+		if ((rc = set_opt(c, &o, &out)) >= 0)
+			return rc;
 	if (optind != argc - 1 || !out) {
 		usage(stderr);
 		return 2;
@@ -143,7 +140,10 @@ int cmd_report(int argc, char **argv)
 		cli_error(out, "is the input; refusing to overwrite it");
 		return 1;
 	}
-	if (write_out(in, out, &o, &res) < 0)
+	ra.in = in;
+	ra.o = &o;
+	ra.res = &res;
+	if (cli_write_out(in, out, write_report, &ra) < 0)
 		return 1;
 	for (i = 0; i < res.nmissing && i < 16; i++)
 		cli_warn(in, "%s", res.missing[i]);

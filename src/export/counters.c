@@ -480,6 +480,76 @@ static void ctx_free(struct ctx *x)
 	free(x->top);
 }
 
+/* "counter_stats" (when there are any); returns the counters written. */
+static size_t write_counter_stats(struct ctx *x)
+{
+	struct sh5_json *j = x->j;
+	size_t i, k, ncounters = 0;
+
+	for (i = 0; i < x->napps; i++)
+		ncounters += x->apps[i].n +
+			     sh5_evstats_count(x->apps[i].evst);
+	if (!ncounters)
+		return 0;
+	sh5_json_key(j, "counter_stats");
+	sh5_json_array_open(j);
+	for (i = 0; i < x->napps; i++) {
+		for (k = 0; k < x->apps[i].n; k++) {
+			sh5_json_object_open(j);
+			sh5_json_kv_string(j, "app", x->apps[i].name);
+			sh5_json_kv_string(j, "counter",
+					   x->apps[i].c[k].name);
+			sh5_json_key(j, "stats");
+			sh5_json_runstats(j, &x->apps[i].c[k].total);
+			sh5_json_object_close(j);
+		}
+		write_event_counters(j, &x->apps[i]);
+	}
+	sh5_json_array_close(j);
+	return ncounters;
+}
+
+/* Pass 2 and the event anomalies: the entries of "anomaly" (open). */
+static int write_anomalies(struct ctx *x, struct sh5_jobread *jr,
+			   struct sh5_error *errp)
+{
+	static const struct sh5_jobread_ops pass2 = {
+		.step_begin = p2_step,
+		.series_begin = p2_series,
+		.chunk = p2_chunk,
+		.series_end = p2_series_end,
+	};
+	size_t i;
+
+	if (sh5_jobread_walk(jr, x->o->step, &pass2, x, errp) < 0)
+		return -1;
+	for (i = 0; i < x->napps; i++)
+		if (x->apps[i].evst &&
+		    sh5_evstats_anomalies(x->apps[i].evst, x->apps[i].evs,
+					  x->j, x->apps[i].name, x->o->sigma,
+					  keep_top_rec, x, &x->anomalies,
+					  &x->nkeys, errp) < 0)
+			return -1;
+	return 0;
+}
+
+/* The counts and the top anomalies (highest score first) into res. */
+static void fill_result(struct ctx *x, struct sh5_counters_result *res,
+			size_t ncounters, uint64_t values)
+{
+	res->napps = x->napps;
+	res->ncounters = ncounters;
+	res->samples = x->samples;
+	res->values = values;
+	res->anomalies = x->anomalies;
+	res->nkeys = x->nkeys;
+	if (x->ntop > 1)
+		sh5_qsort(x->top, x->ntop, sizeof(*x->top), cmp_top);
+	res->ntop = x->ntop;
+	res->top = x->top;
+	x->top = NULL;
+}
+
 int sh5_counters_export(const char *path, struct sh5_json *j,
 			const struct sh5_counters_opts *opts,
 			struct sh5_counters_result *res,
@@ -491,15 +561,9 @@ int sh5_counters_export(const char *path, struct sh5_json *j,
 		.chunk = p1_chunk,
 		.node_end = p1_node_end,
 	};
-	static const struct sh5_jobread_ops pass2 = {
-		.step_begin = p2_step,
-		.series_begin = p2_series,
-		.chunk = p2_chunk,
-		.series_end = p2_series_end,
-	};
 	struct sh5_jobread *jr;
 	struct ctx x;
-	size_t i, k, ncounters = 0;
+	size_t ncounters;
 	uint64_t values;
 	int rc = -1;
 
@@ -531,40 +595,15 @@ int sh5_counters_export(const char *path, struct sh5_json *j,
 	sh5_json_object_open(j);
 	sh5_json_kv_int(j, "version", 2);
 	sh5_json_kv_int(j, "created_at", x.created_at);
-	for (i = 0; i < x.napps; i++)
-		ncounters += x.apps[i].n + sh5_evstats_count(x.apps[i].evst);
-	if (ncounters) {
-		sh5_json_key(j, "counter_stats");
-		sh5_json_array_open(j);
-		for (i = 0; i < x.napps; i++) {
-			for (k = 0; k < x.apps[i].n; k++) {
-				sh5_json_object_open(j);
-				sh5_json_kv_string(j, "app", x.apps[i].name);
-				sh5_json_kv_string(j, "counter",
-						   x.apps[i].c[k].name);
-				sh5_json_key(j, "stats");
-				sh5_json_runstats(j, &x.apps[i].c[k].total);
-				sh5_json_object_close(j);
-			}
-			write_event_counters(j, &x.apps[i]);
-		}
-		sh5_json_array_close(j);
-	}
+	ncounters = write_counter_stats(&x);
 	sh5_json_key(j, "anomaly_stats");
 	sh5_json_object_open(j);
 	sh5_json_kv_int(j, "created_at", x.created_at);
 	sh5_json_key(j, "anomaly");
 	if (sh5_json_array_open(j) < 0)
 		goto json_error;
-	if (sh5_jobread_walk(jr, opts->step, &pass2, &x, errp) < 0)
+	if (write_anomalies(&x, jr, errp) < 0)
 		goto out;
-	for (i = 0; i < x.napps; i++)
-		if (x.apps[i].evst &&
-		    sh5_evstats_anomalies(x.apps[i].evst, x.apps[i].evs, j,
-					  x.apps[i].name, opts->sigma,
-					  keep_top_rec, &x, &x.anomalies,
-					  &x.nkeys, errp) < 0)
-			goto out;
 	sh5_json_array_close(j);
 	sh5_json_key(j, "func");
 	sh5_json_array_open(j);
@@ -572,19 +611,8 @@ int sh5_counters_export(const char *path, struct sh5_json *j,
 	sh5_json_object_close(j);
 	if (sh5_json_object_close(j) < 0)
 		goto json_error;
-	if (res) {
-		res->napps = x.napps;
-		res->ncounters = ncounters;
-		res->samples = x.samples;
-		res->values = values;
-		res->anomalies = x.anomalies;
-		res->nkeys = x.nkeys;
-		if (x.ntop > 1)
-			sh5_qsort(x.top, x.ntop, sizeof(*x.top), cmp_top);
-		res->ntop = x.ntop;
-		res->top = x.top;
-		x.top = NULL;
-	}
+	if (res)
+		fill_result(&x, res, ncounters, values);
 	rc = 0;
 	goto out;
 json_error:

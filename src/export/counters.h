@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "export/anomaly.h"
 
 struct sh5_json;
 
@@ -35,15 +36,6 @@ struct sh5_counters_opts {
 	size_t top;		/* keep the top N anomalies by score */
 	const char *step;	/* NULL: every step */
 	int64_t created_at_ms;	/* 0: now */
-};
-
-struct sh5_counters_anomaly {
-	int64_t time_ns;	/* time of the sample */
-	char app[96];		/* "<job>.<step>" */
-	char node[64];		/* node name */
-	int64_t task;		/* global task id, -1 for node-level series */
-	char counter[96];	/* "<series>.<field>" */
-	double value, score, mean, stddev;
 };
 
 struct sh5_counters_result {

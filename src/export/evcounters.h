@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "export/counters.h"
+#include "export/anomaly.h"
 #include "common/error.h"
 #include "events/jobevents.h"
 #include "common/runstats.h"

@@ -10,15 +10,12 @@
 
 #include "export/evlb.h"
 #include "export/evstack.h"
-#include "export/lbdata.h"
+#include "events/evmatch.h"
 #include "sync/trace.h"	/* sh5_trace_op_class(): rooted operations */
 #include "common/sort.h"
 
 struct msg {			/* a SEND or a RECV */
-	uint32_t src, dst;
-	uint64_t comm;
-	int32_t tag;
-	size_t seq;		/* record index on its task */
+	struct sh5_evmsg k;	/* seq: record index on its task */
 	int64_t phase;
 	uint64_t bytes;
 };
@@ -223,21 +220,19 @@ static int add_msg(struct build *b, const struct sh5_evtask *t, size_t i,
 {
 	const struct sh5ev_rec *e = &t->ev[i];
 	int64_t peer = loc(b, e->peer);
-	uint64_t comm = sh5_evstep_comm(t, e->id);
+	struct sh5_evmsg k;
 	struct msg *m;
 
-	if (peer < 0 || comm == UINT64_MAX) {
+	if (peer >= 0)
+		sh5_evmsg_set(&k, t, i, t->task, (uint32_t)peer);
+	if (peer < 0 || k.comm == UINT64_MAX) {
 		b->m->unknown_peers++;
 		return 0;
 	}
 	m = vec_add(e->kind == SH5EV_K_SEND ? &b->sends : &b->recvs);
 	if (!m)
 		return -1;
-	m->src = e->kind == SH5EV_K_SEND ? t->task : (uint32_t)peer;
-	m->dst = e->kind == SH5EV_K_SEND ? (uint32_t)peer : t->task;
-	m->comm = comm;
-	m->tag = e->tag;
-	m->seq = i;
+	m->k = k;
 	m->phase = phase;
 	m->bytes = e->bytes;
 	return 0;
@@ -382,30 +377,6 @@ static int walk_task(struct build *b, size_t ti, struct sh5_error *errp)
 
 /* ------------------------------------------------------------ matching */
 
-static int cmp_msg(const void *a, const void *b)
-{
-	const struct msg *x = a, *y = b;
-
-	if (x->src != y->src)
-		return x->src < y->src ? -1 : 1;
-	if (x->dst != y->dst)
-		return x->dst < y->dst ? -1 : 1;
-	if (x->comm != y->comm)
-		return x->comm < y->comm ? -1 : 1;
-	if (x->tag != y->tag)
-		return x->tag < y->tag ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Same (src, dst, comm, tag): 0; else the order of the keys. */
-static int cmp_key(const struct msg *x, const struct msg *y)
-{
-	struct msg a = *x, b = *y;
-
-	a.seq = b.seq = 0;
-	return cmp_msg(&a, &b);
-}
-
 static struct sh5_evlb_rank *rank_of(struct sh5_evlb *m, int64_t task)
 {
 	return (struct sh5_evlb_rank *)sh5_evlb_rank(m, task);
@@ -427,41 +398,32 @@ static int add_edge(struct build *b, int64_t phase, int kind, uint32_t from,
 	return 0;
 }
 
+/* A matched pair: its edge and the sender's counts. */
+static int on_pair(void *arg, void *send, void *recv)
+{
+	struct build *b = arg;
+	const struct msg *s = send;
+	struct sh5_evlb_rank *rk;
+
+	(void)recv;
+	if (add_edge(b, s->phase, SH5_EVLB_SENDRECV, s->k.src, s->k.dst,
+		     (double)s->bytes) < 0)
+		return -1;
+	rk = rank_of(b->m, s->k.src);
+	if (rk) {
+		rk->cell[s->phase].sent_msgs++;
+		rk->cell[s->phase].sent_bytes += (double)s->bytes;
+	}
+	b->m->p2p_matched++;
+	return 0;
+}
+
 /* Pair the sends and receives of each key in order. */
 static int match_p2p(struct build *b)
 {
-	struct msg *s = b->sends.p, *r = b->recvs.p;
-	size_t i = 0, j = 0, ns = b->sends.n, nr = b->recvs.n;
-	struct sh5_evlb_rank *rk;
-	int c;
-
-	sh5_qsort(s, ns, sizeof(*s), cmp_msg);
-	sh5_qsort(r, nr, sizeof(*r), cmp_msg);
-	while (i < ns || j < nr) {
-		c = i == ns ? 1 : j == nr ? -1 : cmp_key(&s[i], &r[j]);
-		if (c < 0) {
-			b->m->unmatched_sends++;
-			i++;
-		} else if (c > 0) {
-			b->m->unmatched_recvs++;
-			j++;
-		} else {
-			if (add_edge(b, s[i].phase, SH5_EVLB_SENDRECV,
-				     s[i].src, s[i].dst,
-				     (double)s[i].bytes) < 0)
-				return -1;
-			rk = rank_of(b->m, s[i].src);
-			if (rk) {
-				rk->cell[s[i].phase].sent_msgs++;
-				rk->cell[s[i].phase].sent_bytes +=
-					(double)s[i].bytes;
-			}
-			b->m->p2p_matched++;
-			i++;
-			j++;
-		}
-	}
-	return 0;
+	return sh5_evmatch(b->sends.p, b->sends.n, b->recvs.p, b->recvs.n,
+			   sizeof(struct msg), on_pair, b,
+			   &b->m->unmatched_sends, &b->m->unmatched_recvs);
 }
 
 static int cmp_coll(const void *a, const void *b)

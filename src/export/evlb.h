@@ -36,9 +36,6 @@
 #include "common/error.h"
 #include "events/jobevents.h"
 
-struct sh5_lbdata_file;
-struct sh5_lbdata_task;
-
 enum sh5_evlb_kind {
 	SH5_EVLB_SENDRECV = 0,
 	SH5_EVLB_BROADCAST = 1,
@@ -157,21 +154,5 @@ int64_t sh5_evlb_phase_at(const struct sh5_evlb *m,
 /* seq_id of a declared object: (task + 1) * 2^32 + object id (ids are
  * below 2^32; rank entities are task ids, below 2^32: no collision). */
 int64_t sh5_evlb_object_seq(uint32_t task, uint64_t id);
-
-/*
- * Write what rank `task` holds in phase k into f (its phase is open):
- * its own task entity built from tmpl (tmpl->time replaced by the
- * outside-MPI time minus its declared objects' load, clamped at 0, when
- * the task has events; tmpl->user extended with the event figures) if
- * it is present in k, then its objects, then the edges it holds
- * (SendRecv and CollectionToNode in the sender's file, Broadcast in the
- * recipient's, as vt logs broadcasts receive-side).  A task without
- * events keeps tmpl as it is (present in phase 0 only in marks mode).
- * Returns 0 or -1 with errp set.
- */
-int sh5_evlb_write_phase(const struct sh5_evlb *m, int64_t task, int64_t k,
-			 struct sh5_lbdata_file *f,
-			 const struct sh5_lbdata_task *tmpl,
-			 struct sh5_error *errp);
 
 #endif /* SH5_EXPORT_EVLB_H */

@@ -1,5 +1,5 @@
 /* evlb_write.c - writing a rank's phase from the event model (see
- * evlb.h, sh5_evlb_write_phase()). */
+ * evlb_write.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/evlb.h"
-#include "export/lbdata.h"
+#include "export/evlb_write.h"
 
 /* The file that writes an edge (as evlb.c sorts them). */
 static uint32_t holder(const struct sh5_evlb_edge *e)

@@ -10,461 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <brotli/encode.h>
-
 #include "export/evlb.h"
+#include "export/evlb_write.h"
 #include "merge/jobread.h"
 #include "common/json.h"
 #include "export/lbdata.h"
 
-#define BROTLI_QUALITY 8
-#define BROTLI_WINDOW 20
-#define OUTBUF_SIZE (64 * 1024)
 #define COLLECTION_ID 1
-
-enum { ST_PHASES, ST_TASKS, ST_COMMS };
-
-struct sh5_lbdata_file {
-	FILE *fp;
-	char *tmp;		/* temporary path */
-	struct sh5_json *j;
-	BrotliEncoderState *enc;
-	uint8_t *out;		/* brotli output buffer */
-	int state;
-	int nphases;
-	uint64_t disk_bytes;
-	struct sh5_error err;	/* sink failure */
-};
-
-/* ------------------------------------------------------------ sinks */
-
-static int brotli_run(struct sh5_lbdata_file *f, const uint8_t *in,
-		      size_t len, BrotliEncoderOperation op)
-{
-	size_t avail_in = len, avail_out, made;
-	const uint8_t *next_in = in;
-	uint8_t *next_out;
-
-	for (;;) {
-		avail_out = OUTBUF_SIZE;
-		next_out = f->out;
-		if (!BrotliEncoderCompressStream(f->enc, op, &avail_in,
-						 &next_in, &avail_out,
-						 &next_out, NULL)) {
-			errno = EIO;
-			return -1;
-		}
-		made = OUTBUF_SIZE - avail_out;
-		if (made && fwrite(f->out, 1, made, f->fp) != made)
-			return -1;
-		f->disk_bytes += made;
-		if (op == BROTLI_OPERATION_FINISH) {
-			if (BrotliEncoderIsFinished(f->enc))
-				return 0;
-		} else if (avail_in == 0 &&
-			   !BrotliEncoderHasMoreOutput(f->enc)) {
-			return 0;
-		}
-	}
-}
-
-static int sink_brotli(void *arg, const void *buf, size_t len)
-{
-	return brotli_run(arg, buf, len, BROTLI_OPERATION_PROCESS);
-}
-
-static int sink_plain(void *arg, const void *buf, size_t len)
-{
-	struct sh5_lbdata_file *f = arg;
-
-	if (fwrite(buf, 1, len, f->fp) != len)
-		return -1;
-	f->disk_bytes += len;
-	return 0;
-}
-
-/* ------------------------------------------------------------ writing */
-
-static char *part_path(const char *dir, const char *stem, int64_t rank,
-		       int part)
-{
-	size_t n = strlen(dir) + strlen(stem) + 48;
-	char *p = malloc(n);
-
-	if (p)
-		snprintf(p, n, "%s/%s%s.%" PRId64 ".json%s", dir,
-			 part ? "." : "", stem, rank, part ? ".part" : "");
-	return p;
-}
-
-/* "key": {"list": [], "range": []} (metadata.phases' required members). */
-static void empty_list_range(struct sh5_json *j, const char *key)
-{
-	sh5_json_key(j, key);
-	sh5_json_object_open(j);
-	sh5_json_key(j, "list");
-	sh5_json_array_open(j);
-	sh5_json_array_close(j);
-	sh5_json_key(j, "range");
-	sh5_json_array_open(j);
-	sh5_json_array_close(j);
-	sh5_json_object_close(j);
-}
-
-static int write_kvs(struct sh5_json *j, size_t n,
-		     const struct sh5_lbdata_kv *kv)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		sh5_json_key(j, kv[i].key);
-		switch (kv[i].kind) {
-		case SH5_LBDATA_KV_DOUBLE:
-			sh5_json_double(j, kv[i].d);
-			break;
-		case SH5_LBDATA_KV_INT:
-			sh5_json_int(j, kv[i].i);
-			break;
-		default:
-			sh5_json_string(j, kv[i].s);
-			break;
-		}
-	}
-	return 0;
-}
-
-struct sh5_lbdata_file *sh5_lbdata_file_open(const char *dir, const char *stem,
-					     const struct sh5_lbdata_meta *meta,
-					     enum sh5_lbdata_compress compress,
-					     struct sh5_error *errp)
-{
-	struct sh5_lbdata_file *f = calloc(1, sizeof(*f));
-	struct sh5_json *j;
-
-	if (!f)
-		goto nomem;
-	f->tmp = part_path(dir, stem ? stem : "data", meta->rank, 1);
-	if (!f->tmp)
-		goto nomem;
-	f->fp = fopen(f->tmp, "w");
-	if (!f->fp) {
-		sh5_errprintf(errp, "%s: %s", f->tmp, strerror(errno));
-		goto error;
-	}
-	if (compress == SH5_LBDATA_BROTLI) {
-		f->enc = BrotliEncoderCreateInstance(NULL, NULL, NULL);
-		f->out = malloc(OUTBUF_SIZE);
-		if (!f->enc || !f->out)
-			goto nomem;
-		BrotliEncoderSetParameter(f->enc, BROTLI_PARAM_QUALITY,
-					  BROTLI_QUALITY);
-		BrotliEncoderSetParameter(f->enc, BROTLI_PARAM_LGWIN,
-					  BROTLI_WINDOW);
-		f->j = sh5_json_create_cb(sink_brotli, f, 0, errp);
-	} else {
-		f->j = sh5_json_create_cb(sink_plain, f, 0, errp);
-	}
-	if (!f->j)
-		goto error;
-	j = f->j;
-	{
-		/* Errors name the file the user asked for. */
-		char *final = part_path(dir, stem ? stem : "data",
-					meta->rank, 0);
-
-		sh5_json_set_name(j, final ? final : f->tmp);
-		free(final);
-	}
-	sh5_json_object_open(j);
-	sh5_json_kv_string(j, "type", "LBDatafile");
-	sh5_json_key(j, "metadata");
-	sh5_json_object_open(j);
-	sh5_json_kv_string(j, "type", "LBDatafile");
-	sh5_json_kv_int(j, "rank", meta->rank);
-	if (meta->has_shared_node) {
-		sh5_json_key(j, "shared_node");
-		sh5_json_object_open(j);
-		sh5_json_kv_int(j, "id", meta->node_id);
-		sh5_json_kv_int(j, "size", meta->node_size);
-		sh5_json_kv_int(j, "rank", meta->node_rank);
-		sh5_json_kv_int(j, "num_nodes", meta->num_nodes);
-		sh5_json_object_close(j);
-	}
-	sh5_json_key(j, "phases");
-	sh5_json_object_open(j);
-	if (meta->phase_count >= 0)
-		sh5_json_kv_int(j, "count", meta->phase_count);
-	empty_list_range(j, "skipped");
-	empty_list_range(j, "identical_to_previous");
-	sh5_json_object_close(j);
-	if (meta->nattrs) {
-		sh5_json_key(j, "attributes");
-		sh5_json_object_open(j);
-		write_kvs(j, meta->nattrs, meta->attrs);
-		sh5_json_object_close(j);
-	}
-	sh5_json_object_close(j);
-	sh5_json_key(j, "phases");
-	if (sh5_json_array_open(j) < 0) {
-		sh5_json_flush(j, errp);
-		goto error;
-	}
-	f->state = ST_PHASES;
-	return f;
-nomem:
-	errno = ENOMEM;
-	sh5_errprintf(errp, "lbdata: out of memory");
-error:
-	sh5_lbdata_file_abort(f);
-	return NULL;
-}
-
-/* Check an entity against the schema's rules (validate_ids and types). */
-static int check_entity(const struct sh5_lbdata_entity *e, int task,
-			struct sh5_error *errp)
-{
-	errno = EINVAL;
-	if (e->id < 0 && e->seq_id < 0)
-		return sh5_errprintf(errp, "lbdata: entity needs an id or "
-				     "a seq_id");
-	if (e->migratable > 0 && e->seq_id >= 0 && e->collection_id < 0)
-		return sh5_errprintf(errp, "lbdata: migratable entity %" PRId64
-				     " needs a collection_id", e->seq_id);
-	if (task && e->home < 0)
-		return sh5_errprintf(errp, "lbdata: task entity needs a home");
-	if (task && e->migratable < 0)
-		return sh5_errprintf(errp, "lbdata: task entity needs "
-				     "migratable");
-	errno = 0;
-	return 0;
-}
-
-static void write_entity(struct sh5_json *j, const struct sh5_lbdata_entity *e)
-{
-	sh5_json_object_open(j);
-	sh5_json_kv_string(j, "type", e->type ? e->type : "object");
-	if (e->id >= 0)
-		sh5_json_kv_int(j, "id", e->id);
-	if (e->seq_id >= 0)
-		sh5_json_kv_int(j, "seq_id", e->seq_id);
-	if (e->collection_id >= 0)
-		sh5_json_kv_int(j, "collection_id", e->collection_id);
-	if (e->home >= 0)
-		sh5_json_kv_int(j, "home", e->home);
-	if (e->migratable >= 0)
-		sh5_json_kv_bool(j, "migratable", e->migratable);
-	sh5_json_object_close(j);
-}
-
-/* Close whatever the current phase has open. */
-static void end_phase(struct sh5_lbdata_file *f)
-{
-	if (f->state == ST_TASKS || f->state == ST_COMMS) {
-		sh5_json_array_close(f->j);
-		sh5_json_object_close(f->j);
-	}
-	f->state = ST_PHASES;
-}
-
-static int json_failed(struct sh5_lbdata_file *f, int rc,
-		       struct sh5_error *errp)
-{
-	if (rc < 0)
-		sh5_json_flush(f->j, errp);
-	return rc < 0 ? -1 : 0;
-}
-
-int sh5_lbdata_file_phase(struct sh5_lbdata_file *f, int64_t id,
-			  size_t nuser, const struct sh5_lbdata_kv *user,
-			  struct sh5_error *errp)
-{
-	struct sh5_json *j = f->j;
-
-	end_phase(f);
-	sh5_json_object_open(j);
-	sh5_json_kv_int(j, "id", id);
-	if (nuser) {
-		sh5_json_key(j, "user_defined");
-		sh5_json_object_open(j);
-		write_kvs(j, nuser, user);
-		sh5_json_object_close(j);
-	}
-	sh5_json_key(j, "tasks");
-	f->state = ST_TASKS;
-	f->nphases++;
-	return json_failed(f, sh5_json_array_open(j), errp);
-}
-
-int sh5_lbdata_file_task(struct sh5_lbdata_file *f,
-			 const struct sh5_lbdata_task *t,
-			 struct sh5_error *errp)
-{
-	struct sh5_json *j = f->j;
-	size_t i;
-
-	if (f->state != ST_TASKS) {
-		errno = EINVAL;
-		return sh5_errprintf(errp, "lbdata: task outside the tasks "
-				     "of a phase");
-	}
-	if (check_entity(&t->entity, 1, errp) < 0)
-		return -1;
-	if (!isfinite(t->time) || t->node < 0) {
-		errno = EINVAL;
-		return sh5_errprintf(errp, "lbdata: task %" PRId64 ": bad "
-				     "time or node", t->entity.seq_id);
-	}
-	sh5_json_object_open(j);
-	sh5_json_key(j, "entity");
-	write_entity(j, &t->entity);
-	sh5_json_kv_int(j, "node", t->node);
-	sh5_json_kv_string(j, "resource", t->resource ? t->resource : "cpu");
-	sh5_json_kv_double(j, "time", t->time);
-	if (t->nsubphases) {
-		sh5_json_key(j, "subphases");
-		sh5_json_array_open(j);
-		for (i = 0; i < t->nsubphases; i++) {
-			sh5_json_object_open(j);
-			sh5_json_kv_int(j, "id", (int64_t)i);
-			sh5_json_kv_double(j, "time", t->subphases[i]);
-			sh5_json_object_close(j);
-		}
-		sh5_json_array_close(j);
-	}
-	if (t->nuser) {
-		sh5_json_key(j, "user_defined");
-		sh5_json_object_open(j);
-		write_kvs(j, t->nuser, t->user);
-		sh5_json_object_close(j);
-	}
-	return json_failed(f, sh5_json_object_close(j), errp);
-}
-
-int sh5_lbdata_file_comm(struct sh5_lbdata_file *f,
-			 const struct sh5_lbdata_comm *c,
-			 struct sh5_error *errp)
-{
-	struct sh5_json *j = f->j;
-
-	if (f->state == ST_PHASES) {
-		errno = EINVAL;
-		return sh5_errprintf(errp, "lbdata: communication outside "
-				     "a phase");
-	}
-	if (!c->type || !c->type[0] || c->messages < 0 ||
-	    !isfinite(c->bytes)) {
-		errno = EINVAL;
-		return sh5_errprintf(errp, "lbdata: communication needs a "
-				     "type, messages >= 0 and finite bytes");
-	}
-	if (check_entity(&c->from, 0, errp) < 0 ||
-	    check_entity(&c->to, 0, errp) < 0)
-		return -1;
-	if (f->state == ST_TASKS) {
-		sh5_json_array_close(j);
-		sh5_json_key(j, "communications");
-		sh5_json_array_open(j);
-		f->state = ST_COMMS;
-	}
-	sh5_json_object_open(j);
-	sh5_json_kv_string(j, "type", c->type);
-	sh5_json_key(j, "from");
-	write_entity(j, &c->from);
-	sh5_json_key(j, "to");
-	write_entity(j, &c->to);
-	sh5_json_kv_int(j, "messages", c->messages);
-	sh5_json_kv_double(j, "bytes", c->bytes);
-	return json_failed(f, sh5_json_object_close(j), errp);
-}
-
-static void file_free(struct sh5_lbdata_file *f, int unlink_tmp)
-{
-	if (f->fp)
-		fclose(f->fp);
-	if (unlink_tmp && f->tmp)
-		unlink(f->tmp);
-	sh5_json_destroy(f->j);
-	if (f->enc)
-		BrotliEncoderDestroyInstance(f->enc);
-	free(f->out);
-	free(f->tmp);
-	free(f);
-}
-
-int sh5_lbdata_file_close(struct sh5_lbdata_file *f, uint64_t *json_bytes,
-			  uint64_t *file_bytes, struct sh5_error *errp)
-{
-	int saved;
-
-	end_phase(f);
-	sh5_json_array_close(f->j);
-	sh5_json_object_close(f->j);
-	if (sh5_json_finish(f->j, errp) < 0) {
-		/* name the file: the sink only knows "write failed" */
-		saved = errno;
-		sh5_errprintf(errp, "%s: %s", f->tmp, strerror(saved));
-		goto error;
-	}
-	if (f->enc && brotli_run(f, NULL, 0, BROTLI_OPERATION_FINISH) < 0) {
-		sh5_errprintf(errp, "%s: brotli: %s", f->tmp, strerror(errno));
-		goto error;
-	}
-	if (fflush(f->fp) != 0 || ferror(f->fp)) {
-		sh5_errprintf(errp, "%s: %s", f->tmp, strerror(errno));
-		goto error;
-	}
-	if (fclose(f->fp) != 0) {
-		f->fp = NULL;
-		sh5_errprintf(errp, "%s: %s", f->tmp, strerror(errno));
-		goto error;
-	}
-	f->fp = NULL;
-	if (json_bytes)
-		*json_bytes = sh5_json_bytes(f->j);
-	if (file_bytes)
-		*file_bytes = f->disk_bytes;
-	file_free(f, 0);
-	return 0;
-error:
-	file_free(f, 1);
-	return -1;
-}
-
-void sh5_lbdata_file_abort(struct sh5_lbdata_file *f)
-{
-	if (f)
-		file_free(f, 1);
-}
-
-int sh5_lbdata_commit(const char *dir, const char *stem, int64_t rank,
-		      int commit, struct sh5_error *errp)
-{
-	char *tmp = part_path(dir, stem ? stem : "data", rank, 1);
-	char *dst = part_path(dir, stem ? stem : "data", rank, 0);
-	int rc = 0;
-
-	if (!tmp || !dst) {
-		errno = ENOMEM;
-		rc = sh5_errprintf(errp, "lbdata: out of memory");
-	} else if (commit) {
-		if (rename(tmp, dst) < 0)
-			rc = sh5_errprintf(errp, "%s: %s", dst, strerror(errno));
-	} else if (unlink(tmp) < 0 && errno != ENOENT) {
-		rc = sh5_errprintf(errp, "%s: %s", tmp, strerror(errno));
-	}
-	free(tmp);
-	free(dst);
-	return rc;
-}
-
-static void unlink_final(const char *dir, const char *stem, int64_t rank)
-{
-	char *p = part_path(dir, stem, rank, 0);
-
-	if (p)
-		unlink(p);
-	free(p);
-}
 
 /* ------------------------------------------------------------ exporter */
 
@@ -748,17 +300,64 @@ static int write_task(struct exporter *x, struct sh5_lbdata_file *f,
 	return sh5_lbdata_file_task(f, t, errp);
 }
 
-static int p2_series_end(void *arg, const struct sh5_jobread_series *s,
-			 struct sh5_error *errp)
+/* The user_defined figures of a task in phase p; returns how many. */
+static size_t task_user(const struct exporter *x, const struct acc *p,
+			struct sh5_lbdata_kv *user)
 {
-	struct exporter *x = arg;
+	size_t i = 0;
+
+	user[i].key = "task_footprint_bytes";
+	user[i].kind = SH5_LBDATA_KV_DOUBLE;
+	user[i++].d = p->rss_max * 1024.0;
+	user[i].key = "rss_max_kib";
+	user[i].kind = SH5_LBDATA_KV_DOUBLE;
+	user[i++].d = p->rss_max;
+	user[i].key = "vmsize_max_kib";
+	user[i].kind = SH5_LBDATA_KV_DOUBLE;
+	user[i++].d = p->vm_max;
+	user[i].key = "read_mb";
+	user[i].kind = SH5_LBDATA_KV_DOUBLE;
+	user[i++].d = p->d[D_READ];
+	user[i].key = "write_mb";
+	user[i].kind = SH5_LBDATA_KV_DOUBLE;
+	user[i++].d = p->d[D_WRITE];
+	user[i].key = "cpu_utilization_mean";
+	user[i].kind = SH5_LBDATA_KV_DOUBLE;
+	user[i++].d = p->n ? p->util_sum / (double)p->n : 0.0;
+	user[i].key = "samples";
+	user[i].kind = SH5_LBDATA_KV_INT;
+	user[i++].i = p->n;
+	if (x->evm) {
+		user[i].key = "cpu_time";
+		user[i].kind = SH5_LBDATA_KV_DOUBLE;
+		user[i++].d = p->d[D_CPU];
+	}
+	return i;
+}
+
+/* The summary's rank figures of task in phase k. */
+static void count_rank_load(struct exporter *x, int64_t task, int64_t k)
+{
+	const struct acc *p = &x->acc[k];
+	double load = x->evm ? sh5_evlb_rank_load(x->evm, task, k,
+						  p->d[D_CPU]) :
+			       p->d[D_CPU];
+
+	x->rank_sum[k] += load;
+	if (load > x->rank_max[k] || x->rank_arg[k] < 0) {
+		x->rank_max[k] = load;
+		x->rank_arg[k] = task;
+	}
+	x->node_load[k] += load;
+}
+
+/* Open the rank file of the task of series s. */
+static struct sh5_lbdata_file *open_rank(struct exporter *x,
+					 const struct sh5_jobread_series *s,
+					 struct sh5_lbdata_kv *attrs,
+					 struct sh5_error *errp)
+{
 	struct sh5_lbdata_meta m;
-	struct sh5_lbdata_kv attrs[7], user[9];
-	struct sh5_lbdata_task t;
-	struct sh5_lbdata_file *f;
-	const struct acc *p;
-	int64_t k;
-	size_t i;
 
 	memset(&m, 0, sizeof(m));
 	m.rank = s->task;
@@ -770,8 +369,21 @@ static int p2_series_end(void *arg, const struct sh5_jobread_series *s,
 	m.phase_count = x->nphases;
 	fill_attrs(x, s->step->name, s->node->name, attrs, &m.nattrs);
 	m.attrs = attrs;
-	f = sh5_lbdata_file_open(x->o->dir, x->stem, &m, x->o->compress,
-				 errp);
+	return sh5_lbdata_file_open(x->o->dir, x->stem, &m, x->o->compress,
+				    errp);
+}
+
+static int p2_series_end(void *arg, const struct sh5_jobread_series *s,
+			 struct sh5_error *errp)
+{
+	struct exporter *x = arg;
+	struct sh5_lbdata_kv attrs[7], user[9];
+	struct sh5_lbdata_task t;
+	struct sh5_lbdata_file *f;
+	const struct acc *p;
+	int64_t k;
+
+	f = open_rank(x, s, attrs, errp);
 	if (!f)
 		return -1;
 	memset(&t, 0, sizeof(t));
@@ -786,52 +398,15 @@ static int p2_series_end(void *arg, const struct sh5_jobread_series *s,
 	t.user = user;
 	for (k = 0; k < x->nphases; k++) {
 		p = &x->acc[k];
-		i = 0;
-		user[i].key = "task_footprint_bytes";
-		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->rss_max * 1024.0;
-		user[i].key = "rss_max_kib";
-		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->rss_max;
-		user[i].key = "vmsize_max_kib";
-		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->vm_max;
-		user[i].key = "read_mb";
-		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->d[D_READ];
-		user[i].key = "write_mb";
-		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->d[D_WRITE];
-		user[i].key = "cpu_utilization_mean";
-		user[i].kind = SH5_LBDATA_KV_DOUBLE;
-		user[i++].d = p->n ? p->util_sum / (double)p->n : 0.0;
-		user[i].key = "samples";
-		user[i].kind = SH5_LBDATA_KV_INT;
-		user[i++].i = p->n;
-		if (x->evm) {
-			user[i].key = "cpu_time";
-			user[i].kind = SH5_LBDATA_KV_DOUBLE;
-			user[i++].d = p->d[D_CPU];
-		}
-		t.nuser = i;
+		t.nuser = task_user(x, p, user);
 		t.time = p->d[D_CPU];
 		if (write_phase_head(x, f, k, errp) < 0 ||
 		    write_task(x, f, &t, k, errp) < 0) {
 			sh5_lbdata_file_abort(f);
 			return -1;
 		}
-		if (x->rank_sum) {
-			double load = x->evm ? sh5_evlb_rank_load(x->evm,
-						s->task, k, p->d[D_CPU]) :
-					       p->d[D_CPU];
-
-			x->rank_sum[k] += load;
-			if (load > x->rank_max[k] || x->rank_arg[k] < 0) {
-				x->rank_max[k] = load;
-				x->rank_arg[k] = s->task;
-			}
-			x->node_load[k] += load;
-		}
+		if (x->rank_sum)
+			count_rank_load(x, s->task, k);
 	}
 	x->ntasks++;
 	return close_counted(x, f, errp);
@@ -948,13 +523,197 @@ static int alloc_pass2(struct exporter *x)
 	return 0;
 }
 
-int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
-		      struct sh5_lbdata_summary *sum, struct sh5_error *errp)
+/* The step to export: opts->step, else the first one. */
+static int choose_step(struct sh5_jobread *jr, const char *path,
+		       const struct sh5_lbdata_opts *opts, const char **step,
+		       struct sh5_error *errp)
+{
+	const char *const *steps;
+	size_t nsteps;
+
+	if (sh5_jobread_steps(jr, &steps, &nsteps, errp) < 0)
+		return -1;
+	if (opts->step) {
+		*step = opts->step;
+	} else if (nsteps) {
+		*step = steps[0];
+	} else {
+		errno = ENOENT;
+		sh5_errprintf(errp, "%s: no steps", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* The window phases of the step (x->lns, x->nphases) from its time span
+ * and the phase length. */
+static int set_windows(struct exporter *x, const char *path,
+		       const char *step, const struct sh5_evstep *evs,
+		       struct sh5_error *errp)
+{
+	const struct sh5_lbdata_opts *opts = x->o;
+	int64_t span;
+
+	/* Hostile times: the span must fit int64. */
+	if (__builtin_sub_overflow(x->tend, x->t0, &span)) {
+		errno = ERANGE;
+		sh5_errprintf(errp, "%s: step %s: time span out of "
+			      "range", path, step);
+		return -1;
+	}
+	/* A length past 126 years is one phase (no unchecked
+	 * float-to-integer conversion). */
+	if (opts->phase_length > 0 &&
+	    opts->phase_length * 1e9 < 4e18) {
+		x->lns = (int64_t)llround(opts->phase_length * 1e9);
+		if (x->lns < 1)
+			x->lns = 1;
+	} else if (opts->phase_length > 0) {
+		x->lns = INT64_C(4000000000000000000);
+	} else {
+		x->lns = span > 0 ? span : 1000000000;
+	}
+	x->nphases = span > 0 ? (span - 1) / x->lns + 1 : 1;
+	/* (with phase marks the windows are not used) */
+	if (x->nphases > SH5_LBDATA_MAX_PHASES &&
+	    !(evs->ntasks && sh5_evlb_has_marks(evs))) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "%s: step %s: phase length %g s gives %"
+			      PRId64 " phases (at most %d)", path, step,
+			      opts->phase_length, x->nphases,
+			      SH5_LBDATA_MAX_PHASES);
+		return -1;
+	}
+	return 0;
+}
+
+/* The event model of the step (x->evm), when it has events. */
+static int build_model(struct exporter *x, const char *path,
+		       const char *step, const struct sh5_evstep *evs,
+		       struct sh5_error *errp)
+{
+	struct sh5_evlb_windows w = { x->t0, x->lns, x->nphases };
+	char text[sizeof(errp->text)];
+
+	if (!evs->ntasks)
+		return 0;
+	x->evm = sh5_evlb_build(evs, &w, SH5_LBDATA_MAX_PHASES, errp);
+	if (!x->evm) {
+		if (errp) {
+			snprintf(text, sizeof(text), "%s", errp->text);
+			sh5_errprintf(errp, "%s: step %s: %s", path, step,
+				      text);
+		}
+		return -1;
+	}
+	x->nphases = x->evm->nphases;
+	return 0;
+}
+
+/* Pass 1, the events and the phases: everything known before writing. */
+static int prepare(struct exporter *x, struct sh5_jobread *jr,
+		   const char *path, const char *step,
+		   struct sh5_evstep **evs, struct sh5_error *errp)
 {
 	static const struct sh5_jobread_ops pass1 = {
 		.step_begin = p1_step,
 		.series_begin = p1_series,
 	};
+	struct sh5_evstep *e;
+
+	if (sh5_jobread_walk(jr, step, &pass1, x, errp) < 0)
+		return -1;
+	e = *evs = sh5_evlb_read_step(path, step, errp);
+	if (!e)
+		return -1;
+	if (e->ntasks && e->tasks[e->ntasks - 1].task > x->maxrank)
+		x->maxrank = e->tasks[e->ntasks - 1].task;
+	if (e->ntasks && !x->have_time)
+		x->have_time = sh5_evlb_span(e, &x->t0, &x->tend);
+	if (x->maxrank < 0) {
+		errno = ENOENT;
+		sh5_errprintf(errp, "%s: step %s has no Task series", path,
+			      step);
+		return -1;
+	}
+	if (!x->have_time)
+		x->t0 = x->tend = 0;
+	if (set_windows(x, path, step, e, errp) < 0 ||
+	    build_model(x, path, step, e, errp) < 0)
+		return -1;
+	if (alloc_pass2(x) < 0) {
+		errno = ENOMEM;
+		sh5_errprintf(errp, "%s: out of memory (%" PRId64 " phases)",
+			      path, x->nphases);
+		return -1;
+	}
+	return 0;
+}
+
+/* The per-phase figures of the summary. */
+static int fill_phases(const struct exporter *x,
+		       struct sh5_lbdata_summary *sum,
+		       struct sh5_error *errp)
+{
+	int64_t k;
+
+	sum->phases = calloc((size_t)x->nphases, sizeof(*sum->phases));
+	if (!sum->phases) {
+		errno = ENOMEM;
+		sh5_errprintf(errp, "out of memory");
+		return -1;
+	}
+	for (k = 0; k < x->nphases; k++) {
+		struct sh5_lbdata_phase_summary *p = &sum->phases[k];
+
+		p->id = k;
+		p->start = (double)(x->t0 + k * x->lns) / 1e9;
+		p->end = (double)(x->t0 + (k + 1) * x->lns) / 1e9;
+		p->rank_max = x->rank_max[k];
+		p->rank_avg = x->rank_sum[k] / (double)(x->maxrank + 1);
+		p->rank_argmax = x->rank_arg[k];
+		p->node_max = x->node_max[k];
+		p->node_avg = x->nnodes ?
+				      x->node_sum[k] / (double)x->nnodes :
+				      0.0;
+		p->node_argmax = x->node_arg[k];
+		snprintf(p->node_name, sizeof(p->node_name), "%s",
+			 x->node_names[k]);
+	}
+	return 0;
+}
+
+/* The summary of a complete export. */
+static int fill_summary(const struct exporter *x, const char *step,
+			struct sh5_lbdata_summary *sum,
+			struct sh5_error *errp)
+{
+	snprintf(sum->step, sizeof(sum->step), "%s", step);
+	sum->nranks = x->maxrank + 1;
+	sum->ntasks = x->ntasks;
+	sum->nnodes = x->nnodes;
+	sum->nphases = x->nphases;
+	sum->phase_length = (double)x->lns / 1e9;
+	sum->samples = x->samples;
+	if (x->evm) {
+		sum->events = 1;
+		sum->marks = x->evm->marks;
+		sum->comm_edges = x->evm->nedges;
+		sum->p2p_matched = x->evm->p2p_matched;
+		sum->unmatched = x->evm->unmatched_sends +
+				 x->evm->unmatched_recvs;
+		sum->objects = x->evm->nobjects;
+	}
+	sum->json_bytes = x->json_bytes;
+	sum->file_bytes = x->file_bytes;
+	if (x->o->summary)
+		return fill_phases(x, sum, errp);
+	return 0;
+}
+
+int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
+		      struct sh5_lbdata_summary *sum, struct sh5_error *errp)
+{
 	static const struct sh5_jobread_ops pass2 = {
 		.node_begin = p2_node,
 		.series_begin = p2_series,
@@ -965,10 +724,8 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 	struct exporter x;
 	struct sh5_jobread *jr;
 	struct sh5_evstep *evs = NULL;
-	const char *const *steps;
 	const char *step;
-	size_t nsteps;
-	int64_t r, k;
+	int64_t r;
 	int64_t renamed = 0;
 	int rc = -1, written = 0;
 
@@ -981,90 +738,9 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 	jr = sh5_jobread_open(path, errp);
 	if (!jr)
 		return -1;
-	if (sh5_jobread_steps(jr, &steps, &nsteps, errp) < 0)
+	if (choose_step(jr, path, opts, &step, errp) < 0 ||
+	    prepare(&x, jr, path, step, &evs, errp) < 0)
 		goto out;
-	if (opts->step) {
-		step = opts->step;
-	} else if (nsteps) {
-		step = steps[0];
-	} else {
-		errno = ENOENT;
-		sh5_errprintf(errp, "%s: no steps", path);
-		goto out;
-	}
-	if (sh5_jobread_walk(jr, step, &pass1, &x, errp) < 0)
-		goto out;
-	evs = sh5_evlb_read_step(path, step, errp);
-	if (!evs)
-		goto out;
-	if (evs->ntasks && evs->tasks[evs->ntasks - 1].task > x.maxrank)
-		x.maxrank = evs->tasks[evs->ntasks - 1].task;
-	if (evs->ntasks && !x.have_time)
-		x.have_time = sh5_evlb_span(evs, &x.t0, &x.tend);
-	if (x.maxrank < 0) {
-		errno = ENOENT;
-		sh5_errprintf(errp, "%s: step %s has no Task series", path,
-			      step);
-		goto out;
-	}
-	if (!x.have_time)
-		x.t0 = x.tend = 0;
-	{
-		int64_t span;
-
-		/* Hostile times: the span must fit int64. */
-		if (__builtin_sub_overflow(x.tend, x.t0, &span)) {
-			errno = ERANGE;
-			sh5_errprintf(errp, "%s: step %s: time span out of "
-				      "range", path, step);
-			goto out;
-		}
-		/* A length past 126 years is one phase (no unchecked
-		 * float-to-integer conversion). */
-		if (opts->phase_length > 0 &&
-		    opts->phase_length * 1e9 < 4e18) {
-			x.lns = (int64_t)llround(opts->phase_length * 1e9);
-			if (x.lns < 1)
-				x.lns = 1;
-		} else if (opts->phase_length > 0) {
-			x.lns = INT64_C(4000000000000000000);
-		} else {
-			x.lns = span > 0 ? span : 1000000000;
-		}
-		x.nphases = span > 0 ? (span - 1) / x.lns + 1 : 1;
-	}
-	/* (with phase marks the windows are not used) */
-	if (x.nphases > SH5_LBDATA_MAX_PHASES &&
-	    !(evs->ntasks && sh5_evlb_has_marks(evs))) {
-		errno = EINVAL;
-		sh5_errprintf(errp, "%s: step %s: phase length %g s gives %"
-			      PRId64 " phases (at most %d)", path, step,
-			      opts->phase_length, x.nphases,
-			      SH5_LBDATA_MAX_PHASES);
-		goto out;
-	}
-	if (evs->ntasks) {
-		struct sh5_evlb_windows w = { x.t0, x.lns, x.nphases };
-
-		x.evm = sh5_evlb_build(evs, &w, SH5_LBDATA_MAX_PHASES, errp);
-		if (!x.evm) {
-			char text[sizeof(errp->text)];
-
-			if (errp) {
-				snprintf(text, sizeof(text), "%s", errp->text);
-				sh5_errprintf(errp, "%s: step %s: %s", path,
-					      step, text);
-			}
-			goto out;
-		}
-		x.nphases = x.evm->nphases;
-	}
-	if (alloc_pass2(&x) < 0) {
-		errno = ENOMEM;
-		sh5_errprintf(errp, "%s: out of memory (%" PRId64 " phases)",
-			      path, x.nphases);
-		goto out;
-	}
 	written = 1;
 	if (sh5_jobread_walk(jr, step, &pass2, &x, errp) < 0)
 		goto out;
@@ -1075,56 +751,8 @@ int sh5_lbdata_export(const char *path, const struct sh5_lbdata_opts *opts,
 		if (sh5_lbdata_commit(opts->dir, x.stem, renamed, 1, errp) < 0)
 			goto out;
 	written = 0;
-	if (sum) {
-		snprintf(sum->step, sizeof(sum->step), "%s", step);
-		sum->nranks = x.maxrank + 1;
-		sum->ntasks = x.ntasks;
-		sum->nnodes = x.nnodes;
-		sum->nphases = x.nphases;
-		sum->phase_length = (double)x.lns / 1e9;
-		sum->samples = x.samples;
-		if (x.evm) {
-			sum->events = 1;
-			sum->marks = x.evm->marks;
-			sum->comm_edges = x.evm->nedges;
-			sum->p2p_matched = x.evm->p2p_matched;
-			sum->unmatched = x.evm->unmatched_sends +
-					 x.evm->unmatched_recvs;
-			sum->objects = x.evm->nobjects;
-		}
-		sum->json_bytes = x.json_bytes;
-		sum->file_bytes = x.file_bytes;
-		if (opts->summary) {
-			sum->phases = calloc((size_t)x.nphases,
-					     sizeof(*sum->phases));
-			if (!sum->phases) {
-				errno = ENOMEM;
-				sh5_errprintf(errp, "out of memory");
-				goto out;
-			}
-			for (k = 0; k < x.nphases; k++) {
-				struct sh5_lbdata_phase_summary *p =
-					&sum->phases[k];
-
-				p->id = k;
-				p->start = (double)(x.t0 + k * x.lns) / 1e9;
-				p->end = (double)(x.t0 + (k + 1) * x.lns) /
-					 1e9;
-				p->rank_max = x.rank_max[k];
-				p->rank_avg = x.rank_sum[k] /
-					      (double)(x.maxrank + 1);
-				p->rank_argmax = x.rank_arg[k];
-				p->node_max = x.node_max[k];
-				p->node_avg = x.nnodes ?
-						      x.node_sum[k] /
-							      (double)x.nnodes :
-						      0.0;
-				p->node_argmax = x.node_arg[k];
-				snprintf(p->node_name, sizeof(p->node_name),
-					 "%s", x.node_names[k]);
-			}
-		}
-	}
+	if (sum && fill_summary(&x, step, sum, errp) < 0)
+		goto out;
 	rc = 0;
 out:
 	if (written) {
@@ -1133,7 +761,7 @@ out:
 		for (r = 0; r <= x.maxrank; r++)
 			sh5_lbdata_commit(opts->dir, x.stem, r, 0, NULL);
 		for (r = 0; r < renamed; r++)
-			unlink_final(opts->dir, x.stem, r);
+			sh5_lbdata_unlink_final(opts->dir, x.stem, r);
 	}
 	exporter_free(&x);
 	sh5_evlb_free(x.evm);

@@ -184,6 +184,82 @@ static int64_t ev_time(const struct ow *w, const struct sh5_evtask *t,
 	return !w->raw && t->sync ? t->sync[i] : t->ev[i].time_ns;
 }
 
+/* The MPI event of record x (SEND, RECV, CBEGIN, CEND) at ts. */
+static OTF2_ErrorCode write_mpi(struct ow *w, const struct sh5_evtask *t,
+				OTF2_EvtWriter *ew, const struct sh5ev_rec *x,
+				OTF2_TimeStamp ts)
+{
+	struct sh5_otf2_result *r = w->res;
+	uint32_t ref, rk;
+
+	switch (x->kind) {
+	case SH5EV_K_SEND:
+		rk = comm_rank(w, t, x->id, x->peer, &ref);
+		r->send++;
+		return OTF2_EvtWriter_MpiSend(ew, NULL, ts, rk, ref,
+					      (uint32_t)x->tag, x->bytes);
+	case SH5EV_K_RECV:
+		rk = comm_rank(w, t, x->id, x->peer, &ref);
+		r->recv++;
+		return OTF2_EvtWriter_MpiRecv(ew, NULL, ts, rk, ref,
+					      (uint32_t)x->tag, x->bytes);
+	case SH5EV_K_CBEGIN:
+		r->cbegin++;
+		return OTF2_EvtWriter_MpiCollectiveBegin(ew, NULL, ts);
+	default:	/* SH5EV_K_CEND */
+		rk = comm_rank(w, t, x->id, x->peer, &ref);
+		r->cend++;
+		return OTF2_EvtWriter_MpiCollectiveEnd(ew, NULL, ts,
+						       coll_op(x->op), ref,
+						       rk, x->bytes, x->bytes);
+	}
+}
+
+/*
+ * The OTF2 event of record x at ts into *e.  Returns 1 when there is one,
+ * 0 when the record has none (counted as skipped), -1 out of memory.
+ */
+static int write_event(struct ow *w, const struct sh5_evtask *t,
+		       OTF2_EvtWriter *ew, const struct sh5ev_rec *x,
+		       OTF2_TimeStamp ts, OTF2_ErrorCode *e)
+{
+	struct sh5_otf2_result *r = w->res;
+	const char *n;
+	uint32_t fl;
+	long g;
+
+	switch (x->kind) {
+	case SH5EV_K_ENTER:
+	case SH5EV_K_EXIT:
+		n = sh5_evstep_region(t, x->id, &fl);
+		g = region_of(w, n, (fl & SH5EV_F_MPI) != 0);
+		if (g < 0)
+			return -1;
+		if (x->kind == SH5EV_K_ENTER) {
+			*e = OTF2_EvtWriter_Enter(ew, NULL, ts, (uint32_t)g);
+			r->enter++;
+		} else {
+			*e = OTF2_EvtWriter_Leave(ew, NULL, ts, (uint32_t)g);
+			r->leave++;
+		}
+		return 1;
+	case SH5EV_K_SEND:
+	case SH5EV_K_RECV:
+	case SH5EV_K_CBEGIN:
+	case SH5EV_K_CEND:
+		*e = write_mpi(w, t, ew, x, ts);
+		return 1;
+	case SH5EV_K_PHASE:
+		*e = OTF2_EvtWriter_ParameterInt(ew, NULL, ts, w->phase_param,
+						 (int64_t)x->id);
+		r->phase++;
+		return 1;
+	default:
+		r->skipped++;
+		return 0;
+	}
+}
+
 /* Events of one rank; *nev receives the number written. */
 static int write_rank(struct ow *w, size_t row, uint64_t *nev,
 		      struct sh5_error *errp)
@@ -191,90 +267,31 @@ static int write_rank(struct ow *w, size_t row, uint64_t *nev,
 	const struct sh5_evtask *t = &w->s->tasks[row];
 	OTF2_EvtWriter *ew = OTF2_Archive_GetEvtWriter(w->ar, t->task);
 	struct sh5_otf2_result *r = w->res;
-	uint32_t stack[256], depth = 0, fl, ref, rk;
 	int64_t prev = INT64_MIN;
 	OTF2_ErrorCode e = OTF2_SUCCESS;
 	size_t i;
-	long g;
+	int rc;
 
 	if (!ew)
 		return fail(errp, "event writer", OTF2_ERROR_MEM_FAULT);
 	*nev = 0;
 	for (i = 0; i < t->nev && e == OTF2_SUCCESS; i++) {
-		const struct sh5ev_rec *x = &t->ev[i];
 		int64_t tt = ev_time(w, t, i);
-		OTF2_TimeStamp ts;
 
 		if (tt < prev)
 			tt = prev;	/* never backwards on a location */
 		prev = tt;
-		ts = (OTF2_TimeStamp)tt;
-		switch (x->kind) {
-		case SH5EV_K_ENTER: {
-			const char *n = sh5_evstep_region(t, x->id, &fl);
-
-			g = region_of(w, n, (fl & SH5EV_F_MPI) != 0);
-			if (g < 0)
-				return sh5_errprintf(errp, "out of memory");
-			if (depth < 256)
-				stack[depth] = (uint32_t)g;
-			depth++;
-			e = OTF2_EvtWriter_Enter(ew, NULL, ts, (uint32_t)g);
-			r->enter++;
-			break;
-		}
-		case SH5EV_K_EXIT: {
-			const char *n = sh5_evstep_region(t, x->id, &fl);
-
-			g = region_of(w, n, (fl & SH5EV_F_MPI) != 0);
-			if (g < 0)
-				return sh5_errprintf(errp, "out of memory");
-			if (depth)
-				depth--;
-			e = OTF2_EvtWriter_Leave(ew, NULL, ts, (uint32_t)g);
-			r->leave++;
-			break;
-		}
-		case SH5EV_K_SEND:
-			rk = comm_rank(w, t, x->id, x->peer, &ref);
-			e = OTF2_EvtWriter_MpiSend(ew, NULL, ts, rk, ref,
-						   (uint32_t)x->tag, x->bytes);
-			r->send++;
-			break;
-		case SH5EV_K_RECV:
-			rk = comm_rank(w, t, x->id, x->peer, &ref);
-			e = OTF2_EvtWriter_MpiRecv(ew, NULL, ts, rk, ref,
-						   (uint32_t)x->tag, x->bytes);
-			r->recv++;
-			break;
-		case SH5EV_K_CBEGIN:
-			e = OTF2_EvtWriter_MpiCollectiveBegin(ew, NULL, ts);
-			r->cbegin++;
-			break;
-		case SH5EV_K_CEND:
-			rk = comm_rank(w, t, x->id, x->peer, &ref);
-			e = OTF2_EvtWriter_MpiCollectiveEnd(
-				ew, NULL, ts, coll_op(x->op), ref, rk,
-				x->bytes, x->bytes);
-			r->cend++;
-			break;
-		case SH5EV_K_PHASE:
-			e = OTF2_EvtWriter_ParameterInt(ew, NULL, ts,
-							w->phase_param,
-							(int64_t)x->id);
-			r->phase++;
-			break;
-		default:
-			r->skipped++;
+		rc = write_event(w, t, ew, &t->ev[i], (OTF2_TimeStamp)tt, &e);
+		if (rc < 0)
+			return sh5_errprintf(errp, "out of memory");
+		if (rc == 0)
 			continue;
-		}
 		(*nev)++;
 		if (tt < r->t0)
 			r->t0 = tt;
 		if (tt > r->t1)
 			r->t1 = tt;
 	}
-	(void)stack;
 	if (e != OTF2_SUCCESS)
 		return fail(errp, "writing events", e);
 	e = OTF2_Archive_CloseEvtWriter(w->ar, ew);
@@ -421,6 +438,82 @@ int sh5_otf2_write(const struct sh5_evstep *s, const char *dir,
 				    res, errp);
 }
 
+/* The rank order (world rank) and the comm refs of w, and *nev. */
+static int alloc_maps(struct ow *w, uint64_t **nev, struct sh5_error *errp)
+{
+	const struct sh5_evstep *s = w->s;
+	uint32_t next = 1;
+	size_t i;
+
+	w->cref = calloc(s->ncomms + 1, sizeof(uint32_t));
+	w->order = malloc(s->ntasks * sizeof(size_t));
+	w->pos = malloc(s->ntasks * sizeof(uint32_t));
+	*nev = calloc(s->ntasks, sizeof(uint64_t));
+	if (!w->cref || !w->order || !w->pos || !*nev)
+		return sh5_errprintf(errp, "out of memory");
+	for (i = 0; i < s->ntasks; i++)
+		w->order[i] = i;
+	qsort_r(w->order, s->ntasks, sizeof(size_t), row_cmp_arg_sort,
+		(void *)s);
+	for (i = 0; i < s->ntasks; i++)
+		w->pos[w->order[i]] = (uint32_t)i;
+	w->phase_param = 0;
+	/* comm refs in definition order: 0 world, then those with members */
+	for (i = 0; i < s->ncomms; i++)
+		if (s->comms[i].tasks && s->comms[i].global)
+			w->cref[i] = next++;
+	return 0;
+}
+
+/* Create the archive in dir (w->ar). */
+static int open_archive(struct ow *w, const char *dir, const char *machine,
+			struct sh5_error *errp)
+{
+	w->ar = OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE,
+				  1024 * 1024, 4 * 1024 * 1024,
+				  OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
+	if (!w->ar) {
+		errno = EIO;
+		return sh5_errprintf(errp, "%s: cannot create an OTF2 archive",
+				     dir);
+	}
+	OTF2_Archive_SetFlushCallbacks(w->ar, &flush_cbs, NULL);
+	OTF2_Archive_SetSerialCollectiveCallbacks(w->ar);
+	OTF2_Archive_SetCreator(w->ar, "sh5merge otf2 " PACKAGE_VERSION);
+	OTF2_Archive_SetDescription(w->ar, "sh5 application events");
+	OTF2_Archive_SetMachineName(w->ar, machine);
+	return 0;
+}
+
+/* The events of every rank (nev[row] receives their numbers), then an
+ * empty local definition file per location. */
+static int write_events(struct ow *w, uint64_t *nev, struct sh5_error *errp)
+{
+	const struct sh5_evstep *s = w->s;
+	OTF2_ErrorCode e;
+	size_t i;
+
+	e = OTF2_Archive_OpenEvtFiles(w->ar);
+	if (e != OTF2_SUCCESS)
+		return fail(errp, "opening event files", e);
+	for (i = 0; i < s->ntasks; i++)
+		if (write_rank(w, i, &nev[i], errp) < 0)
+			return -1;
+	OTF2_Archive_CloseEvtFiles(w->ar);
+	if (w->res->t0 == INT64_MAX)
+		w->res->t0 = w->res->t1 = 0;
+	OTF2_Archive_OpenDefFiles(w->ar);
+	for (i = 0; i < s->ntasks; i++) {
+		OTF2_DefWriter *dw =
+			OTF2_Archive_GetDefWriter(w->ar, s->tasks[i].task);
+
+		if (dw)
+			OTF2_Archive_CloseDefWriter(w->ar, dw);
+	}
+	OTF2_Archive_CloseDefFiles(w->ar);
+	return 0;
+}
+
 int sh5_otf2_write_flags(const struct sh5_evstep *s, const char *dir,
 			 const char *machine, int flags,
 			 struct sh5_otf2_result *res, struct sh5_error *errp)
@@ -430,7 +523,6 @@ int sh5_otf2_write_flags(const struct sh5_evstep *s, const char *dir,
 	struct ow w;
 	uint64_t *nev = NULL;
 	OTF2_ErrorCode e;
-	size_t i;
 	int rc = -1;
 
 	memset(&w, 0, sizeof(w));
@@ -451,63 +543,10 @@ int sh5_otf2_write_flags(const struct sh5_evstep *s, const char *dir,
 				     "(no SyncTimeNs): merge with --sync clc,"
 				     " or use --raw", s->step);
 	}
-	w.cref = calloc(s->ncomms + 1, sizeof(uint32_t));
-	w.order = malloc(s->ntasks * sizeof(size_t));
-	w.pos = malloc(s->ntasks * sizeof(uint32_t));
-	nev = calloc(s->ntasks, sizeof(uint64_t));
-	if (!w.cref || !w.order || !w.pos || !nev) {
-		sh5_errprintf(errp, "out of memory");
+	if (alloc_maps(&w, &nev, errp) < 0 ||
+	    open_archive(&w, dir, machine, errp) < 0 ||
+	    write_events(&w, nev, errp) < 0)
 		goto out;
-	}
-	for (i = 0; i < s->ntasks; i++)
-		w.order[i] = i;
-	qsort_r(w.order, s->ntasks, sizeof(size_t), row_cmp_arg_sort,
-		(void *)s);
-	for (i = 0; i < s->ntasks; i++)
-		w.pos[w.order[i]] = (uint32_t)i;
-	w.phase_param = 0;
-	/* comm refs in definition order: 0 world, then those with members */
-	{
-		uint32_t next = 1;
-
-		for (i = 0; i < s->ncomms; i++)
-			if (s->comms[i].tasks && s->comms[i].global)
-				w.cref[i] = next++;
-	}
-	w.ar = OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE,
-				 1024 * 1024, 4 * 1024 * 1024,
-				 OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
-	if (!w.ar) {
-		errno = EIO;
-		sh5_errprintf(errp, "%s: cannot create an OTF2 archive", dir);
-		goto out;
-	}
-	OTF2_Archive_SetFlushCallbacks(w.ar, &flush_cbs, NULL);
-	OTF2_Archive_SetSerialCollectiveCallbacks(w.ar);
-	OTF2_Archive_SetCreator(w.ar, "sh5merge otf2 " PACKAGE_VERSION);
-	OTF2_Archive_SetDescription(w.ar, "sh5 application events");
-	OTF2_Archive_SetMachineName(w.ar, machine);
-	e = OTF2_Archive_OpenEvtFiles(w.ar);
-	if (e != OTF2_SUCCESS) {
-		fail(errp, "opening event files", e);
-		goto out;
-	}
-	for (i = 0; i < s->ntasks; i++)
-		if (write_rank(&w, i, &nev[i], errp) < 0)
-			goto out;
-	OTF2_Archive_CloseEvtFiles(w.ar);
-	if (w.res->t0 == INT64_MAX)
-		w.res->t0 = w.res->t1 = 0;
-	/* an empty local definition file per location */
-	OTF2_Archive_OpenDefFiles(w.ar);
-	for (i = 0; i < s->ntasks; i++) {
-		OTF2_DefWriter *dw =
-			OTF2_Archive_GetDefWriter(w.ar, s->tasks[i].task);
-
-		if (dw)
-			OTF2_Archive_CloseDefWriter(w.ar, dw);
-	}
-	OTF2_Archive_CloseDefFiles(w.ar);
 	w.gd = OTF2_Archive_GetGlobalDefWriter(w.ar);
 	if (!w.gd) {
 		fail(errp, "global definition writer", OTF2_ERROR_MEM_FAULT);

@@ -12,13 +12,13 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "export/counters.h"
 #include "events/jobevents.h"
+#include "export/report.h"
 #include "export/report_int.h"
 
 extern const char sh5_report_css[];
@@ -61,63 +61,6 @@ static int discard(void *arg, const void *buf, size_t len)
 	(void)buf;
 	(void)len;
 	return 0;
-}
-
-void rp_missing(struct rp *r, const char *fmt, ...)
-{
-	va_list ap;
-	size_t i = r->res->nmissing;
-
-	if (i < 16) {
-		va_start(ap, fmt);
-		vsnprintf(r->res->missing[i], sizeof(r->res->missing[i]), fmt,
-			  ap);
-		va_end(ap);
-	}
-	r->res->nmissing++;
-}
-
-int rp_num(struct sh5_json *j, double v)
-{
-	char b[32];
-
-	if (!isfinite(v))
-		return sh5_json_null(j);
-	snprintf(b, sizeof(b), "%.4g", v);
-	return sh5_json_double(j, strtod(b, NULL));
-}
-
-int rp_base64(struct sh5_json *j, const unsigned char *p, size_t n)
-{
-	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqr"
-				"stuvwxyz0123456789+/";
-	char *s = malloc((n + 2) / 3 * 4 + 1), *o = s;
-	size_t i;
-	int rc;
-
-	if (!s)
-		return sh5_json_null(j);
-	for (i = 0; i + 2 < n; i += 3) {
-		*o++ = t[p[i] >> 2];
-		*o++ = t[(p[i] & 3) << 4 | p[i + 1] >> 4];
-		*o++ = t[(p[i + 1] & 15) << 2 | p[i + 2] >> 6];
-		*o++ = t[p[i + 2] & 63];
-	}
-	if (i < n) {
-		*o++ = t[p[i] >> 2];
-		if (i + 1 < n) {
-			*o++ = t[(p[i] & 3) << 4 | p[i + 1] >> 4];
-			*o++ = t[(p[i + 1] & 15) << 2];
-		} else {
-			*o++ = t[(p[i] & 3) << 4];
-			*o++ = '=';
-		}
-		*o++ = '=';
-	}
-	*o = 0;
-	rc = sh5_json_string(j, s);
-	free(s);
-	return rc;
 }
 
 /* Scalar attributes of obj as [name, value] pairs. */
@@ -308,6 +251,102 @@ static void html_escape(FILE *f, const char *s)
 	}
 }
 
+/* The options with their defaults filled in. */
+static void set_opts(struct rp *r, const struct sh5_report_opts *opts)
+{
+	if (opts)
+		r->o = *opts;
+	if (!r->o.bins)
+		r->o.bins = 600;
+	if (!r->o.heat_budget)
+		r->o.heat_budget = 2u << 20;
+	if (!(r->o.sigma > 0))
+		r->o.sigma = 6;
+}
+
+/* The page up to the data block, and the data's head ("file" ...). */
+static void write_head(struct rp *r, FILE *out, const char *path)
+{
+	char when[40];
+	time_t now = time(NULL);
+	struct tm tmv;
+
+	gmtime_r(&now, &tmv);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tmv);
+	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8"
+	      "\">\n<meta http-equiv=\"Content-Security-Policy\" content=\""
+	      "default-src 'none'; style-src 'unsafe-inline'; script-src "
+	      "'unsafe-inline'; img-src data:\">\n<title>sh5 report: ", out);
+	html_escape(out, path);
+	fprintf(out, "</title>\n<style>\n%s</style>\n</head><body>\n"
+		"<noscript>This report draws its plots with JavaScript."
+		"</noscript>\n<div id=\"app\"></div>\n"
+		"<script id=\"data\" type=\"application/json\">", sh5_report_css);
+	sh5_json_object_open(r->j);
+	sh5_json_kv_string(r->j, "file", path);
+	sh5_json_kv_string(r->j, "made", when);
+	sh5_json_kv_string(r->j, "version", PACKAGE_VERSION);
+	attrs(r->j, r->file, "/", "job");
+	attrs(r->j, r->file, "/Merge", "merge");
+}
+
+/* Key "steps": every step (or the one asked for). */
+static int write_steps(struct rp *r, const char *const *steps,
+		       size_t nsteps, struct sh5_error *errp)
+{
+	size_t i;
+
+	sh5_json_key(r->j, "steps");
+	sh5_json_array_open(r->j);
+	for (i = 0; i < nsteps; i++) {
+		if (r->o.step && strcmp(r->o.step, steps[i]))
+			continue;
+		if (r->o.progress)
+			r->o.progress(r->o.progress_arg, "steps", i, nsteps);
+		if (step_section(r, steps[i], errp) < 0)
+			return -1;
+		r->res->nsteps++;
+	}
+	sh5_json_array_close(r->j);
+	if (r->o.step && !r->res->nsteps) {
+		errno = ENOENT;
+		sh5_errprintf(errp, "%s: no step %s", r->path, r->o.step);
+		return -1;
+	}
+	return 0;
+}
+
+/* Keys "missing" and "nmissing", then the end of the data and page. */
+static int write_tail(struct rp *r, FILE *out, const char *name,
+		      const struct sink *sk, struct sh5_error *errp)
+{
+	size_t i;
+
+	sh5_json_key(r->j, "missing");
+	sh5_json_array_open(r->j);
+	for (i = 0; i < r->res->nmissing && i < 16; i++)
+		sh5_json_string(r->j, r->res->missing[i]);
+	sh5_json_array_close(r->j);
+	sh5_json_kv_uint(r->j, "nmissing", r->res->nmissing);
+	sh5_json_object_close(r->j);
+	if (sh5_json_finish(r->j, errp) < 0) {
+		if (sk->err) {
+			errno = sk->err;
+			sh5_errprintf(errp, "%s: write failed: %s", name,
+				      strerror(sk->err));
+		}
+		return -1;
+	}
+	fprintf(out, "</script>\n<script>\n%s</script>\n</body></html>\n",
+		sh5_report_js);
+	if (fflush(out) != 0 || ferror(out)) {
+		sh5_errprintf(errp, "%s: write failed: %s", name,
+			      strerror(errno ? errno : EIO));
+		return -1;
+	}
+	return 0;
+}
+
 int sh5_report_write(const char *path, FILE *out, const char *name,
 		     const struct sh5_report_opts *opts,
 		     struct sh5_report_result *res, struct sh5_error *errp)
@@ -316,24 +355,14 @@ int sh5_report_write(const char *path, FILE *out, const char *name,
 	struct sink sk = { out, 0 };
 	struct rp r;
 	const char *const *steps;
-	size_t nsteps, i;
-	char when[40];
-	time_t now = time(NULL);
-	struct tm tmv;
+	size_t nsteps;
 	int rc = -1;
 
 	memset(&r, 0, sizeof(r));
 	r.path = path;
 	r.res = res ? res : &dummy;
 	memset(r.res, 0, sizeof(*r.res));
-	if (opts)
-		r.o = *opts;
-	if (!r.o.bins)
-		r.o.bins = 600;
-	if (!r.o.heat_budget)
-		r.o.heat_budget = 2u << 20;
-	if (!(r.o.sigma > 0))
-		r.o.sigma = 6;
+	set_opts(&r, opts);
 	r.file = -1;
 	r.jr = sh5_jobread_open(path, errp);
 	if (!r.jr)
@@ -348,64 +377,11 @@ int sh5_report_write(const char *path, FILE *out, const char *name,
 	r.j = sh5_json_create_cb(sink_write, &sk, 0, errp);
 	if (!r.j)
 		goto out;
-	gmtime_r(&now, &tmv);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tmv);
-	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8"
-	      "\">\n<meta http-equiv=\"Content-Security-Policy\" content=\""
-	      "default-src 'none'; style-src 'unsafe-inline'; script-src "
-	      "'unsafe-inline'; img-src data:\">\n<title>sh5 report: ", out);
-	html_escape(out, path);
-	fprintf(out, "</title>\n<style>\n%s</style>\n</head><body>\n"
-		"<noscript>This report draws its plots with JavaScript."
-		"</noscript>\n<div id=\"app\"></div>\n"
-		"<script id=\"data\" type=\"application/json\">", sh5_report_css);
-	sh5_json_object_open(r.j);
-	sh5_json_kv_string(r.j, "file", path);
-	sh5_json_kv_string(r.j, "made", when);
-	sh5_json_kv_string(r.j, "version", PACKAGE_VERSION);
-	attrs(r.j, r.file, "/", "job");
-	attrs(r.j, r.file, "/Merge", "merge");
-	sh5_json_key(r.j, "steps");
-	sh5_json_array_open(r.j);
-	for (i = 0; i < nsteps; i++) {
-		if (r.o.step && strcmp(r.o.step, steps[i]))
-			continue;
-		if (r.o.progress)
-			r.o.progress(r.o.progress_arg, "steps", i, nsteps);
-		if (step_section(&r, steps[i], errp) < 0)
-			goto out;
-		r.res->nsteps++;
-	}
-	sh5_json_array_close(r.j);
-	if (r.o.step && !r.res->nsteps) {
-		errno = ENOENT;
-		sh5_errprintf(errp, "%s: no step %s", path, r.o.step);
+	write_head(&r, out, path);
+	if (write_steps(&r, steps, nsteps, errp) < 0 ||
+	    counters_section(&r, errp) < 0 ||
+	    write_tail(&r, out, name, &sk, errp) < 0)
 		goto out;
-	}
-	if (counters_section(&r, errp) < 0)
-		goto out;
-	sh5_json_key(r.j, "missing");
-	sh5_json_array_open(r.j);
-	for (i = 0; i < r.res->nmissing && i < 16; i++)
-		sh5_json_string(r.j, r.res->missing[i]);
-	sh5_json_array_close(r.j);
-	sh5_json_kv_uint(r.j, "nmissing", r.res->nmissing);
-	sh5_json_object_close(r.j);
-	if (sh5_json_finish(r.j, errp) < 0) {
-		if (sk.err) {
-			errno = sk.err;
-			sh5_errprintf(errp, "%s: write failed: %s", name,
-				      strerror(sk.err));
-		}
-		goto out;
-	}
-	fprintf(out, "</script>\n<script>\n%s</script>\n</body></html>\n",
-		sh5_report_js);
-	if (fflush(out) != 0 || ferror(out)) {
-		sh5_errprintf(errp, "%s: write failed: %s", name,
-			      strerror(errno ? errno : EIO));
-		goto out;
-	}
 	rc = 0;
 out:
 	/* A failed write is the cause whatever step noticed it first. */

@@ -67,11 +67,65 @@ static int ev_node(const struct sh5_evstep *ev, const char *name)
 	return -1;
 }
 
+/* The object of node i: its counts and points; returns 1 when it has
+ * offsets. */
+static int write_node(struct rp *r, hid_t step_g, const struct sh5_evstep *ev,
+		      size_t i, size_t cap)
+{
+	struct sh5_json *j = r->j;
+	struct sh5_clock_points cp;
+	char why[200] = "";
+	hid_t g;
+	long n;
+	size_t k, step;
+	int en = ev && ev->synced ? ev_node(ev, r->node_name[i]) : -1;
+
+	memset(&cp, 0, sizeof(cp));
+	H5E_BEGIN_TRY
+	{
+		g = H5Gopen2(step_g, r->node_group[i], H5P_DEFAULT);
+	}
+	H5E_END_TRY;
+	n = g < 0 ? -1 : sh5_clock_points_read(g, &cp, why, sizeof(why));
+	if (g >= 0)
+		H5Gclose(g);
+	sh5_json_object_open(j);
+	sh5_json_kv_string(j, "node", r->node_name[i]);
+	if (n < 0)
+		sh5_json_kv_string(j, "error", why);
+	sh5_json_kv_uint(j, "total", cp.total);
+	sh5_json_kv_uint(j, "bad", cp.bad);
+	sh5_json_kv_uint(j, "dropped", cp.dropped);
+	/* [local_s_rel, raw_ms, err_ms, residual_ms] */
+	sh5_json_key(j, "p");
+	sh5_json_array_open(j);
+	step = cp.n > cap ? (cp.n + cap - 1) / cap : 1;
+	for (k = 0; n > 0 && k < cp.n; k += step) {
+		int64_t t = cp.pts[k].local_ns, c = 0;
+
+		if (en >= 0) {
+			if (!ev_correction(ev, (uint32_t)en, t, &c))
+				c = sh5_timesync_offset_map(cp.pts, cp.n, t) -
+				    t;
+		} else if (r->synced) {
+			c = sh5_timesync_offset_map(cp.pts, cp.n, t) - t;
+		}
+		rp_num(j, (double)(t - r->t0) / 1e9);
+		rp_num(j, (double)cp.pts[k].offset_ns / 1e6);
+		rp_num(j, (double)cp.rtt[k] / 2e6);
+		rp_num(j, (double)(cp.pts[k].offset_ns - c) / 1e6);
+	}
+	sh5_json_array_close(j);
+	sh5_json_object_close(j);
+	sh5_clock_points_free(&cp);
+	return n > 0;
+}
+
 int rp_clock(struct rp *r, hid_t step_g, const struct sh5_evstep *ev,
 	     struct sh5_error *errp)
 {
 	struct sh5_json *j = r->j;
-	size_t i, k, cap, with = 0;
+	size_t i, cap, with = 0;
 	const char *how;
 
 	(void)errp;
@@ -89,57 +143,9 @@ int rp_clock(struct rp *r, hid_t step_g, const struct sh5_evstep *ev,
 	sh5_json_kv_string(j, "correction", how);
 	sh5_json_key(j, "nodes");
 	sh5_json_array_open(j);
-	for (i = 0; i < r->nnodes; i++) {
-		struct sh5_clock_points cp;
-		char why[200] = "";
-		hid_t g;
-		long n;
-		size_t step;
-		int en = ev && ev->synced ? ev_node(ev, r->node_name[i]) : -1;
-
-		memset(&cp, 0, sizeof(cp));
-		H5E_BEGIN_TRY
-		{
-			g = H5Gopen2(step_g, r->node_group[i], H5P_DEFAULT);
-		}
-		H5E_END_TRY;
-		n = g < 0 ? -1 : sh5_clock_points_read(g, &cp, why,
-						       sizeof(why));
-		if (g >= 0)
-			H5Gclose(g);
-		sh5_json_object_open(j);
-		sh5_json_kv_string(j, "node", r->node_name[i]);
-		if (n < 0)
-			sh5_json_kv_string(j, "error", why);
-		sh5_json_kv_uint(j, "total", cp.total);
-		sh5_json_kv_uint(j, "bad", cp.bad);
-		sh5_json_kv_uint(j, "dropped", cp.dropped);
-		/* [local_s_rel, raw_ms, err_ms, residual_ms] */
-		sh5_json_key(j, "p");
-		sh5_json_array_open(j);
-		step = cp.n > cap ? (cp.n + cap - 1) / cap : 1;
-		for (k = 0; n > 0 && k < cp.n; k += step) {
-			int64_t t = cp.pts[k].local_ns, c = 0;
-
-			if (en >= 0) {
-				if (!ev_correction(ev, (uint32_t)en, t, &c))
-					c = sh5_timesync_offset_map(cp.pts, cp.n,
-								    t) - t;
-			} else if (r->synced) {
-				c = sh5_timesync_offset_map(cp.pts, cp.n, t) -
-				    t;
-			}
-			rp_num(j, (double)(t - r->t0) / 1e9);
-			rp_num(j, (double)cp.pts[k].offset_ns / 1e6);
-			rp_num(j, (double)cp.rtt[k] / 2e6);
-			rp_num(j, (double)(cp.pts[k].offset_ns - c) / 1e6);
-		}
-		sh5_json_array_close(j);
-		sh5_json_object_close(j);
-		if (n > 0)
+	for (i = 0; i < r->nnodes; i++)
+		if (write_node(r, step_g, ev, i, cap))
 			with++;
-		sh5_clock_points_free(&cp);
-	}
 	sh5_json_array_close(j);
 	sh5_json_kv_uint(j, "with", with);
 	if (!with && r->nnodes)

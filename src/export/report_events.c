@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "events/evmatch.h"
 #include "events/jobevents.h"
 #include "export/report_int.h"
 
@@ -37,8 +38,7 @@
 enum { C_USER = 0, C_MPI = 1, C_COLL = 2 };
 
 struct ival { uint32_t row, name, depth, cls; int64_t a, b; };
-struct msg { uint32_t src, dst; uint64_t comm; int32_t tag; int64_t t;
-	     uint64_t bytes; size_t seq; };
+struct msg { struct sh5_evmsg k; int64_t t; uint64_t bytes; };
 struct coll { uint32_t row, op; int64_t a, b; };
 struct rname { char name[SH5EV_NAME_MAX + 1]; uint64_t calls; double tot;
 	       int mpi; };
@@ -250,20 +250,20 @@ static int on_msg(struct re *e, struct tp *p, const struct sh5ev_rec *x,
 
 	if (peer < 0)
 		return 0;
-	m = (struct msg){ snd ? row : (uint32_t)peer,
-			  snd ? (uint32_t)peer : row,
-			  sh5_evstep_comm(p->k, x->id), x->tag, t, x->bytes,
-			  0 };
+	sh5_evmsg_set(&m.k, p->k, (size_t)(x - p->k->ev), row,
+		      (uint32_t)peer);
+	m.t = t;
+	m.bytes = x->bytes;
 	if (!snd) {
 		if (grow((void **)&e->rcv, &e->crcv, e->nrcv, sizeof(m)) < 0)
 			return -1;
-		m.seq = e->nrcv;
+		m.k.seq = e->nrcv;
 		e->rcv[e->nrcv++] = m;
 		return 0;
 	}
 	if (grow((void **)&e->snd, &e->csnd, e->nsnd, sizeof(m)) < 0)
 		return -1;
-	m.seq = e->nsnd;
+	m.k.seq = e->nsnd;
 	e->snd[e->nsnd++] = m;
 	if (p->cur)
 		p->cur->mat[mrow(e, p->row) * e->D + mrow(e, (size_t)peer)] +=
@@ -356,62 +356,48 @@ static int task_pass(struct re *e, size_t row)
 	return rc;
 }
 
-static int msg_cmp(const void *a, const void *b)
-{
-	const struct msg *x = a, *y = b;
-
-	if (x->src != y->src)
-		return x->src < y->src ? -1 : 1;
-	if (x->dst != y->dst)
-		return x->dst < y->dst ? -1 : 1;
-	if (x->comm != y->comm)
-		return x->comm < y->comm ? -1 : 1;
-	if (x->tag != y->tag)
-		return x->tag < y->tag ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
 static double rel(const struct re *e, int64_t t)
 {
 	return (double)(t - e->t0) / 1e9;
+}
+
+struct msgw {	/* write_msgs() */
+	struct re *e;
+	size_t out;
+	uint64_t matched;
+};
+
+/* A matched pair: counted, written while the timeline is exact. */
+static int on_pair(void *arg, void *send, void *recv)
+{
+	struct msgw *w = arg;
+	struct re *e = w->e;
+	struct sh5_json *j = e->r->j;
+	const struct msg *s = send, *r = recv;
+
+	w->matched++;
+	if (e->exact && w->out++ < RP_EXACT_MSGS) {
+		sh5_json_uint(j, s->k.src);
+		rp_num(j, rel(e, s->t));
+		sh5_json_uint(j, r->k.dst);
+		rp_num(j, rel(e, r->t));
+		sh5_json_uint(j, s->bytes);
+	}
+	return 0;
 }
 
 /* Match and write messages; returns matched count. */
 static uint64_t write_msgs(struct re *e)
 {
 	struct sh5_json *j = e->r->j;
-	size_t a = 0, b = 0, out = 0;
-	uint64_t matched = 0;
+	struct msgw w = { e, 0, 0 };
 
-	qsort(e->snd, e->nsnd, sizeof(*e->snd), msg_cmp);
-	qsort(e->rcv, e->nrcv, sizeof(*e->rcv), msg_cmp);
 	sh5_json_key(j, "msgs");
 	sh5_json_array_open(j);
-	while (a < e->nsnd && b < e->nrcv) {
-		struct msg s = e->snd[a], r = e->rcv[b];
-		int c;
-
-		s.seq = r.seq = 0;
-		c = msg_cmp(&s, &r);
-		if (c < 0) {
-			a++;
-		} else if (c > 0) {
-			b++;
-		} else {
-			matched++;
-			if (e->exact && out++ < RP_EXACT_MSGS) {
-				sh5_json_uint(j, s.src);
-				rp_num(j, rel(e, s.t));
-				sh5_json_uint(j, r.dst);
-				rp_num(j, rel(e, r.t));
-				sh5_json_uint(j, s.bytes);
-			}
-			a++;
-			b++;
-		}
-	}
+	sh5_evmatch(e->snd, e->nsnd, e->rcv, e->nrcv, sizeof(struct msg),
+		    on_pair, &w, NULL, NULL);
 	sh5_json_array_close(j);
-	return matched;
+	return w.matched;
 }
 
 static void write_phases(struct re *e)

@@ -13,9 +13,10 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "export/report.h"
+#include "export/report_types.h"
 #include "common/json.h"
 #include "merge/jobread.h"
+#include "export/report_util.h"
 
 struct sh5_evstep;
 
@@ -37,16 +38,6 @@ struct rp {
 	int64_t *task_id;	/* walk order (node by node) */
 	size_t *task_node;	/* node position of each */
 };
-
-/* Note something missing (shown in the report and listed in res). */
-void rp_missing(struct rp *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/* A number rounded to 4 significant digits, null when not finite. */
-int rp_num(struct sh5_json *j, double v);
-
-/* Base64 of n bytes as a JSON string. */
-int rp_base64(struct sh5_json *j, const unsigned char *p, size_t n);
 
 /* Keys "t0", "t1", "nodes", "tasks", "series" of the step. */
 int rp_series(struct rp *r, const char *step, struct sh5_error *errp);
