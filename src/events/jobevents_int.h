@@ -1,5 +1,5 @@
 /*
- * jobevents_int.h - internals shared by jobevents.c and jobevents_h5.c
+ * jobevents_int.h - internals shared by jobevents_read.c, jobevents_h5.c
  * (not an interface: see jobevents.h).
  */
 #ifndef SH5_JOBEVENTS_INT_H

@@ -1,4 +1,4 @@
-/* jobevents.c - see jobevents.h: reading a step's events, the checks
+/* jobevents_read.c - see jobevents.h: reading a step's events, the checks
  * that tie them together (world ranks, communicators, ids).  The HDF5
  * helpers are in jobevents_h5.c (jobevents_int.h).
  *
