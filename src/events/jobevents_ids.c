@@ -224,16 +224,20 @@ static int world_members(struct sh5_evstep *s, struct sh5_evcomm *c)
 	return 0;
 }
 
-int sh5_jev_build_comms(struct sh5_evstep *s, struct sh5_evstore_member *mem,
-			size_t *nmem, struct sh5_error *errp)
+/* errno ENOMEM and "out of memory" in errp; -1. */
+static int nomem(struct sh5_error *errp)
 {
-	size_t cap = 0, i, k, j;
-	int warned = 0;
-	struct sh5_evcomm *c;
+	errno = ENOMEM;
+	return sh5_errprintf(errp, "out of memory");
+}
 
-	if (!(c = comm_get(s, 0, &cap)) || world_members(s, c) < 0)
-		goto nomem;
-	/* Definitions: sizes must agree. */
+/* The communicators of the tasks' Comms rows: sizes must agree. */
+static int comm_sizes(struct sh5_evstep *s, size_t *cap,
+		      struct sh5_error *errp)
+{
+	struct sh5_evcomm *c;
+	size_t i, k;
+
 	for (i = 0; i < s->ntasks; i++) {
 		struct sh5_evtask *t = &s->tasks[i];
 
@@ -242,8 +246,8 @@ int sh5_jev_build_comms(struct sh5_evstep *s, struct sh5_evstore_member *mem,
 
 			if (g == 0)
 				continue;
-			if (!(c = comm_get(s, g, &cap)))
-				goto nomem;
+			if (!(c = comm_get(s, g, cap)))
+				return nomem(errp);
 			if (c->size && c->size != (size_t)t->comms[k].size) {
 				errno = EINVAL;
 				return sh5_errprintf(errp, "%s: communicator "
@@ -254,8 +258,18 @@ int sh5_jev_build_comms(struct sh5_evstep *s, struct sh5_evstore_member *mem,
 			c->size = (size_t)t->comms[k].size;
 		}
 	}
-	/* Member lists: duplicates (several nodes) collapse, conflicts
-	 * and wrong sizes are errors. */
+	return 0;
+}
+
+/* Member lists: duplicates (several nodes) collapse, conflicts and
+ * wrong sizes are errors. */
+static int comm_members(struct sh5_evstep *s, struct sh5_evstore_member *mem,
+			size_t *nmem, struct sh5_error *errp)
+{
+	size_t i, k, j;
+	int warned = 0;
+	struct sh5_evcomm *c;
+
 	sh5_qsort(mem, *nmem, sizeof(*mem), sh5_jev_mem_cmp);
 	for (i = 0, j = 0; i < *nmem; i++)
 		if (!j || sh5_jev_mem_cmp(&mem[i], &mem[j - 1]))
@@ -284,7 +298,7 @@ int sh5_jev_build_comms(struct sh5_evstep *s, struct sh5_evstore_member *mem,
 				"%zu", g, k - i, c->size);
 		}
 		if (!(c->tasks = malloc(c->size * sizeof(*c->tasks))))
-			goto nomem;
+			return nomem(errp);
 		for (j = i; j < k; j++) {
 			int64_t loc;
 
@@ -304,7 +318,16 @@ int sh5_jev_build_comms(struct sh5_evstep *s, struct sh5_evstore_member *mem,
 			c->tasks[j - i] = (uint32_t)loc;
 		}
 	}
-	/* MPI_COMM_SELF of each ranked task. */
+	return 0;
+}
+
+/* MPI_COMM_SELF of each ranked task. */
+static int comm_selves(struct sh5_evstep *s, size_t *cap,
+		       struct sh5_error *errp)
+{
+	struct sh5_evcomm *c;
+	size_t i;
+
 	for (i = 0; i < s->ntasks; i++) {
 		struct sh5_evtask *t = &s->tasks[i];
 		uint64_t g;
@@ -312,20 +335,32 @@ int sh5_jev_build_comms(struct sh5_evstep *s, struct sh5_evstore_member *mem,
 		if (t->world_rank < 0)
 			continue;
 		g = ((uint64_t)t->world_rank + 1) << 32;
-		if (!(c = comm_get(s, g, &cap)))
-			goto nomem;
+		if (!(c = comm_get(s, g, cap)))
+			return nomem(errp);
 		if (!c->tasks) {
 			if (!(c->tasks = malloc(sizeof(*c->tasks))))
-				goto nomem;
+				return nomem(errp);
 			c->tasks[0] = t->task;
 			c->size = 1;
 		}
 	}
+	return 0;
+}
+
+int sh5_jev_build_comms(struct sh5_evstep *s, struct sh5_evstore_member *mem,
+			size_t *nmem, struct sh5_error *errp)
+{
+	size_t cap = 0;
+	struct sh5_evcomm *c;
+
+	if (!(c = comm_get(s, 0, &cap)) || world_members(s, c) < 0)
+		return nomem(errp);
+	if (comm_sizes(s, &cap, errp) < 0 ||
+	    comm_members(s, mem, nmem, errp) < 0 ||
+	    comm_selves(s, &cap, errp) < 0)
+		return -1;
 	sh5_qsort(s->comms, s->ncomms, sizeof(*s->comms), comm_cmp);
 	return 0;
-nomem:
-	errno = ENOMEM;
-	return sh5_errprintf(errp, "out of memory");
 }
 
 static int op_rooted(unsigned op)

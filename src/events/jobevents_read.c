@@ -15,7 +15,7 @@
 
 #include "events/jobevents.h"
 #include "events/jobevents_int.h"
-#include "sync/mergesync.h"	/* sh5_clock_points_read(): --sync offset's filter */
+#include "sync/mergesync.h"	/* sh5_clock_points_read() */
 #include "profile/reader.h"	/* sh5_attr_get_int(), sh5_attr_get_str() */
 #include "common/sort.h"
 
@@ -97,36 +97,30 @@ static struct sh5_evtask *task_find(struct sh5_evstep *s, size_t from,
 	return NULL;
 }
 
-/* Regions and Comms rows of node's tasks (s->tasks[from..]). */
-static int assign_defs(struct rd *r, size_t from, hid_t ev,
-		       const char *evpath, struct sh5_error *errp)
+/* Rows `name` of ev (Regions or Comms, fields m, rows of size bytes):
+ * NULL with *n 0 when absent, *n (size_t)-1 with errp set on error. */
+static void *read_rows(hid_t ev, const char *evpath, const char *name,
+		       size_t size, const struct sh5_evstore_field *m,
+		       size_t nm, size_t *n, struct sh5_error *errp)
 {
-	struct sh5_evstep *s = r->s;
 	char path[320];
-	const struct sh5_evstore_field *m;
-	struct sh5_evstore_region *reg = NULL;
-	struct sh5_evstore_comm *com = NULL;
-	size_t nm, nreg = 0, ncom = 0, i;
-	int rc = -1;
 
-	if (H5Lexists(ev, "Regions", H5P_DEFAULT) > 0) {
-		sh5_jev_join(path, sizeof(path), evpath, "Regions", NULL);
-		m = sh5_evstore_region_fields(&nm);
-		reg = sh5_jev_read_compound(ev, "Regions", path, sizeof(*reg), m, nm,
-				    MAX_ROWS, &nreg, errp);
-		if (nreg == (size_t)-1)
-			goto out;
-	}
-	if (H5Lexists(ev, "Comms", H5P_DEFAULT) > 0) {
-		sh5_jev_join(path, sizeof(path), evpath, "Comms", NULL);
-		m = sh5_evstore_comm_fields(&nm);
-		com = sh5_jev_read_compound(ev, "Comms", path, sizeof(*com), m, nm,
-				    MAX_ROWS, &ncom, errp);
-		if (ncom == (size_t)-1)
-			goto out;
-	}
-	/* Count, allocate, fill: rows of tasks not on this node are
-	 * warned about and left out. */
+	*n = 0;
+	if (H5Lexists(ev, name, H5P_DEFAULT) <= 0)
+		return NULL;
+	sh5_jev_join(path, sizeof(path), evpath, name, NULL);
+	return sh5_jev_read_compound(ev, name, path, size, m, nm, MAX_ROWS, n,
+				     errp);
+}
+
+/* Count the rows of each of s->tasks[from..]: rows of tasks not on this
+ * node are warned about (and left out by the caller). */
+static void count_defs(struct sh5_evstep *s, size_t from, const char *evpath,
+		       struct sh5_evstore_region *reg, size_t nreg,
+		       const struct sh5_evstore_comm *com, size_t ncom)
+{
+	size_t i;
+
 	for (i = 0; i < nreg; i++) {
 		struct sh5_evtask *t = task_find(s, from, reg[i].task);
 
@@ -148,6 +142,14 @@ static int assign_defs(struct rd *r, size_t from, hid_t ev,
 			      " without events on this node", evpath, i,
 			      com[i].task);
 	}
+}
+
+/* Allocate the counted rows of s->tasks[from..] (counts back to 0). */
+static int alloc_defs(struct sh5_evstep *s, size_t from, const char *evpath,
+		      struct sh5_error *errp)
+{
+	size_t i;
+
 	for (i = from; i < s->ntasks; i++) {
 		struct sh5_evtask *t = &s->tasks[i];
 
@@ -157,10 +159,38 @@ static int assign_defs(struct rd *r, size_t from, hid_t ev,
 						      sizeof(*t->comms))))) {
 			errno = ENOMEM;
 			sh5_errprintf(errp, "%s: out of memory", evpath);
-			goto out;
+			return -1;
 		}
 		t->nregions = t->ncomms = 0;
 	}
+	return 0;
+}
+
+/* Regions and Comms rows of node's tasks (s->tasks[from..]). */
+static int assign_defs(struct rd *r, size_t from, hid_t ev,
+		       const char *evpath, struct sh5_error *errp)
+{
+	struct sh5_evstep *s = r->s;
+	const struct sh5_evstore_field *m;
+	struct sh5_evstore_region *reg = NULL;
+	struct sh5_evstore_comm *com = NULL;
+	size_t nm, nreg = 0, ncom = 0, i;
+	int rc = -1;
+
+	m = sh5_evstore_region_fields(&nm);
+	reg = read_rows(ev, evpath, "Regions", sizeof(*reg), m, nm, &nreg,
+			errp);
+	if (nreg == (size_t)-1)
+		goto out;
+	m = sh5_evstore_comm_fields(&nm);
+	com = read_rows(ev, evpath, "Comms", sizeof(*com), m, nm, &ncom, errp);
+	if (ncom == (size_t)-1)
+		goto out;
+	/* Count, allocate, fill: rows of tasks not on this node are
+	 * warned about and left out. */
+	count_defs(s, from, evpath, reg, nreg, com, ncom);
+	if (alloc_defs(s, from, evpath, errp) < 0)
+		goto out;
 	for (i = 0; i < nreg; i++) {
 		struct sh5_evtask *t = task_find(s, from, reg[i].task);
 
@@ -326,15 +356,55 @@ out:
 	return rc;
 }
 
+/* A new entry in s->nodes for node group g (link name, HDF5 path npath):
+ * its index, name and clock-offset measurements; *ni its index in
+ * s->nodes.  0, or -1 with errno and errp set. */
+static int node_add(struct rd *r, hid_t g, const char *name,
+		    const char *npath, uint32_t *ni, struct sh5_error *errp)
+{
+	struct sh5_evstep *s = r->s;
+	struct sh5_clock_points cp;
+	struct sh5_evnode *node;
+	char why[128] = "";
+	long long v;
+
+	if (s->nnodes == r->capn) {
+		size_t c = r->capn ? r->capn * 2 : 8;
+		struct sh5_evnode *nv = realloc(s->nodes, c * sizeof(*nv));
+
+		if (!nv) {
+			errno = ENOMEM;
+			sh5_errprintf(errp, "%s: out of memory", npath);
+			return -1;
+		}
+		s->nodes = nv;
+		r->capn = c;
+	}
+	*ni = (uint32_t)s->nnodes;
+	node = &s->nodes[s->nnodes++];
+	memset(node, 0, sizeof(*node));
+	node->index = sh5_attr_get_int(g, "Node Index", &v) == 0 &&
+		      v >= 0 && v <= INT32_MAX ? (int32_t)v : (int32_t)*ni;
+	if (sh5_attr_get_str(g, "Node Name", node->name,
+			     sizeof(node->name)) < 0)
+		snprintf(node->name, sizeof(node->name), "%s", name);
+	if (sh5_clock_points_read(g, &cp, why, sizeof(why)) < 0) {
+		sh5_jev_warnf(s, "%s: %s: no OFFSET lines for its tasks", npath, why);
+	} else {
+		node->noff = cp.n;
+		node->off = cp.pts;
+		node->off_rtt = cp.rtt;
+	}
+	return 0;
+}
+
 /* Node group `name` of Nodes/: its Events, when it has some. */
 static int read_node(struct rd *r, hid_t nodes, const char *nodes_path,
 		     const char *name, struct sh5_error *errp)
 {
 	struct sh5_evstep *s = r->s;
-	char npath[256], evpath[300], why[128] = "";
-	struct sh5_clock_points cp;
+	char npath[256], evpath[300];
 	struct sh5_jev_names nm = { 0 };
-	struct sh5_evnode *node;
 	hid_t g = -1, ev = -1;
 	size_t from = s->ntasks, i;
 	long long v;
@@ -362,33 +432,8 @@ static int read_node(struct rd *r, hid_t nodes, const char *nodes_path,
 			      "sh5merge reads 1)", evpath, v);
 		goto out;
 	}
-	if (s->nnodes == r->capn) {
-		size_t c = r->capn ? r->capn * 2 : 8;
-		struct sh5_evnode *nv = realloc(s->nodes, c * sizeof(*nv));
-
-		if (!nv) {
-			errno = ENOMEM;
-			sh5_errprintf(errp, "%s: out of memory", npath);
-			goto out;
-		}
-		s->nodes = nv;
-		r->capn = c;
-	}
-	ni = (uint32_t)s->nnodes;
-	node = &s->nodes[s->nnodes++];
-	memset(node, 0, sizeof(*node));
-	node->index = sh5_attr_get_int(g, "Node Index", &v) == 0 &&
-		      v >= 0 && v <= INT32_MAX ? (int32_t)v : (int32_t)ni;
-	if (sh5_attr_get_str(g, "Node Name", node->name,
-			     sizeof(node->name)) < 0)
-		snprintf(node->name, sizeof(node->name), "%s", name);
-	if (sh5_clock_points_read(g, &cp, why, sizeof(why)) < 0) {
-		sh5_jev_warnf(s, "%s: %s: no OFFSET lines for its tasks", npath, why);
-	} else {
-		node->noff = cp.n;
-		node->off = cp.pts;
-		node->off_rtt = cp.rtt;
-	}
+	if (node_add(r, g, name, npath, &ni, errp) < 0)
+		goto out;
 	if (sh5_jev_names_list(ev, evpath, &nm, errp) < 0)
 		goto out;
 	for (i = 0; i < nm.n; i++) {
