@@ -1,6 +1,5 @@
 /*
- * init.c - MPI_Init, MPI_Init_thread, MPI_Finalize, MPI_Pcontrol; the
- * region ids of the wrapped calls.
+ * init.c - MPI_Init, MPI_Init_thread, MPI_Finalize, MPI_Pcontrol.
  *
  * MPI_Init opens the event log (which records only when SH5_EVENTS_DIR
  * is set), writes ENTER "MPI_Init" with the time before PMPI_Init, then
@@ -12,43 +11,6 @@
 #include "config.h"
 
 #include "wrap.h"
-
-int sh5mpi_world_rank;
-int sh5mpi_world_size = 1;
-int sh5mpi_sync;
-int sh5mpi_locking;
-
-static const char *const names[SH5MPI_NFN] = {
-#define SH5MPI_NAME(name) "MPI_" #name,
-	SH5MPI_CALLS(SH5MPI_NAME)
-#undef SH5MPI_NAME
-};
-
-/* Region id + 1 of each call, 0 before its first use. */
-static int32_t region_ids[SH5MPI_NFN];
-
-int32_t sh5mpi_region(enum sh5mpi_fn f)
-{
-	int32_t id;
-
-	if (region_ids[f])
-		return region_ids[f] - 1;
-	id = sh5_evlog_region(names[f], SH5EV_F_MPI);
-	if (id < 0)
-		return -1;
-	region_ids[f] = id + 1;
-	return id;
-}
-
-uint64_t sh5mpi_bytes(int count, MPI_Datatype type)
-{
-	int size = 0;
-
-	if (count <= 0 || PMPI_Type_size(type, &size) != MPI_SUCCESS ||
-	    size <= 0)
-		return 0;
-	return (uint64_t)count * (uint64_t)size;
-}
 
 /* Before PMPI_Init*: open the log, ENTER with the time before. */
 static int init_begin(enum sh5mpi_fn f)

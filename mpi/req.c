@@ -1,15 +1,14 @@
 /*
- * req.c - the receive-request table and the completion calls.
+ * req.c - the completion calls.
  *
- * A SEND is written when a send starts, so only receive requests are
- * remembered: handle -> local id of the communicator (held until the
- * request completes) and the flags of the RECV to write (NONBLOCKING,
- * ANY_SOURCE, ANY_TAG).  The wait and test calls write a RECV for every
- * remembered request they complete, with source, tag and size from its
- * status; when the application passes MPI_STATUS(ES)_IGNORE, our own
- * status array is passed instead (only when a remembered request is
- * among those given).  Statuses the application asked for are only read.
- * Persistent requests (MPI_Recv_init + MPI_Start) are not recorded.
+ * Receive requests are remembered in the request table (reqtab.c:
+ * handle -> communicator and the flags of the RECV to write).  The wait
+ * and test calls write a RECV for every remembered request they
+ * complete, with source, tag and size from its status; when the
+ * application passes MPI_STATUS(ES)_IGNORE, our own status array is
+ * passed instead (only when a remembered request is among those given).
+ * Statuses the application asked for are only read.  Persistent
+ * requests (MPI_Recv_init + MPI_Start) are not recorded.
  */
 #include "config.h"
 
@@ -18,74 +17,8 @@
 
 #include "wrap.h"
 
-static struct sh5mpi_map reqs;	/* request -> local << 16 | flags */
-
 /* Arrays up to this many requests live on the stack. */
 #define STACK_REQS 32
-
-void sh5mpi_req_recv(MPI_Request req, struct sh5mpi_comm *c, uint16_t flags)
-{
-	uint64_t key = SH5MPI_KEY(req);
-
-	if (req == MPI_REQUEST_NULL)
-		return;
-	/* A stale entry (completed by a call not seen here). */
-	sh5mpi_req_forget(req);
-	if (sh5mpi_map_put(&reqs, key, (uint64_t)c->local << 16 | flags) < 0)
-		return;
-	sh5mpi_comm_hold(c);
-}
-
-void sh5mpi_req_forget(MPI_Request req)
-{
-	uint64_t v;
-	struct sh5mpi_comm *c;
-
-	if (reqs.n && sh5mpi_map_del(&reqs, SH5MPI_KEY(req), &v) &&
-	    (c = sh5mpi_comm_by_local((uint32_t)(v >> 16))) != NULL)
-		sh5mpi_comm_release(c);
-}
-
-void sh5mpi_req_fini(void)
-{
-	sh5mpi_map_clear(&reqs);
-}
-
-/* Is req one of ours? */
-static int known(MPI_Request req)
-{
-	uint64_t v;
-
-	return reqs.n && sh5mpi_map_get(&reqs, SH5MPI_KEY(req), &v);
-}
-
-static int any_known(int count, const MPI_Request *r)
-{
-	int i;
-
-	if (!reqs.n)
-		return 0;
-	for (i = 0; i < count; i++)
-		if (known(r[i]))
-			return 1;
-	return 0;
-}
-
-/* The request with handle req (saved before the call) completed with
- * status: write its RECV, forget it. */
-static void completed(MPI_Request req, const MPI_Status *status)
-{
-	uint64_t v;
-	struct sh5mpi_comm *c;
-
-	if (!sh5mpi_map_del(&reqs, SH5MPI_KEY(req), &v))
-		return;
-	c = sh5mpi_comm_by_local((uint32_t)(v >> 16));
-	if (!c)
-		return;
-	sh5mpi_p2p_recv(c, status, (uint16_t)(v & 0xffff));
-	sh5mpi_comm_release(c);
-}
 
 /* Saved copies of count handles: in stack (STACK_REQS) or malloc'd. */
 static MPI_Request *save(MPI_Request *stack, int count,
@@ -127,12 +60,12 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 	if (!sh5_evlog_on())
 		return PMPI_Wait(request, status);
 	sh5mpi_enter(SH5MPI_Wait);
-	if (!known(saved)) {
+	if (!sh5mpi_req_known(saved)) {
 		ret = PMPI_Wait(request, status);
 	} else {
 		ret = PMPI_Wait(request, st);
 		if (ret == MPI_SUCCESS)
-			completed(saved, st);
+			sh5mpi_req_completed(saved, st);
 	}
 	sh5mpi_exit(SH5MPI_Wait);
 	return ret;
@@ -147,12 +80,12 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 	if (!sh5_evlog_on())
 		return PMPI_Test(request, flag, status);
 	sh5mpi_enter(SH5MPI_Test);
-	if (!known(saved)) {
+	if (!sh5mpi_req_known(saved)) {
 		ret = PMPI_Test(request, flag, status);
 	} else {
 		ret = PMPI_Test(request, flag, st);
 		if (ret == MPI_SUCCESS && *flag)
-			completed(saved, st);
+			sh5mpi_req_completed(saved, st);
 	}
 	sh5mpi_exit(SH5MPI_Test);
 	return ret;
@@ -167,7 +100,7 @@ static int all(enum sh5mpi_fn f, int count, MPI_Request reqv[], int *flag,
 	int ret, i, done = 1;
 
 	sh5mpi_enter(f);
-	if (count <= 0 || !any_known(count, reqv) ||
+	if (count <= 0 || !sh5mpi_req_any_known(count, reqv) ||
 	    !(saved = save(sreq, count, reqv)) ||
 	    !(st = statuses(sst, count, given))) {
 		ret = f == SH5MPI_Waitall ? PMPI_Waitall(count, reqv, given) :
@@ -181,7 +114,7 @@ static int all(enum sh5mpi_fn f, int count, MPI_Request reqv[], int *flag,
 	if ((ret == MPI_SUCCESS || ret == MPI_ERR_IN_STATUS) && done)
 		for (i = 0; i < count; i++)
 			if (ok_status(ret, &st[i]))
-				completed(saved[i], &st[i]);
+				sh5mpi_req_completed(saved[i], &st[i]);
 out:
 	if (saved && saved != sreq)
 		free(saved);
@@ -220,7 +153,7 @@ static int any(enum sh5mpi_fn f, int count, MPI_Request reqv[], int *index,
 	int ret, done = 1;
 
 	sh5mpi_enter(f);
-	if (count <= 0 || !any_known(count, reqv) ||
+	if (count <= 0 || !sh5mpi_req_any_known(count, reqv) ||
 	    !(saved = save(sreq, count, reqv))) {
 		ret = f == SH5MPI_Waitany ?
 			      PMPI_Waitany(count, reqv, index, status) :
@@ -233,7 +166,7 @@ static int any(enum sh5mpi_fn f, int count, MPI_Request reqv[], int *index,
 		done = *flag;
 	if (ret == MPI_SUCCESS && done && *index != MPI_UNDEFINED &&
 	    *index >= 0 && *index < count)
-		completed(saved[*index], st);
+		sh5mpi_req_completed(saved[*index], st);
 out:
 	if (saved && saved != sreq)
 		free(saved);
@@ -269,7 +202,7 @@ static int some(enum sh5mpi_fn f, int incount, MPI_Request reqv[],
 	int ret, i;
 
 	sh5mpi_enter(f);
-	if (incount <= 0 || !any_known(incount, reqv) ||
+	if (incount <= 0 || !sh5mpi_req_any_known(incount, reqv) ||
 	    !(saved = save(sreq, incount, reqv)) ||
 	    !(st = statuses(sst, incount, given))) {
 		ret = f == SH5MPI_Waitsome ?
@@ -287,7 +220,7 @@ static int some(enum sh5mpi_fn f, int incount, MPI_Request reqv[],
 		for (i = 0; i < *outcount && i < incount; i++)
 			if (indices[i] >= 0 && indices[i] < incount &&
 			    ok_status(ret, &st[i]))
-				completed(saved[indices[i]], &st[i]);
+				sh5mpi_req_completed(saved[indices[i]], &st[i]);
 out:
 	if (saved && saved != sreq)
 		free(saved);

@@ -1,8 +1,8 @@
 /*
  * wrap.h - internals shared by the MPI interposition library libsh5mpi
- * (the files of mpi/): the list of wrapped calls, their region ids, the
- * communicator table (comm.c), the receive-request table (req.c) and the
- * handle map both use (handles.c).
+ * (the files of mpi/): the list of wrapped calls, their region ids
+ * (util.c), the communicator table (comm.c), the receive-request table
+ * (reqtab.c) and the handle map both use (handles.c).
  *
  * libsh5mpi is loaded into an unmodified MPI program with LD_PRELOAD;
  * each wrapper records events through the event log (events/evlog.h) and
@@ -10,6 +10,10 @@
  * never changes arguments, results or statuses the application sees.
  * Only MPI_* and sh5_ev_* symbols are exported (mk/mpi.am); everything
  * here is internal (prefix sh5mpi_).
+ *
+ * Layers, lowest first: util.c and handles.c (call nothing here), comm.c,
+ * msg.c (SEND/RECV records), reqtab.c (receive requests), then the
+ * wrapper files init.c, p2p.c, req.c, coll.c.
  */
 #ifndef SH5_MPI_WRAP_H
 #define SH5_MPI_WRAP_H
@@ -54,9 +58,10 @@ enum sh5mpi_fn {
 	SH5MPI_NFN
 };
 
-/* ------------------------------------------------------------ init.c */
+/* ------------------------------------------------------------ util.c */
 
-/* My rank in and the size of MPI_COMM_WORLD (valid after MPI_Init). */
+/* Set by MPI_Init (init.c): my rank in and the size of MPI_COMM_WORLD
+ * (valid after MPI_Init). */
 extern int sh5mpi_world_rank;
 extern int sh5mpi_world_size;
 
@@ -171,7 +176,7 @@ static inline int32_t sh5mpi_comm_world(const struct sh5mpi_comm *c,
 void sh5mpi_comm_hold(struct sh5mpi_comm *c);
 void sh5mpi_comm_release(struct sh5mpi_comm *c);
 
-/* ------------------------------------------------------------- req.c */
+/* ---------------------------------------------------------- reqtab.c */
 
 /* Remember the receive request req posted on c with flags
  * (SH5EV_F_NONBLOCKING | ANY_SOURCE | ANY_TAG). */
@@ -184,7 +189,17 @@ void sh5mpi_req_forget(MPI_Request req);
 /* Forget every request; called by MPI_Finalize. */
 void sh5mpi_req_fini(void);
 
-/* ------------------------------------------------------------- p2p.c */
+/* 1 when req is a remembered receive request, else 0. */
+int sh5mpi_req_known(MPI_Request req);
+
+/* 1 when one of the count requests r[] is remembered, else 0. */
+int sh5mpi_req_any_known(int count, const MPI_Request *r);
+
+/* The request with handle req (saved before the call) completed with
+ * status: write its RECV (sh5mpi_p2p_recv()), forget it. */
+void sh5mpi_req_completed(MPI_Request req, const MPI_Status *status);
+
+/* ------------------------------------------------------------- msg.c */
 
 /* Write the SEND of count x type to comm rank dest of c (not PROC_NULL). */
 void sh5mpi_p2p_send(struct sh5mpi_comm *c, int dest, int tag, int count,

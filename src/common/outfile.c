@@ -137,15 +137,88 @@ static char *dangling_target(const char *path)
 	return t;
 }
 
+/* Outputs written in place: our standard output, a device or FIFO, a
+ * file behind /dev/fd/N.  1 when path is one (o->fd open), 0 when it is
+ * to be replaced through a temporary file, -1 with errp set (a
+ * directory, or it cannot be opened). */
+static int open_in_place(struct sh5_outfile *o, const char *path,
+			 struct sh5_error *errp)
+{
+	char b[128];
+	struct stat st;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		return sh5_errprintf(errp, "%s: is a directory",
+				     shown(path, b, sizeof(b)));
+	}
+	if (is_our_stdout(path)) {
+		/* /dev/stdout, /proc/self/fd/1: our standard output. */
+		o->is_stdout = 1;
+		o->fd = STDOUT_FILENO;
+		return 1;
+	}
+	if (stat(path, &st) == 0 && (!S_ISREG(st.st_mode) ||
+				     links_to_proc(path))) {
+		/* A device or FIFO, or a file behind /dev/fd/N: written in
+		 * place, never replaced (a rename would replace the link). */
+		o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY |
+			     (S_ISREG(st.st_mode) ? O_TRUNC : 0));
+		if (o->fd < 0)
+			return sh5_errprintf(errp, "%s: %s",
+					     shown(path, b, sizeof(b)),
+					     strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+/* The temporary file o->tmp beside path (open as o->fd, mode 0666 less
+ * the umask).  0, or -1 with errno and errp set. */
+static int open_tmp(struct sh5_outfile *o, const char *path,
+		    struct sh5_error *errp)
+{
+	char b[128];
+	const char *base, *slash;
+	mode_t um;
+	size_t dl, len;
+
+	slash = strrchr(path, '/');
+	base = slash ? slash + 1 : path;
+	dl = slash ? (size_t)(slash - path) + 1 : 0;
+	if (!base[0]) {
+		errno = EISDIR;
+		return sh5_errprintf(errp, "%s: names a directory",
+				     shown(path, b, sizeof(b)));
+	}
+	len = dl + strlen(base) + 16;
+	if (!(o->tmp = malloc(len))) {
+		errno = ENOMEM;
+		return sh5_errprintf(errp, "%s: out of memory",
+				     shown(path, b, sizeof(b)));
+	}
+	snprintf(o->tmp, len, "%.*s.%s.tmp.XXXXXX", (int)dl, path, base);
+	if ((o->fd = mkostemp(o->tmp, O_CLOEXEC)) < 0) {
+		sh5_errprintf(errp, "%s: cannot create a temporary file "
+			      "beside it: %s", shown(path, b, sizeof(b)),
+			      strerror(errno));
+		free(o->tmp);
+		o->tmp = NULL;
+		return -1;
+	}
+	um = umask(0);
+	umask(um);
+	if (fchmod(o->fd, 0666 & ~um) < 0)
+		return sh5_errprintf(errp, "%s: %s", o->tmp, strerror(errno));
+	return 0;
+}
+
 int sh5_outfile_open(struct sh5_outfile *o, const char *path,
 		     const char *const *inputs, size_t n,
 		     struct sh5_error *errp)
 {
 	char b[128];
-	const char *base, *slash;
-	struct stat st;
-	mode_t um;
-	size_t dl, len;
+	int rc;
 
 	memset(o, 0, sizeof(*o));
 	o->fd = -1;
@@ -158,38 +231,21 @@ int sh5_outfile_open(struct sh5_outfile *o, const char *path,
 		return sh5_errprintf(errp, "%s: is also an input; refusing to "
 				     "overwrite it", shown(path, b, sizeof(b)));
 	}
-	if (!(o->path = strdup(path)))
-		goto oom;
+	if (!(o->path = strdup(path))) {
+		errno = ENOMEM;
+		sh5_errprintf(errp, "%s: out of memory",
+			      shown(path, b, sizeof(b)));
+		goto error;
+	}
 	if (!strcmp(path, "-")) {
 		o->is_stdout = 1;
 		o->fd = STDOUT_FILENO;
 		return 0;
 	}
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		errno = EISDIR;
-		sh5_errprintf(errp, "%s: is a directory",
-			      shown(path, b, sizeof(b)));
+	if ((rc = open_in_place(o, path, errp)) < 0)
 		goto error;
-	}
-	if (is_our_stdout(path)) {
-		/* /dev/stdout, /proc/self/fd/1: our standard output. */
-		o->is_stdout = 1;
-		o->fd = STDOUT_FILENO;
+	if (rc)
 		return 0;
-	}
-	if (stat(path, &st) == 0 && (!S_ISREG(st.st_mode) ||
-				     links_to_proc(path))) {
-		/* A device or FIFO, or a file behind /dev/fd/N: written in
-		 * place, never replaced (a rename would replace the link). */
-		o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY |
-			     (S_ISREG(st.st_mode) ? O_TRUNC : 0));
-		if (o->fd < 0) {
-			sh5_errprintf(errp, "%s: %s", shown(path, b, sizeof(b)),
-				      strerror(errno));
-			goto error;
-		}
-		return 0;
-	}
 	{
 		/* A symbolic link to a file: the file is replaced, not the
 		 * link. */
@@ -204,37 +260,9 @@ int sh5_outfile_open(struct sh5_outfile *o, const char *path,
 			path = real;
 		}
 	}
-	slash = strrchr(path, '/');
-	base = slash ? slash + 1 : path;
-	dl = slash ? (size_t)(slash - path) + 1 : 0;
-	if (!base[0]) {
-		errno = EISDIR;
-		sh5_errprintf(errp, "%s: names a directory",
-			      shown(path, b, sizeof(b)));
+	if (open_tmp(o, path, errp) < 0)
 		goto error;
-	}
-	len = dl + strlen(base) + 16;
-	if (!(o->tmp = malloc(len)))
-		goto oom;
-	snprintf(o->tmp, len, "%.*s.%s.tmp.XXXXXX", (int)dl, path, base);
-	if ((o->fd = mkostemp(o->tmp, O_CLOEXEC)) < 0) {
-		sh5_errprintf(errp, "%s: cannot create a temporary file "
-			      "beside it: %s", shown(path, b, sizeof(b)),
-			      strerror(errno));
-		free(o->tmp);
-		o->tmp = NULL;
-		goto error;
-	}
-	um = umask(0);
-	umask(um);
-	if (fchmod(o->fd, 0666 & ~um) < 0) {
-		sh5_errprintf(errp, "%s: %s", o->tmp, strerror(errno));
-		goto error;
-	}
 	return 0;
-oom:
-	errno = ENOMEM;
-	sh5_errprintf(errp, "%s: out of memory", shown(path, b, sizeof(b)));
 error:
 	sh5_outfile_abort(o);
 	return -1;

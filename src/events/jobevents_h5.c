@@ -1,4 +1,4 @@
-/* jobevents_h5.c - the HDF5 side of jobevents.c (jobevents_int.h):
+/* jobevents_h5.c - the HDF5 side of jobevents_read.c (jobevents_int.h):
  * memory types built by member name (HDF5 converts compounds by name, so
  * reading does not depend on the writer's code), checked reads of
  * compound tables, link listing; and the cheap step listing and counting

@@ -1,5 +1,6 @@
 /*
- * jobevents_int.h - internals shared by jobevents.c and jobevents_h5.c
+ * jobevents_int.h - internals shared by jobevents_read.c, jobevents_ids.c
+ * and jobevents_h5.c
  * (not an interface: see jobevents.h).
  */
 #ifndef SH5_JOBEVENTS_INT_H
@@ -52,5 +53,24 @@ int sh5_jev_obj_type(hid_t g, const char *name);
 /* A warning into s->warning (the first few kept, all counted). */
 void sh5_jev_warnf(struct sh5_evstep *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* jobevents_ids.c: after reading every node. */
+
+/* World rank of each task from its RANK record (s->tasks ascending): two
+ * tasks on one id or one world rank are errors.  0, or -1 with errp. */
+int sh5_jev_set_ranks(struct sh5_evstep *s, struct sh5_error *errp);
+
+/* s->comms from the tasks' Comms rows and the nmem CommMembers rows mem
+ * (sorted and deduplicated in place: *nmem shrinks).  0, or -1 with
+ * errno and errp set. */
+int sh5_jev_build_comms(struct sh5_evstep *s, struct sh5_evstore_member *mem,
+			size_t *nmem, struct sh5_error *errp);
+
+/* Every record of every task: known kind, defined ids, mapped peers.
+ * 0, or -1 with errno and errp naming the record. */
+int sh5_jev_check_records(struct sh5_evstep *s, struct sh5_error *errp);
+
+/* qsort order of CommMembers rows: global id, rank, world rank. */
+int sh5_jev_mem_cmp(const void *pa, const void *pb);
 
 #endif /* SH5_JOBEVENTS_INT_H */
