@@ -25,7 +25,7 @@ AREAS = ['common', 'profile', 'events', 'stream', 'merge', 'sync',
 ALLOWED = {
     'common': set(),
     'profile': {'common'},
-    'events': {'common'},
+    'events': {'common', 'profile'},
     'stream': {'common', 'profile'},
     'merge': {'common', 'profile', 'events'},
     'sync': {'common', 'profile', 'events', 'merge'},
