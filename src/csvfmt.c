@@ -23,7 +23,7 @@ static const uint64_t pow10u[20] = { 1ULL, 10ULL, 100ULL, 1000ULL,
 
 /* Decimal digits of v (1 for 0): log10 from the bit length (1233/4096
  * is just above log10(2)), corrected by one comparison. */
-static inline size_t ndigits(uint64_t v)
+static inline __attribute__((always_inline)) size_t ndigits(uint64_t v)
 {
 	unsigned t;
 
@@ -36,7 +36,7 @@ static inline size_t ndigits(uint64_t v)
 /* Write exactly n digits of v < 10^n (with leading zeros) ending before
  * end.  Eight digits at a time with one 64-bit division, the rest in
  * 32-bit arithmetic (cheaper divisions by constants). */
-static inline void put_digits(char *end, uint64_t v, size_t n)
+static inline __attribute__((always_inline)) void put_digits(char *end, uint64_t v, size_t n)
 {
 	uint32_t w;
 
@@ -56,13 +56,22 @@ static inline void put_digits(char *end, uint64_t v, size_t n)
 		n -= 8;
 	}
 	w = (uint32_t)v;
-	while (n >= 2) {
-		uint32_t q = w / 100;
-		unsigned k = (unsigned)(w - q * 100) * 2;
+	while (n >= 4) {
+		uint32_t q = w / 10000, r = w - q * 10000;
+		unsigned a = r / 100, b = r - a * 100;
 
+		end -= 4;
+		memcpy(end + 2, digits2 + b * 2, 2);
+		memcpy(end, digits2 + a * 2, 2);
 		w = q;
-		*--end = digits2[k + 1];
-		*--end = digits2[k];
+		n -= 4;
+	}
+	if (n >= 2) {
+		uint32_t q = w / 100;
+
+		end -= 2;
+		memcpy(end, digits2 + (w - q * 100) * 2, 2);
+		w = q;
 		n -= 2;
 	}
 	if (n)
@@ -111,17 +120,21 @@ static size_t put_fixed(char *buf, int neg, uint64_t d, int p)
 	} else if ((size_t)p >= n) {
 		buf[pos++] = '0';
 		buf[pos++] = '.';
-		memset(buf + pos, '0', (size_t)p - n);
-		pos += (size_t)p - n;
+		while ((size_t)p > n) {
+			buf[pos++] = '0';
+			p--;
+		}
 		put_digits(buf + pos + n, d, n);
 		pos += n;
 	} else {
-		/* p < n <= 20, so 10^p fits. */
+		/* All n digits one place to the right, then the integer
+		 * part back one place and the point between: no division
+		 * by a variable power of ten. */
 		intlen = n - (size_t)p;
-		put_digits(buf + pos + intlen, d / pow10u[p], intlen);
+		put_digits(buf + pos + 1 + n, d, n);
+		memmove(buf + pos, buf + pos + 1, intlen);
 		pos += intlen;
 		buf[pos++] = '.';
-		put_digits(buf + pos + (size_t)p, d % pow10u[p], (size_t)p);
 		pos += (size_t)p;
 	}
 	buf[pos] = '\0';
@@ -148,80 +161,106 @@ static unsigned __int128 scaled_round(uint64_t m, int s, int p)
 	return d;
 }
 
+/* Up to 9 decimals with a 53-bit integer, when that reads back exactly:
+ * the length written, or 0.  The check is exact, as both operands are
+ * exact doubles and division rounds correctly, like strtod.  Worked on
+ * a = |v|: rounding is symmetric, so x, r and the check are those of v
+ * with the sign dropped. */
+static size_t fixed9(char *buf, double v, double a)
+{
+	size_t k;
+
+	for (k = 0; k <= 9; k++) {
+		double x = a * pow10tab[k];
+		unsigned long long r;
+
+		if (x >= 9007199254740992.0) /* 2^53 */
+			break;
+		r = (unsigned long long)(long long)(x + 0.5);
+		/* If r / 10^k rounds to a, then |x - r| <= x 2^-52 (1 +
+		 * 2^-52): further away, skip the division, it would fail. */
+		if (fabs(x - (double)r) > x * 0x1p-50)
+			continue;
+		if ((double)r / pow10tab[k] == a)
+			return put_fixed(buf, v < 0, r, (int)k);
+	}
+	return 0;
+}
+
+/* 15 significant digits when they read back exactly, else 17 (always
+ * enough), both rounded exactly from the binary value a = m * 2^-s (a
+ * is normal: 1e-6 <= a < 1e15).  The length written, or 0. */
+static size_t significant(char *buf, double v, double a)
+{
+	uint64_t bits, m;
+	int s, lg, p15, p17;
+	unsigned __int128 d;
+
+	memcpy(&bits, &a, sizeof(bits));
+	m = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
+	s = 1075 - (int)(bits >> 52);
+	lg = (int)floor(log10(a));
+	if (a < pow10tab[lg < 0 ? 0 : lg] && lg > 0)
+		lg--;
+	p15 = 14 - lg;
+	p17 = 16 - lg;
+	if (p15 >= 0 && p15 <= 22) {
+		d = scaled_round(m, s, p15);
+		if (d < ((unsigned __int128)1 << 53) &&
+		    (double)(uint64_t)d / pow10tab[p15] == a)
+			return put_fixed(buf, v < 0, (uint64_t)d, p15);
+	}
+	if (p17 >= 0 && p17 <= 21) {
+		/* log10() may be off by one near a power of ten: keep at
+		 * least 17 significant digits. */
+		d = scaled_round(m, s, p17);
+		if (d < (unsigned __int128)10000000000000000ULL) {
+			p17++;
+			d = scaled_round(m, s, p17);
+		}
+		if (d < ((unsigned __int128)1 << 64))
+			return put_fixed(buf, v < 0, (uint64_t)d, p17);
+	}
+	return 0;
+}
+
 size_t sh5_fmt_double(char *buf, double v)
 {
 	double a = fabs(v);
-	size_t k;
+	size_t len;
 
 	if (!isfinite(v) || a >= 1e15 || (a < 1e-6 && a != 0))
 		return (size_t)snprintf(buf, SH5_FMT_MAX, "%.17g", v);
-	/* Up to 9 decimals with a 53-bit integer: the check is exact, as
-	 * both operands are exact doubles and division rounds correctly,
-	 * like strtod. */
-	for (k = 0; k <= 9; k++) {
-		double x = v * pow10tab[k];
-		long long r;
-
-		if (fabs(x) >= 9007199254740992.0) /* 2^53 */
-			break;
-		r = (long long)(x < 0 ? x - 0.5 : x + 0.5);
-		/* If r / 10^k rounds to v, then |x - r| <= |x| 2^-52 (1 +
-		 * 2^-52): further away, skip the division, it would fail. */
-		if (fabs(x - (double)r) > fabs(x) * 0x1p-50)
-			continue;
-		if ((double)r / pow10tab[k] == v)
-			return put_fixed(buf, r < 0, r < 0 ?
-					 0 - (unsigned long long)r :
-					 (unsigned long long)r, (int)k);
-	}
-	{
-		/* 15 significant digits when they read back exactly, else
-		 * 17 (always enough), both rounded exactly from the binary
-		 * value: v = m * 2^-s. */
-		int e, lg, p15, p17;
-		double f = frexp(a, &e);
-		uint64_t m = (uint64_t)ldexp(f, 53);
-		int s = 53 - e;
-		unsigned __int128 d;
-
-		lg = (int)floor(log10(a));
-		if (a < pow10tab[lg < 0 ? 0 : lg] && lg > 0)
-			lg--;
-		p15 = 14 - lg;
-		p17 = 16 - lg;
-		if (p15 >= 0 && p15 <= 22) {
-			d = scaled_round(m, s, p15);
-			if (d < ((unsigned __int128)1 << 53) &&
-			    (double)(uint64_t)d / pow10tab[p15] == a)
-				return put_fixed(buf, v < 0, (uint64_t)d, p15);
-		}
-		if (p17 >= 0 && p17 <= 21) {
-			/* log10() may be off by one near a power of ten:
-			 * keep at least 17 significant digits. */
-			d = scaled_round(m, s, p17);
-			if (d < (unsigned __int128)10000000000000000ULL) {
-				p17++;
-				d = scaled_round(m, s, p17);
-			}
-			if (d < ((unsigned __int128)1 << 64))
-				return put_fixed(buf, v < 0, (uint64_t)d, p17);
-		}
-	}
+	if ((len = fixed9(buf, v, a)) || (len = significant(buf, v, a)))
+		return len;
 	return (size_t)snprintf(buf, SH5_FMT_MAX, "%.17g", v);
 }
+
+/* EpochTime values 1..EPOCH_NS_MAX times 10^9 fit an int64_t. */
+#define EPOCH_NS_MAX UINT64_C(9223372036)
 
 size_t sh5_fmt_row(char *buf, const struct sh5_series *s,
 		   const union sh5_value *v)
 {
-	size_t len = 0, i;
+	size_t len = 0, i, tlen;
 	const union sh5_value *f = v + SH5_TIME_SLOTS;
+	char *t;
 
 	len += sh5_fmt_u64(buf + len, v[0].u);
 	buf[len++] = ',';
-	len += sh5_fmt_u64(buf + len, v[1].u);
+	t = buf + len;
+	tlen = sh5_fmt_u64(t, v[1].u);
+	len += tlen;
 	buf[len++] = ',';
-	len += sh5_fmt_i64(buf + len, s->has_time_ns ? v[2].i :
-			   sh5_epoch_to_ns(v[1].u));
+	if (!s->has_time_ns && v[1].u - 1 < EPOCH_NS_MAX) {
+		/* EpochTime * 10^9: its digits and nine zeros. */
+		memcpy(buf + len, t, tlen);
+		memcpy(buf + len + tlen, "000000000", 9);
+		len += tlen + 9;
+	} else {
+		len += sh5_fmt_i64(buf + len, s->has_time_ns ? v[2].i :
+				   sh5_epoch_to_ns(v[1].u));
+	}
 	if (s->has_sync_ns) {
 		buf[len++] = ',';
 		len += sh5_fmt_i64(buf + len, v[SH5_SLOT_SYNC(s)].i);
