@@ -105,7 +105,7 @@ static const double pow10tab[] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
  * intermediate string): this runs for every double of a CSV export. */
 static size_t put_fixed(char *buf, int neg, uint64_t d, int p)
 {
-	size_t n, pos = 0, intlen;
+	size_t n, pos = 0, intlen, i;
 
 	while (p > 0 && d && d % 10 == 0) {
 		d /= 10;
@@ -130,12 +130,16 @@ static size_t put_fixed(char *buf, int neg, uint64_t d, int p)
 		/* All n digits one place to the right, then the integer
 		 * part back one place and the point between: no division
 		 * by a variable power of ten. */
+		char *q = buf + pos;
+
 		intlen = n - (size_t)p;
-		put_digits(buf + pos + 1 + n, d, n);
-		memmove(buf + pos, buf + pos + 1, intlen);
-		pos += intlen;
-		buf[pos++] = '.';
-		pos += (size_t)p;
+		put_digits(q + 1 + n, d, n);
+		for (i = 0; i < intlen; i++) { /* a few bytes: no call */
+			q[i] = q[i + 1];
+			__asm__("" : : : "memory"); /* (not a memmove) */
+		}
+		q[intlen] = '.';
+		pos += n + 1;
 	}
 	buf[pos] = '\0';
 	return pos;
@@ -161,28 +165,64 @@ static unsigned __int128 scaled_round(uint64_t m, int s, int p)
 	return d;
 }
 
+/* One k of fixed9: x = a 10^k, r = (long long)(x + 0.5), then r / 10^k
+ * must round to a.  The length written; 0 no; -1 no, nor any larger k
+ * (x >= 2^53). */
+static long fixed_k(char *buf, double v, double a, size_t k)
+{
+	double x = a * pow10tab[k];
+	unsigned long long r;
+
+	if (x >= 9007199254740992.0) /* 2^53 */
+		return -1;
+	r = (unsigned long long)(long long)(x + 0.5);
+	/* If r / 10^k rounds to a, then |x - r| <= x 2^-52 (1 + 2^-52):
+	 * further away, skip the division, it would fail. */
+	if (fabs(x - (double)r) > x * 0x1p-50)
+		return 0;
+	if ((double)r / pow10tab[k] == a)
+		return (long)put_fixed(buf, v < 0, r, (int)k);
+	return 0;
+}
+
+/* Slack of the fraction test below, in units of 2^-s: 16 10^k + 1. */
+static const uint64_t frac_slack[10] = { 17, 161, 1601, 16001, 160001,
+	1600001, 16000001, 160000001, 1600000001, 16000000001 };
+
 /* Up to 9 decimals with a 53-bit integer, when that reads back exactly:
  * the length written, or 0.  The check is exact, as both operands are
  * exact doubles and division rounds correctly, like strtod.  Worked on
  * a = |v|: rounding is symmetric, so x, r and the check are those of v
- * with the sign dropped. */
+ * with the sign dropped.
+ *
+ * Most k fail fixed_k's first test (x near an integer); a cheaper test
+ * that lets through everything that could pass skips them.  With a = m
+ * 2^-s exactly, the fraction of a 10^k is F = m 10^k mod 2^s (units of
+ * 2^-s), kept by F = 10 F mod 2^s (s <= 60: no overflow).  Passing
+ * needs |x - r| <= x 2^-50, and |a 10^k - x| <= x 2^-53, so the
+ * distance of F to an integer is below m 10^k 2^-49 < 16 10^k units. */
 static size_t fixed9(char *buf, double v, double a)
 {
+	uint64_t bits, m, mask, f;
+	int s;
 	size_t k;
+	long len;
 
-	for (k = 0; k <= 9; k++) {
-		double x = a * pow10tab[k];
-		unsigned long long r;
-
-		if (x >= 9007199254740992.0) /* 2^53 */
-			break;
-		r = (unsigned long long)(long long)(x + 0.5);
-		/* If r / 10^k rounds to a, then |x - r| <= x 2^-52 (1 +
-		 * 2^-52): further away, skip the division, it would fail. */
-		if (fabs(x - (double)r) > x * 0x1p-50)
+	memcpy(&bits, &a, sizeof(bits));
+	s = 1075 - (int)(bits >> 52);
+	m = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
+	if (a == 0 || s > 60 || s < 1)
+		s = 0; /* no skipping */
+	mask = s ? (UINT64_C(1) << s) - 1 : 0;
+	f = m & mask;
+	for (k = 0; k <= 9; k++, f = (f * 10) & mask) {
+		/* F within the slack of 0 mod 2^s */
+		if (s && ((f + frac_slack[k]) & mask) > 2 * frac_slack[k])
 			continue;
-		if ((double)r / pow10tab[k] == a)
-			return put_fixed(buf, v < 0, r, (int)k);
+		if ((len = fixed_k(buf, v, a, k)) < 0)
+			break;
+		if (len > 0)
+			return (size_t)len;
 	}
 	return 0;
 }
