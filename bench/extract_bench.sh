@@ -36,7 +36,8 @@ trap 'rm -rf "$W"' EXIT
 U=$(id -un)
 mkdir -p "$W/conf"
 # sh5util needs a Slurm configuration naming the stock plugin.
-printf 'ClusterName=bench\nSlurmctldHost=localhost\nAcctGatherProfileType=acct_gather_profile/hdf5\n' \
+printf 'ClusterName=bench\nSlurmctldHost=localhost\n'\
+'AcctGatherProfileType=acct_gather_profile/hdf5\n' \
 	> "$W/conf/slurm.conf"
 printf 'ProfileHDF5Dir=%s/prof\n' "$W" > "$W/conf/acct_gather.conf"
 export SLURM_CONF=$W/conf/slurm.conf

@@ -23,7 +23,8 @@ static const uint64_t pow10u[20] = { 1ULL, 10ULL, 100ULL, 1000ULL,
 
 /* Decimal digits of v (1 for 0): log10 from the bit length (1233/4096
  * is just above log10(2)), corrected by one comparison. */
-static inline __attribute__((always_inline)) size_t ndigits(uint64_t v)
+static inline __attribute__((always_inline)) size_t
+ndigits(uint64_t v)
 {
 	unsigned t;
 
@@ -36,7 +37,8 @@ static inline __attribute__((always_inline)) size_t ndigits(uint64_t v)
 /* Write exactly n digits of v < 10^n (with leading zeros) ending before
  * end.  Eight digits at a time with one 64-bit division, the rest in
  * 32-bit arithmetic (cheaper divisions by constants). */
-static inline __attribute__((always_inline)) void put_digits(char *end, uint64_t v, size_t n)
+static inline __attribute__((always_inline, unused)) void
+put_digits(char *end, uint64_t v, size_t n)
 {
 	uint32_t w;
 
@@ -78,11 +80,65 @@ static inline __attribute__((always_inline)) void put_digits(char *end, uint64_t
 		*--end = (char)('0' + w);
 }
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* The 8 digits of v < 10^8 as ASCII, the first in the lowest byte: both
+ * halves of four digits side by side in one word, then two digits, then
+ * one per lane, each split by multiplying with a reciprocal (exact in
+ * these ranges: x 10486 >> 20 is x / 100 below 43699, x 103 >> 10 is
+ * x / 10 below 179). */
+static inline uint64_t swar8(uint32_t v)
+{
+	uint64_t hi = v / 10000, lo = v - hi * 10000;
+	uint64_t x = hi | (lo << 32), t;
+
+	t = ((x * 10486) >> 20) & UINT64_C(0x0000007F0000007F);
+	x = ((x - t * 100) << 16) | t;
+	t = ((x * 103) >> 10) & UINT64_C(0x000F000F000F000F);
+	x = ((x - t * 10) << 8) | t;
+	return x | UINT64_C(0x3030303030303030);
+}
+
+/* Exactly n digits of v < 10^n (1 <= n <= 20) from p on, left to right;
+ * may write junk up to p + 8 beyond them (overwritten by what follows:
+ * callers' buffers leave that room). */
+static inline __attribute__((always_inline)) void put_left(char *p,
+							 uint64_t v, size_t n)
+{
+	uint64_t x;
+
+	if (n > 16) {
+		uint64_t top = v / UINT64_C(10000000000000000);
+
+		x = swar8((uint32_t)top) >> (8 * (24 - n));
+		memcpy(p, &x, 8);
+		p += n - 16;
+		v -= top * UINT64_C(10000000000000000);
+		n = 16;
+	}
+	if (n > 8) {
+		uint64_t hi = v / 100000000;
+
+		x = swar8((uint32_t)hi) >> (8 * (16 - n));
+		memcpy(p, &x, 8);
+		x = swar8((uint32_t)(v - hi * 100000000));
+		memcpy(p + n - 8, &x, 8);
+		return;
+	}
+	x = swar8((uint32_t)v) >> (8 * (8 - n));
+	memcpy(p, &x, 8);
+}
+#else
+static inline void put_left(char *p, uint64_t v, size_t n)
+{
+	put_digits(p + n, v, n);
+}
+#endif
+
 size_t sh5_fmt_u64(char *buf, uint64_t v)
 {
 	size_t n = ndigits(v);
 
-	put_digits(buf + n, v, n);
+	put_left(buf, v, n);
 	buf[n] = '\0';
 	return n;
 }
@@ -115,7 +171,7 @@ static size_t put_fixed(char *buf, int neg, uint64_t d, int p)
 	if (neg)
 		buf[pos++] = '-';
 	if (p <= 0) {
-		put_digits(buf + pos + n, d, n);
+		put_left(buf + pos, d, n);
 		pos += n;
 	} else if ((size_t)p >= n) {
 		buf[pos++] = '0';
@@ -124,7 +180,7 @@ static size_t put_fixed(char *buf, int neg, uint64_t d, int p)
 			buf[pos++] = '0';
 			p--;
 		}
-		put_digits(buf + pos + n, d, n);
+		put_left(buf + pos, d, n);
 		pos += n;
 	} else {
 		/* All n digits one place to the right, then the integer
@@ -133,7 +189,7 @@ static size_t put_fixed(char *buf, int neg, uint64_t d, int p)
 		char *q = buf + pos;
 
 		intlen = n - (size_t)p;
-		put_digits(q + 1 + n, d, n);
+		put_left(q + 1, d, n);
 		for (i = 0; i < intlen; i++) { /* a few bytes: no call */
 			q[i] = q[i + 1];
 			__asm__("" : : : "memory"); /* (not a memmove) */
