@@ -14,7 +14,8 @@
 # the best run.  Say the load (printed) beside the figures.
 #
 # Environment: BENCH_DIR (scratch, default a new /tmp dir, removed at the
-# end), TASKS (4), SIZES ("16x3600 64x3600 256x3600": nodes x samples),
+# end), TASKS (4), SIZES ("64x900 64x3600 64x14400": nodes x samples,
+# job length growing at a fixed width: rows/s and peak RSS against it),
 # RUNS (best of, default 3), SH5UTIL (/usr/bin/sh5util), SH5MERGE (another
 # binary, e.g. an older build, instead of BUILD_DIR's),
 # SH5MERGE_NO_FORK=1 (one process, passed on to sh5merge).
@@ -24,7 +25,7 @@ SH5MERGE=${SH5MERGE:-$B/sh5merge/sh5merge}
 GEN=$B/bench/gen_job
 SH5UTIL=${SH5UTIL:-/usr/bin/sh5util}
 TASKS=${TASKS:-4}
-SIZES=${SIZES:-16x3600 64x3600 256x3600}
+SIZES=${SIZES:-64x900 64x3600 64x14400}
 RUNS=${RUNS:-3}
 TARGET=20
 [ -x "$SH5MERGE" ] && [ -x "$GEN" ] ||

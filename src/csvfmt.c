@@ -271,6 +271,7 @@ static size_t fixed9(char *buf, double v, double a)
 		s = 0; /* no skipping */
 	mask = s ? (UINT64_C(1) << s) - 1 : 0;
 	f = m & mask;
+#pragma GCC unroll 10
 	for (k = 0; k <= 9; k++, f = (f * 10) & mask) {
 		/* F within the slack of 0 mod 2^s */
 		if (s && ((f + frac_slack[k]) & mask) > 2 * frac_slack[k])
