@@ -287,7 +287,8 @@ static size_t fixed9(char *buf, double v, double a)
 /* 15 significant digits when they read back exactly, else 17 (always
  * enough), both rounded exactly from the binary value a = m * 2^-s (a
  * is normal: 1e-6 <= a < 1e15).  The length written, or 0. */
-static size_t significant(char *buf, double v, double a)
+static __attribute__((noinline)) size_t significant(char *buf, double v,
+						 double a)
 {
 	uint64_t bits, m;
 	int s, lg, p15, p17;
