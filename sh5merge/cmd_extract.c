@@ -202,18 +202,28 @@ static int frame_flush(struct obuf *b);
 /* The errno of the first failed write to the output (stdio keeps none). */
 static int out_errno;
 
+/* Has writing the output failed, through stdio or the descriptor? */
+static int out_failed(FILE *out)
+{
+	return ferror(out) || out_errno;
+}
+
 static int obuf_flush(struct obuf *b)
 {
 	if (b->fd >= 0)
 		return frame_flush(b);
-	if (b->len && fwrite(b->p, 1, b->len, b->out) != b->len) {
+	/* Straight to the file descriptor (after what stdio holds): a
+	 * copy of every byte through stdio's buffer costs more than the
+	 * write itself. */
+	if (b->len && (fflush(b->out) != 0 ||
+		       sh5_fd_write_all(fileno(b->out), b->p, b->len) < 0)) {
 		if (!out_errno)
 			out_errno = errno ? errno : EIO;
 		b->len = 0;
 		return -1;
 	}
 	b->len = 0;
-	return ferror(b->out) ? -1 : 0;
+	return out_failed(b->out) ? -1 : 0;
 }
 
 /* The rows of n records after prefix: what ops->extract_series writes
@@ -600,7 +610,7 @@ out:
 		kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
 	free(sg);
-	if (werr && out->err && !ferror(out->out)) {
+	if (werr && out->err && !out_failed(out->out)) {
 		cli_error(o->output ? o->output : "stdout", "write failed: %s",
 			  strerror(out->err));
 		return -1;
@@ -657,7 +667,7 @@ static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
 				 "unreadable (%s)", v[i].e.step, v[i].e.node,
 				 v[i].e.path, sh5_cursor_lost(&c), c.reason);
 		sh5_cursor_close(&c);
-		if (ferror(out))
+		if (out_failed(out))
 			break;
 		cli_progress("extracting", i + 1, n);
 	}
@@ -1038,7 +1048,7 @@ int cmd_extract(int argc, char **argv)
 	    o.totals ? totals(&o, f, v, n, out) : timeseries(&o, v, n, out))
 		goto out;
 	errno = 0;
-	if (fflush(out) != 0 || ferror(out)) {
+	if (fflush(out) != 0 || out_failed(out)) {
 		int e = out_errno ? out_errno : errno;
 
 		cli_error(o.output ? o.output : "stdout", "write failed: %s",

@@ -3,8 +3,10 @@
  *
  * printf's %g costs several hundred nanoseconds per number; CSV extraction
  * of millions of rows formats tens of millions of numbers.  These write
- * into a caller's buffer and return the length (no terminating NUL is
- * counted; one is written).  Every double is written so that strtod()
+ * into a caller's buffer of at least SH5_FMT_MAX bytes and return the
+ * length (no terminating NUL is counted; one is written).  Bytes after
+ * the NUL, up to SH5_FMT_MAX, may be overwritten (digits are stored
+ * eight at a time).  Every double is written so that strtod()
  * reads back exactly the same value.
  */
 #ifndef SH5_CSVFMT_H

@@ -740,6 +740,10 @@ error:
 struct sh5_recmap {
 	size_t src_size, dst_size, n;
 	size_t *src_off, *dst_off;
+	/* The 8-byte slots of dst no member fills, zeroed per record
+	 * (cheaper than clearing whole records); nzero == SIZE_MAX: dst is
+	 * not made of 8-byte slots, clear it all. */
+	size_t nzero, *zero_off;
 };
 
 void sh5_recmap_free(struct sh5_recmap *m)
@@ -748,7 +752,31 @@ void sh5_recmap_free(struct sh5_recmap *m)
 		return;
 	free(m->src_off);
 	free(m->dst_off);
+	free(m->zero_off);
 	free(m);
+}
+
+/* Fill m->zero_off with the slots of dst no member of the map fills.
+ * 0, or -1 out of memory. */
+static int recmap_holes(struct sh5_recmap *m)
+{
+	size_t slots = m->dst_size / 8, i, k;
+
+	m->nzero = 0;
+	if (m->dst_size % 8) {
+		m->nzero = SIZE_MAX;
+		return 0;
+	}
+	if (!(m->zero_off = calloc(slots ? slots : 1, sizeof(size_t))))
+		return -1;
+	for (i = 0; i < slots; i++) {
+		for (k = 0; k < m->n; k++)
+			if (m->dst_off[k] == i * 8)
+				break;
+		if (k == m->n)
+			m->zero_off[m->nzero++] = i * 8;
+	}
+	return 0;
 }
 
 struct sh5_recmap *sh5_recmap_build(hid_t src, hid_t dst)
@@ -794,6 +822,8 @@ struct sh5_recmap *sh5_recmap_build(hid_t src, hid_t dst)
 		m->dst_off[m->n] = H5Tget_member_offset(dst, (unsigned)j);
 		m->n++;
 	}
+	if (recmap_holes(m) < 0)
+		goto fail;
 	return m;
 fail:
 	sh5_recmap_free(m);
@@ -807,10 +837,14 @@ void sh5_recmap_apply(const struct sh5_recmap *m, const void *src, void *dst,
 	unsigned char *d = dst;
 	size_t r, k;
 
-	memset(dst, 0, n * m->dst_size);
-	for (r = 0; r < n; r++, s += m->src_size, d += m->dst_size)
+	if (m->nzero == SIZE_MAX)
+		memset(dst, 0, n * m->dst_size);
+	for (r = 0; r < n; r++, s += m->src_size, d += m->dst_size) {
+		for (k = 0; m->nzero != SIZE_MAX && k < m->nzero; k++)
+			memset(d + m->zero_off[k], 0, 8);
 		for (k = 0; k < m->n; k++)
 			memcpy(d + m->dst_off[k], s + m->src_off[k], 8);
+	}
 }
 
 /* ------------------------------------------------------------------ */
