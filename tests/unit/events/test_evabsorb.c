@@ -194,16 +194,15 @@ START_TEST(test_evabsorb_pending)
 }
 END_TEST
 
-START_TEST(test_evabsorb_hostile_files)
+/* The hostile spill files of test_evabsorb_hostile_files (tasks 0-8 and
+ * 99); returns the event records of task 0, those of 4 and 5 in *ev4,
+ * *ev5. */
+static size_t make_hostile_files(int root, size_t *ev4, size_t *ev5)
 {
-	const uint32_t tasks[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	char path[512], target[512];
 	struct craft c;
-	struct sh5_evabsorb_file *v;
-	const struct sh5_evabsorb_file *r;
-	char path[512], target[512], line[512];
-	size_t n, ev4, ev5, ev0;
-	hid_t f, node;
-	int fd, root = geteuid() == 0;
+	size_t ev0;
+	int fd;
 
 	ev0 = make_spill(tmpdir, 0, 100, 10, NULL);
 	/* A second file for task 0 (sorts after pid 100). */
@@ -229,10 +228,10 @@ START_TEST(test_evabsorb_hostile_files)
 	}
 	/* Torn tail: a killed task. */
 	c = (struct craft){ SH5EV_FORMAT_VERSION, 4, 104, -1, 1000 };
-	ev4 = make_spill(tmpdir, 4, 104, 100, &c);
+	*ev4 = make_spill(tmpdir, 4, 104, 100, &c);
 	/* A damaged block among good ones. */
 	c = (struct craft){ SH5EV_FORMAT_VERSION, 5, 105, 1, 0 };
-	ev5 = make_spill(tmpdir, 5, 105, 100, &c);
+	*ev5 = make_spill(tmpdir, 5, 105, 100, &c);
 	/* Another format version. */
 	c = (struct craft){ SH5EV_FORMAT_VERSION + 1, 6, 106, -1, 0 };
 	make_spill(tmpdir, 6, 106, 3, &c);
@@ -243,36 +242,16 @@ START_TEST(test_evabsorb_hostile_files)
 	make_spill(tmpdir, 8, 108, 3, &c);
 	/* A task of another node. */
 	make_spill(tmpdir, 99, 199, 3, NULL);
+	return ev0;
+}
 
-	alarm(60);	/* a FIFO opened blocking would hang here */
-	v = absorb("hostile.h5", SH5EV_HEADER_SIZE + 8 * BLOCK, tasks, 10, &n,
-		   &f, &node);
-	alarm(0);
-	ck_assert_uint_eq(n, 11);
-
-	r = find(v, n, PREFIX ".0.100.sh5ev");
-	ck_assert_int_eq(r->status, SH5_EVABSORB_REMOVED);
-	ck_assert_uint_eq(rows(node, "Events/0"), ev0);
-	r = find(v, n, PREFIX ".0.200.sh5ev");
-	ck_assert_int_eq(r->status, SH5_EVABSORB_REFUSED);
-	ck_assert(file_exists(r->name));
-	sh5_evabsorb_describe(r, line, sizeof(line));
-	ck_assert_msg(strstr(line, "refused") && strstr(line, "kept") &&
-		      strstr(line, r->name), "%s", line);
-
-	r = find(v, n, PREFIX ".1.101.sh5ev");
-	ck_assert_int_eq(r->status, SH5_EVABSORB_REFUSED);
-	ck_assert(file_exists(r->name) && file_exists("secret"));
-	ck_assert(!exists(node, "Events/1"));
-	r = find(v, n, PREFIX ".2.102.sh5ev");
-	ck_assert_int_eq(r->status, SH5_EVABSORB_REFUSED);
-	ck_assert(!exists(node, "Events/2"));
-	r = find(v, n, PREFIX ".3.103.sh5ev");
-	if (root) {
-		ck_assert_int_eq(r->status, SH5_EVABSORB_REFUSED);
-		ck_assert(file_exists(r->name));
-		ck_assert(!exists(node, "Events/3"));
-	}
+/* The absorbed but damaged files of test_evabsorb_hostile_files: torn
+ * tail (task 4, ev4 records), bad block (5, ev5), beyond the cap (7). */
+static void assert_damaged(const struct sh5_evabsorb_file *v, size_t n,
+			   hid_t node, size_t ev4, size_t ev5)
+{
+	const struct sh5_evabsorb_file *r;
+	char line[512];
 
 	r = find(v, n, PREFIX ".4.104.sh5ev");
 	ck_assert_int_eq(r->status, SH5_EVABSORB_REMOVED);
@@ -306,6 +285,51 @@ START_TEST(test_evabsorb_hostile_files)
 	ck_assert_uint_le(r->records, 8 * sh5ev_block_capacity(BLOCK));
 	ck_assert(file_exists(r->name));
 	ck_assert_int_eq(attr_i64(node, "Events/7", "Truncated"), 1);
+}
+
+START_TEST(test_evabsorb_hostile_files)
+{
+	const uint32_t tasks[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	struct sh5_evabsorb_file *v;
+	const struct sh5_evabsorb_file *r;
+	char line[512];
+	size_t n, ev4, ev5, ev0;
+	hid_t f, node;
+	int root = geteuid() == 0;
+
+	ev0 = make_hostile_files(root, &ev4, &ev5);
+
+	alarm(60);	/* a FIFO opened blocking would hang here */
+	v = absorb("hostile.h5", SH5EV_HEADER_SIZE + 8 * BLOCK, tasks, 10, &n,
+		   &f, &node);
+	alarm(0);
+	ck_assert_uint_eq(n, 11);
+
+	r = find(v, n, PREFIX ".0.100.sh5ev");
+	ck_assert_int_eq(r->status, SH5_EVABSORB_REMOVED);
+	ck_assert_uint_eq(rows(node, "Events/0"), ev0);
+	r = find(v, n, PREFIX ".0.200.sh5ev");
+	ck_assert_int_eq(r->status, SH5_EVABSORB_REFUSED);
+	ck_assert(file_exists(r->name));
+	sh5_evabsorb_describe(r, line, sizeof(line));
+	ck_assert_msg(strstr(line, "refused") && strstr(line, "kept") &&
+		      strstr(line, r->name), "%s", line);
+
+	r = find(v, n, PREFIX ".1.101.sh5ev");
+	ck_assert_int_eq(r->status, SH5_EVABSORB_REFUSED);
+	ck_assert(file_exists(r->name) && file_exists("secret"));
+	ck_assert(!exists(node, "Events/1"));
+	r = find(v, n, PREFIX ".2.102.sh5ev");
+	ck_assert_int_eq(r->status, SH5_EVABSORB_REFUSED);
+	ck_assert(!exists(node, "Events/2"));
+	r = find(v, n, PREFIX ".3.103.sh5ev");
+	if (root) {
+		ck_assert_int_eq(r->status, SH5_EVABSORB_REFUSED);
+		ck_assert(file_exists(r->name));
+		ck_assert(!exists(node, "Events/3"));
+	}
+
+	assert_damaged(v, n, node, ev4, ev5);
 
 	r = find(v, n, PREFIX ".8.108.sh5ev");
 	ck_assert_int_eq(r->status, SH5_EVABSORB_REFUSED);

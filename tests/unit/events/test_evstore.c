@@ -26,6 +26,38 @@
 
 /* --------------------------------------------------------------- tests */
 
+/* test_evstore_roundtrip's file (tmpdir/rt.h5) as h5py (sh5merge's
+ * tests, users) sees it. */
+static void assert_h5py_view(void)
+{
+	char path[512], cmd[2048];
+
+	if (access("/usr/bin/python3", X_OK) != 0)
+		return;
+	snprintf(path, sizeof(path), "%s/rt.h5", tmpdir);
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/bin/python3 -c '\n"
+		 "import sys, h5py, numpy as np\n"
+		 "g = h5py.File(sys.argv[1], \"r\")[\"node1/Events\"]\n"
+		 "d = g[\"3\"]\n"
+		 "assert d.dtype.names == (\"TimeNs\", \"Kind\", \"Op\", "
+		 "\"Flags\", \"Id\", \"Peer\", \"Tag\", \"Bytes\", \"Value\")\n"
+		 "assert d.dtype.itemsize == 40 and d.chunks == (4096,)\n"
+		 "assert d.compression == \"gzip\" and d.shuffle and "
+		 "d.fletcher32\n"
+		 "assert np.all(np.diff(d[\"TimeNs\"]) == 1)\n"
+		 "assert d[4999][\"Value\"] == 4999 / 4\n"
+		 "assert d.attrs[\"Torn Tail\"] == 1 and "
+		 "d.attrs[\"Problem\"] == b\"block 4\"\n"
+		 "r = g[\"Regions\"][0]\n"
+		 "assert r[\"Name\"] == b\"MPI_Send\" and r[\"Task\"] == 3\n"
+		 "m = g[\"CommMembers\"][:]\n"
+		 "assert list(m[\"WorldRank\"]) == [3, 2, 1, 0]\n"
+		 "assert list(g[\"Comms\"][\"Global\"]) == [77, 78]\n"
+		 "' '%s'", path);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 START_TEST(test_evstore_roundtrip)
 {
 	struct sh5_error err = { "" };
@@ -33,7 +65,7 @@ START_TEST(test_evstore_roundtrip)
 	struct sh5_evstore *es;
 	struct sh5ev_rec recs[5000];
 	const int32_t members[4] = { 3, 2, 1, 0 };
-	char path[512], cmd[2048], buf[64];
+	char buf[64];
 	hid_t f, node;
 	size_t i;
 
@@ -94,31 +126,7 @@ START_TEST(test_evstore_roundtrip)
 	H5Gclose(node);
 	H5Fclose(f);
 
-	/* What h5py (sh5merge's tests, users) sees. */
-	if (access("/usr/bin/python3", X_OK) != 0)
-		return;
-	snprintf(path, sizeof(path), "%s/rt.h5", tmpdir);
-	snprintf(cmd, sizeof(cmd),
-		 "/usr/bin/python3 -c '\n"
-		 "import sys, h5py, numpy as np\n"
-		 "g = h5py.File(sys.argv[1], \"r\")[\"node1/Events\"]\n"
-		 "d = g[\"3\"]\n"
-		 "assert d.dtype.names == (\"TimeNs\", \"Kind\", \"Op\", "
-		 "\"Flags\", \"Id\", \"Peer\", \"Tag\", \"Bytes\", \"Value\")\n"
-		 "assert d.dtype.itemsize == 40 and d.chunks == (4096,)\n"
-		 "assert d.compression == \"gzip\" and d.shuffle and "
-		 "d.fletcher32\n"
-		 "assert np.all(np.diff(d[\"TimeNs\"]) == 1)\n"
-		 "assert d[4999][\"Value\"] == 4999 / 4\n"
-		 "assert d.attrs[\"Torn Tail\"] == 1 and "
-		 "d.attrs[\"Problem\"] == b\"block 4\"\n"
-		 "r = g[\"Regions\"][0]\n"
-		 "assert r[\"Name\"] == b\"MPI_Send\" and r[\"Task\"] == 3\n"
-		 "m = g[\"CommMembers\"][:]\n"
-		 "assert list(m[\"WorldRank\"]) == [3, 2, 1, 0]\n"
-		 "assert list(g[\"Comms\"][\"Global\"]) == [77, 78]\n"
-		 "' '%s'", path);
-	ck_assert_int_eq(system(cmd), 0);
+	assert_h5py_view();
 }
 END_TEST
 
