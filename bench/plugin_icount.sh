@@ -26,6 +26,7 @@
 # only bench/plugin_bench.sh sees, within its noise.
 #
 # Environment: SHORT (60), LONG (600) samples per task; FLUSH (10);
+# APPEND=1 (the writer's append_partial option, sh5_replay -A);
 # LEVEL (the deflate level, ProfileSH5Compression; default the writer's);
 # BASE=BUILD_DIR also counts another build's sh5_replay (before/after).
 set -eu
@@ -66,7 +67,7 @@ run() { # CONFIG BUILD
 		else
 			I[$c.$n]=$(count "$c.$n" "${sh5_toggle[@]}" \
 				"$b/bench/sh5_replay" -F "$FLUSH" \
-				${LEVEL:+-c "$LEVEL"} \
+				${LEVEL:+-c "$LEVEL"} ${APPEND:+-A} \
 				"$W/in$n"/*.h5 "$W/$c.$n.h5")
 		fi
 		SZ[$c.$n]=$(stat -c %s "$W/$c.$n.h5")
@@ -79,7 +80,7 @@ run sh5 "$B"
 
 extra=$((2 * (LONG - SHORT)))
 echo "callgrind, node-step writer only, 2 tasks x $SHORT and $LONG samples," \
-	"flush every $FLUSH s, level ${LEVEL:-default}"
+	"flush every $FLUSH s, level ${LEVEL:-default}${APPEND:+, append_partial}"
 printf '%-6s %14s %14s %14s %12s %16s\n' config "I $SHORT" "I $LONG" \
 	"I/task sample" "fixed I" "file B $SHORT/$LONG"
 for c in $configs; do

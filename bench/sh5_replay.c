@@ -15,6 +15,8 @@
  *
  * -P shifts the flushes by PHASE seconds (0 to SECONDS-1: the plugin's
  * flush thread is not aligned with the samples).
+ * -A appends intermediate flushes' partial chunks (writer option
+ * append_partial) instead of recompressing them.
  * -K exits after the last flush without closing the writer, like a killed
  * slurmstepd (the file holds what the flushes wrote; prints "0 SAMPLES").
  * -c sets the deflate level (default: the writer's); -r forces the chunk
@@ -186,13 +188,16 @@ int main(int argc, char **argv)
 	int c, more, kill = 0;
 
 	sh5_writer_opts_init(&o);
-	while ((c = getopt(argc, argv, "c:F:KP:r:")) != -1) {
+	while ((c = getopt(argc, argv, "Ac:F:KP:r:")) != -1) {
 		switch (c) {
 		case 'c':
 			o.compression = (int)strtol(optarg, NULL, 10);
 			break;
 		case 'F':
 			flush = strtoull(optarg, NULL, 10);
+			break;
+		case 'A':
+			o.append_partial = 1;
 			break;
 		case 'K':
 			kill = 1;
@@ -205,12 +210,12 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: sh5_replay [-c LEVEL] "
-					"[-F SECONDS] [-K] [-P PHASE] [-r ROWS] IN.h5 OUT.h5\n");
+					"[-F SECONDS] [-A] [-K] [-P PHASE] [-r ROWS] IN.h5 OUT.h5\n");
 			return 2;
 		}
 	}
 	if (argc - optind != 2 || !flush) {
-		fprintf(stderr, "usage: sh5_replay [-c LEVEL] [-F SECONDS] [-K] "
+		fprintf(stderr, "usage: sh5_replay [-c LEVEL] [-F SECONDS] [-A] [-K] "
 				"[-P PHASE] [-r ROWS] IN.h5 OUT.h5\n");
 		return 2;
 	}

@@ -68,6 +68,7 @@ void sh5_writer_opts_init(struct sh5_writer_opts *o)
 	o->shuffle = 1;
 	o->max_pending = 1u << 20;
 	o->chunk_rows = 0;
+	o->append_partial = 0;
 }
 
 /*
@@ -640,13 +641,59 @@ out:
 	return rc;
 }
 
+/* The partial last chunk recompressed whole (shuffled, level 1,
+ * run-length strategy, filter mask 0): quadratic in the chunk, but its
+ * copy in the file stays small. */
+static int put_recompressed(struct sh5_writer *w, struct table *t,
+			    struct sh5_error *errp)
+{
+	size_t bytes = t->chunk_rows * t->fsize;
+	uLongf zlen = compressBound(bytes);
+	hsize_t off = t->done;
+	unsigned char *z = malloc(zlen + 4);
+	z_stream s;
+	int rc = -1;
+
+	if (!z)
+		return sh5_errprintf(errp, "%s: out of memory", w->path);
+	memset(&s, 0, sizeof(s));
+	if (deflateInit2(&s, 1, Z_DEFLATED, 15, 8, Z_RLE) != Z_OK) {
+		sh5_errprintf(errp, "%s: %s: deflate failed", w->path,
+			      t->name);
+		goto out;
+	}
+	s.next_in = t->cur;
+	s.avail_in = (uInt)bytes;
+	s.next_out = z;
+	s.avail_out = (uInt)zlen;
+	rc = deflate(&s, Z_FINISH) == Z_STREAM_END ? 0 : -1;
+	zlen = s.total_out;
+	deflateEnd(&s);
+	if (rc < 0) {
+		sh5_errprintf(errp, "%s: %s: deflate failed", w->path,
+			      t->name);
+		goto out;
+	}
+	zlen = add_fletcher(z, zlen);
+	rc = -1;
+	if (H5Dwrite_chunk(t->dset, H5P_DEFAULT, 0, &off, zlen, z) < 0) {
+		chunk_error(w, t, errp);
+		goto out;
+	}
+	t->cur_final = 0;
+	rc = 0;
+out:
+	free(z);
+	return rc;
+}
+
 /* The rows rows[0 .. n) (file bytes, unshuffled) of the last chunk go
  * into its open stream, if partial chunks are deflated. */
 static int stream_rows(struct sh5_writer *w, struct table *t,
 		       const unsigned char *rows, size_t n,
 		       struct sh5_error *errp)
 {
-	if (w->opts.compression <= 0 || !n)
+	if (w->opts.compression <= 0 || !w->opts.append_partial || !n)
 		return 0;
 	if (sh5_zpartial_add(&t->zp, rows, n * t->fsize) < 0)
 		return sh5_errprintf(errp, "%s: out of memory", w->path);
@@ -669,7 +716,7 @@ static int write_direct(struct sh5_writer *w, struct table *t,
 		return 0;
 	if (!t->cur && !(t->cur = calloc(cr, t->fsize)))
 		return sh5_errprintf(errp, "%s: out of memory", w->path);
-	if (n && w->opts.compression > 0 &&
+	if (n && w->opts.compression > 0 && w->opts.append_partial &&
 	    !(rows = malloc((n < cr ? n : cr) * t->fsize)))
 		return sh5_errprintf(errp, "%s: out of memory", w->path);
 	if (n && H5Dset_extent(t->dset, &newdim) < 0) {
@@ -700,7 +747,8 @@ static int write_direct(struct sh5_writer *w, struct table *t,
 		goto out;
 	if (used && (closed ? !t->cur_final : n > 0) &&
 	    (closed || w->opts.compression <= 0 ? put_chunk(w, t, errp) :
-	     put_partial(w, t, used, errp)) < 0)
+	     w->opts.append_partial ? put_partial(w, t, used, errp) :
+	     put_recompressed(w, t, errp)) < 0)
 		goto out;
 	t->rows = newdim;
 	if (n)

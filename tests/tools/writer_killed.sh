@@ -17,12 +17,13 @@ W=$(mktemp -d /tmp/writer_killed.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 mkdir -p "$W/in" "$W/closed/u" "$W/killed/u"
 # 1000 samples per task: one complete chunk (600) and a partial one,
-# flushed every 7 s of samples (partial chunks grown over many flushes).
+# flushed every 7 s of samples (partial chunks grown over many flushes),
+# with the writer option append_partial (sh5_replay -A).
 "$GEN" -d "$W/in" -j 5 -n 1 -t 2 -f sh5 -s 1000 || fail "gen_job"
 in=$W/in/5_0_node1.h5
-"$REPLAY" -F 7 "$in" "$W/closed/u/5_0_node1.h5" >/dev/null ||
+"$REPLAY" -A -F 7 "$in" "$W/closed/u/5_0_node1.h5" >/dev/null ||
 	fail "sh5_replay"
-"$REPLAY" -K -F 7 "$in" "$W/killed/u/5_0_node1.h5" >/dev/null ||
+"$REPLAY" -A -K -F 7 "$in" "$W/killed/u/5_0_node1.h5" >/dev/null ||
 	fail "sh5_replay -K"
 
 # h5py: the same records; the killed file's last chunk is the partial
