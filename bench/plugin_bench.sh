@@ -17,7 +17,7 @@
 #   base    sh5, file only, loaded from BASE=BUILD_DIR (another build, e.g.
 #           of the commit before a change: before and after in one run)
 # Each round of each configuration starts a fresh cluster and runs two
-# steps, `srun -n2 --profile=all sleep SHORT` and `... sleep LONG`, with
+# steps, `srun -nNTASKS --profile=all sleep SHORT` and `... sleep LONG`, with
 # task sampling every second (JobAcctGatherFrequency=task=1; no other
 # gather plugin).
 #
@@ -25,14 +25,14 @@
 # subreaper, which reaps the orphaned slurmstepd itself and logs the
 # kernel's rusage from wait4(): exact user+sys CPU (microseconds, from
 # the scheduler's runtime accounting, every thread included) and peak RSS
-# (ru_maxrss, i.e. VmHWM).  The rusage includes the step's two `sleep`
+# (ru_maxrss, i.e. VmHWM).  The rusage includes the step's `sleep`
 # tasks (about 1 ms and 1 MiB each, the same in every configuration: they
 # cancel in the differences).
 #
 # Prints every measurement, then per configuration the median and the
 # spread (max - min) over the rounds, the CPU added to `none` by a short
 # and a long step, the cost of one task sample ((long - short) /
-# (2 tasks x (LONG - SHORT) samples)), the fixed cost per step (added CPU
+# (NTASKS tasks x (LONG - SHORT) samples)), the fixed cost per step (added CPU
 # of the short step minus its samples' cost), the added peak RSS, and the
 # ratios against stock.  Added costs are differences of medians; their
 # spread is that of the differences with the `none` run of the same round.
@@ -40,7 +40,9 @@
 # added CPU the figures cannot be told apart and the script says "TOO
 # NOISY".
 #
-# Environment: SHORT (default 10), LONG (default 60) seconds; REPS
+# Environment: SHORT (default 10), LONG (default 60) seconds; NTASKS
+# (default 2) tasks per step (`srun -nNTASKS --overcommit`; more tasks multiply the
+# task samples, and so the per-sample cost against the noise); REPS
 # (default 3); CONFIGS; FLUSH (ProfileSH5FlushInterval, default: the
 # plugin's); KEEP=1 keeps the work directory; RESULTS=FILE prints the
 # figures of an earlier run's results file (its lines: CONFIG ROUND
@@ -57,13 +59,14 @@ export top_srcdir top_builddir
 SHORT=${SHORT:-10}
 LONG=${LONG:-60}
 REPS=${REPS:-3}
+NTASKS=${NTASKS:-2}
 CONFIGS=${CONFIGS:-none stock sh5 clock stream}
 PY=/usr/bin/python3
 REAPER=$top_srcdir/bench/stepd_reaper.py
 [ "$(id -u)" = 0 ] || { echo "run as root (starts slurmd)" >&2; exit 1; }
 [ -f "$B/plugins/.libs/acct_gather_profile_sh5.so" ] ||
 	{ echo "plugin not built in $B" >&2; exit 1; }
-[ -f "$CLUSTER_SLURM_PLUGINDIR/acct_gather_profile_hdf5.so" ] ||
+[ -f "${CLUSTER_SLURM_PLUGINDIR:-/usr/lib/x86_64-linux-gnu/slurm-wlm}/acct_gather_profile_hdf5.so" ] ||
 	{ echo "stock plugin missing (slurm-wlm-hdf5-plugin)" >&2; exit 1; }
 case " $CONFIGS " in *" base "*)
 	[ -f "${BASE:-}/plugins/.libs/acct_gather_profile_sh5.so" ] ||
@@ -142,7 +145,7 @@ ProfileSH5StreamFormat=json" ;;
 		before=0
 		[ -f "$REAPER_OUT" ] && before=$(wc -l <"$REAPER_OUT")
 		runuser -u nobody -- env SLURM_CONF="$SLURM_CONF" \
-			srun -n2 --profile=all sleep "$secs" ||
+			srun -n"$NTASKS" --overcommit --profile=all sleep "$secs" ||
 			{ cluster_log_tail 20; exit 1; }
 		# slurmstepd outlives srun by a little: wait for its line.
 		for _ in $(seq 300); do
@@ -166,11 +169,12 @@ for round in $(seq "$REPS"); do
 done
 
 echo
-echo "slurmstepd of \`srun -n2 --profile=all sleep S\` (task sampling 1 s),"
+echo "slurmstepd of \`srun -n$NTASKS --profile=all sleep S\` (task sampling 1 s),"
 echo "S = $SHORT and $LONG, $REPS rounds; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-"$PY" - "$RES" "$SHORT" "$LONG" <<'PYEOF'
+"$PY" - "$RES" "$SHORT" "$LONG" "$NTASKS" <<'PYEOF'
 import statistics as st, sys
 res, short, long_ = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ntasks = int(sys.argv[4])
 d = {}       # (cfg, len) -> {round: (cpu ms, rss MiB)}
 order = []
 for l in open(res):
@@ -188,7 +192,7 @@ for c in order:
           ms(vals(c, "short", 0)) + ms(vals(c, "long", 0)) + ms(vals(c, "long", 1))))
 if "none" not in order:
     sys.exit(0)
-nsamp = 2 * (long_ - short)
+nsamp = ntasks * (long_ - short)
 # Added cost: the difference of the medians (robust to one disturbed
 # run); its spread: that of the differences paired with `none` of the
 # same round.
@@ -209,10 +213,10 @@ for c in order:
         continue
     a_s, a_l = added(c, "short", 0), added(c, "long", 0)
     per = [(l - s) / nsamp for s, l in zip(a_s, a_l)]
-    fixed = [s - p * 2 * short for s, p in zip(a_s, per)]
+    fixed = [s - p * ntasks * short for s, p in zip(a_s, per)]
     m_s, m_l = ms_added(c, "short", 0), ms_added(c, "long", 0)
     m_per = (m_l[0] - m_s[0]) / nsamp
-    m_fixed = m_s[0] - m_per * 2 * short
+    m_fixed = m_s[0] - m_per * ntasks * short
     fig[c] = [m_s, m_l, (m_per, max(per) - min(per)),
               (m_fixed, max(fixed) - min(fixed)), ms_added(c, "long", 1)]
     f = fig[c]

@@ -15,6 +15,10 @@
  *
  * -P shifts the flushes by PHASE seconds (0 to SECONDS-1: the plugin's
  * flush thread is not aligned with the samples).
+ * -A appends intermediate flushes' partial chunks (writer option
+ * append_partial) instead of recompressing them.
+ * -K exits after the last flush without closing the writer, like a killed
+ * slurmstepd (the file holds what the flushes wrote; prints "0 SAMPLES").
  * -c sets the deflate level (default: the writer's); -r forces the chunk
  * length in records (default: from each series' sampling interval, read
  * from the ElapsedTime steps).  Prints "BYTES SAMPLES" on stdout.
@@ -181,16 +185,22 @@ int main(int argc, char **argv)
 	uint64_t flush = 10, phase = 0, next_flush, total = 0;
 	struct stat st;
 	size_t i;
-	int c, more;
+	int c, more, kill = 0;
 
 	sh5_writer_opts_init(&o);
-	while ((c = getopt(argc, argv, "c:F:P:r:")) != -1) {
+	while ((c = getopt(argc, argv, "Ac:F:KP:r:")) != -1) {
 		switch (c) {
 		case 'c':
 			o.compression = (int)strtol(optarg, NULL, 10);
 			break;
 		case 'F':
 			flush = strtoull(optarg, NULL, 10);
+			break;
+		case 'A':
+			o.append_partial = 1;
+			break;
+		case 'K':
+			kill = 1;
 			break;
 		case 'P':
 			phase = strtoull(optarg, NULL, 10);
@@ -200,12 +210,12 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: sh5_replay [-c LEVEL] "
-					"[-F SECONDS] [-P PHASE] [-r ROWS] IN.h5 OUT.h5\n");
+					"[-F SECONDS] [-A] [-K] [-P PHASE] [-r ROWS] IN.h5 OUT.h5\n");
 			return 2;
 		}
 	}
 	if (argc - optind != 2 || !flush) {
-		fprintf(stderr, "usage: sh5_replay [-c LEVEL] [-F SECONDS] "
+		fprintf(stderr, "usage: sh5_replay [-c LEVEL] [-F SECONDS] [-A] [-K] "
 				"[-P PHASE] [-r ROWS] IN.h5 OUT.h5\n");
 		return 2;
 	}
@@ -255,6 +265,11 @@ int main(int argc, char **argv)
 			die("flush failed", &err);
 		next_flush += flush;
 	} while (more);
+	if (kill) {
+		printf("0 %llu\n", (unsigned long long)total);
+		fflush(stdout);
+		_exit(0);
+	}
 	H5Gclose(ng);
 	H5Fclose(in);
 	if (sh5_writer_close(w, &err) < 0)

@@ -16,6 +16,8 @@
 #include "common/h5attr.h"
 #include "profile/totals.h"
 #include "profile/writer.h"
+#include "profile/zdeflate.h"
+#include "profile/zpartial.h"
 
 #define FORMAT_VERSION 1
 
@@ -36,6 +38,9 @@ struct table {
 				    * (shuffled), zero padded; NULL if none */
 	int cur_final;             /* it was last written in final form
 				    * (configured level), not partial */
+	struct sh5_zpartial zp;    /* the last chunk's rows, unshuffled,
+				    * deflated as they come (partial
+				    * chunks of intermediate flushes) */
 	/* pending, protected by w->lock */
 	unsigned char *buf;
 	size_t n, cap;
@@ -52,6 +57,7 @@ struct sh5_writer {
 				    * while adds may grow the array */
 	size_t ntables, cap;
 	int clock_id;              /* table of ClockOffsets, or -1 */
+	struct sh5_zdeflate *zd;   /* final chunks' compressor (io_lock) */
 	int closed, failed;
 	struct sh5_writer_stats st;
 };
@@ -62,6 +68,7 @@ void sh5_writer_opts_init(struct sh5_writer_opts *o)
 	o->shuffle = 1;
 	o->max_pending = 1u << 20;
 	o->chunk_rows = 0;
+	o->append_partial = 0;
 }
 
 /*
@@ -293,6 +300,7 @@ static int add_table(struct sh5_writer *w, const char *parent,
 	t->rec_size = rec_size;
 	t->chunk_rows = chunk_rows;
 	t->dset = -1;
+	sh5_zpartial_init(&t->zp);
 	if (s) {
 		t->fsize = 16 + 8 * s->nfields + (s->has_time_ns ? 8 : 0) +
 			   (s->has_sync_ns ? 8 : 0);
@@ -491,25 +499,31 @@ out:
  * converted, shuffled, deflated at the configured level and checksummed
  * again at every flush, however few records it gained -- measured with
  * callgrind, deflate was most of the plugin's cost per sample.  Here the
- * writer keeps the last chunk itself, already in the filtered layout
- * (each record's bytes scattered to their shuffle positions as it
- * arrives), and writes it with H5Dwrite_chunk: a complete chunk, and the
- * last one when the file is closed, deflated at the configured level; the
- * partial chunk of an intermediate flush at level 1 with zlib's
- * run-length strategy (the same filters, so readers see nothing
- * different: deflate's level and strategy are not stored).  Every chunk
- * passes the whole declared pipeline (filter mask 0), so sh5merge's
- * checksum checks hold for every chunk.  bench/sh5_replay, 2 tasks x
- * 600 samples flushed every 10 s, under callgrind: 711 M instructions
- * through H5Dwrite, 255 M with level 1, 235 M with run-length
+ * writer keeps the last chunk itself and writes it with H5Dwrite_chunk:
+ *
+ * - a complete chunk, and the last one when the file is closed: the
+ *   whole declared pipeline (shuffle, deflate at the configured level,
+ *   fletcher32), filter mask 0, from the shuffled copy in t->cur (each
+ *   record's bytes scattered to their shuffle positions as it arrives);
+ * - the partial chunk of an intermediate flush: unshuffled (filter mask
+ *   bit of the shuffle filter set, which HDF5 and every reader honour),
+ *   deflated from a stream kept open across flushes (src/profile/
+ *   zpartial.h: each flush compresses only its own records, the chunk's
+ *   zero tail is one hand-coded block), then fletcher32.  Its cost is
+ *   proportional to the records added, where recompressing the whole
+ *   partial chunk at every flush was quadratic in the chunk.
+ *
+ * Only a file whose writer never closed it (a killed slurmstepd) keeps
+ * masked chunks.  bench/sh5_replay, 2 tasks x 600 samples flushed every
+ * 10 s, under callgrind: 711 M instructions through H5Dwrite, 235 M with
+ * direct level-1 partial chunks, less with the open stream
  * (doc/performance.md).
  */
-#define PARTIAL_LEVEL 1
-#define PARTIAL_STRATEGY Z_RLE
 
-/* Store row r of the last chunk from the memory record rec. */
+/* Store row r of the last chunk from the memory record rec; the row's
+ * file bytes (unshuffled) also into row if not NULL. */
 static void put_row(struct sh5_writer *w, struct table *t, size_t r,
-		    const union sh5_value *rec)
+		    const union sh5_value *rec, unsigned char *row)
 {
 	const struct sh5_series *s = t->series;
 	size_t n = t->chunk_rows, nslots = 0, i, j;
@@ -533,6 +547,8 @@ static void put_row(struct sh5_writer *w, struct table *t, size_t r,
 
 		memcpy(b + 8 * i, &le, 8);
 	}
+	if (row)
+		memcpy(row, b, t->fsize);
 	if (!w->opts.shuffle) {
 		memcpy(t->cur + r * t->fsize, b, t->fsize);
 		return;
@@ -541,30 +557,48 @@ static void put_row(struct sh5_writer *w, struct table *t, size_t r,
 		t->cur[j * n + r] = b[j];
 }
 
-/* compress2() with a strategy: zlib format, as HDF5's deflate filter
- * writes it.  Z_OK or a zlib error. */
-static int zdeflate(unsigned char *dst, uLongf *dlen, const unsigned char *src,
-		    size_t len, int level, int strategy)
+/* Append HDF5's fletcher32 (little-endian) after len bytes; new length. */
+static size_t add_fletcher(unsigned char *z, size_t len)
 {
-	z_stream z;
-	int rc;
+	uint32_t c = sh5_fletcher32(z, len);
 
-	memset(&z, 0, sizeof(z));
-	if ((rc = deflateInit2(&z, level, Z_DEFLATED, 15, 8, strategy)) != Z_OK)
-		return rc;
-	z.next_in = (Bytef *)(uintptr_t)src;
-	z.avail_in = (uInt)len;
-	z.next_out = dst;
-	z.avail_out = (uInt)*dlen;
-	rc = deflate(&z, Z_FINISH);
-	*dlen = z.total_out;
-	deflateEnd(&z);
-	return rc == Z_STREAM_END ? Z_OK : Z_BUF_ERROR;
+	z[len++] = (unsigned char)c;
+	z[len++] = (unsigned char)(c >> 8);
+	z[len++] = (unsigned char)(c >> 16);
+	z[len++] = (unsigned char)(c >> 24);
+	return len;
 }
 
-/* Write the last chunk (starting at row t->done): final, deflated at the
- * configured level, or partial (PARTIAL_LEVEL, PARTIAL_STRATEGY). */
-static int put_chunk(struct sh5_writer *w, struct table *t, int final,
+static int chunk_error(struct sh5_writer *w, struct table *t,
+		       struct sh5_error *errp)
+{
+	return sh5_errprintf_h5(errp, "%s: cannot write a chunk of %s/%s%s%s",
+				w->path, w->node, t->parent,
+				t->parent[0] ? "/" : "", t->name);
+}
+
+/* Write the partial last chunk (rows t->done ..) from its stored form:
+ * unshuffled, so with the shuffle filter's bit in the filter mask. */
+static int put_partial(struct sh5_writer *w, struct table *t, size_t used,
+		       struct sh5_error *errp)
+{
+	size_t out;
+	hsize_t off = t->done;
+	unsigned mask = w->opts.shuffle ? 1u : 0u; /* shuffle is filter 0 */
+
+	if (!(out = sh5_zpartial_chunk(&t->zp,
+				       (t->chunk_rows - used) * t->fsize)))
+		return sh5_errprintf(errp, "%s: out of memory", w->path);
+	if (H5Dwrite_chunk(t->dset, H5P_DEFAULT, mask, &off, out,
+			   t->zp.out) < 0)
+		return chunk_error(w, t, errp);
+	t->cur_final = 0;
+	return 0;
+}
+
+/* Write the last chunk (starting at row t->done) in final form: the
+ * whole pipeline, deflate at the configured level. */
+static int put_chunk(struct sh5_writer *w, struct table *t,
 		     struct sh5_error *errp)
 {
 	size_t bytes = t->chunk_rows * t->fsize, out = bytes;
@@ -574,18 +608,16 @@ static int put_chunk(struct sh5_writer *w, struct table *t, int final,
 	int fletcher = w->opts.shuffle || w->opts.compression > 0, rc = -1;
 
 	if (w->opts.compression > 0 || fletcher) {
-		uLongf zlen = w->opts.compression > 0 ? compressBound(bytes) :
-							bytes;
+		size_t zlen = w->opts.compression > 0 ?
+			      sh5_zdeflate_bound(bytes) : bytes;
 
 		if (!(z = malloc(zlen + 4)))
 			return sh5_errprintf(errp, "%s: out of memory",
 					     w->path);
 		if (w->opts.compression > 0) {
-			if (zdeflate(z, &zlen, t->cur, bytes,
-				     final ? w->opts.compression :
-					     PARTIAL_LEVEL,
-				     final ? Z_DEFAULT_STRATEGY :
-					     PARTIAL_STRATEGY) != Z_OK) {
+			if ((!w->zd && !(w->zd = sh5_zdeflate_create(
+						 w->opts.compression))) ||
+			    sh5_zdeflate(w->zd, z, &zlen, t->cur, bytes) < 0) {
 				sh5_errprintf(errp, "%s: %s: deflate failed",
 					      w->path, t->name);
 				goto out;
@@ -594,69 +626,137 @@ static int put_chunk(struct sh5_writer *w, struct table *t, int final,
 			memcpy(z, t->cur, bytes);
 		}
 		out = zlen;
-		if (fletcher) {
-			uint32_t c = sh5_fletcher32(z, out);
-
-			z[out++] = (unsigned char)c;
-			z[out++] = (unsigned char)(c >> 8);
-			z[out++] = (unsigned char)(c >> 16);
-			z[out++] = (unsigned char)(c >> 24);
-		}
+		if (fletcher)
+			out = add_fletcher(z, out);
 		data = z;
 	}
 	if (H5Dwrite_chunk(t->dset, H5P_DEFAULT, 0, &off, out, data) < 0) {
-		sh5_errprintf_h5(errp, "%s: cannot write a chunk of %s/%s%s%s",
-				 w->path, w->node, t->parent,
-				 t->parent[0] ? "/" : "", t->name);
+		chunk_error(w, t, errp);
 		goto out;
 	}
-	t->cur_final = final || w->opts.compression <= 0;
+	t->cur_final = 1;
 	rc = 0;
 out:
 	free(z);
 	return rc;
 }
 
+/* The partial last chunk recompressed whole (shuffled, level 1,
+ * run-length strategy, filter mask 0): quadratic in the chunk, but its
+ * copy in the file stays small. */
+static int put_recompressed(struct sh5_writer *w, struct table *t,
+			    struct sh5_error *errp)
+{
+	size_t bytes = t->chunk_rows * t->fsize;
+	uLongf zlen = compressBound(bytes);
+	hsize_t off = t->done;
+	unsigned char *z = malloc(zlen + 4);
+	z_stream s;
+	int rc = -1;
+
+	if (!z)
+		return sh5_errprintf(errp, "%s: out of memory", w->path);
+	memset(&s, 0, sizeof(s));
+	if (deflateInit2(&s, 1, Z_DEFLATED, 15, 8, Z_RLE) != Z_OK) {
+		sh5_errprintf(errp, "%s: %s: deflate failed", w->path,
+			      t->name);
+		goto out;
+	}
+	s.next_in = t->cur;
+	s.avail_in = (uInt)bytes;
+	s.next_out = z;
+	s.avail_out = (uInt)zlen;
+	rc = deflate(&s, Z_FINISH) == Z_STREAM_END ? 0 : -1;
+	zlen = s.total_out;
+	deflateEnd(&s);
+	if (rc < 0) {
+		sh5_errprintf(errp, "%s: %s: deflate failed", w->path,
+			      t->name);
+		goto out;
+	}
+	zlen = add_fletcher(z, zlen);
+	rc = -1;
+	if (H5Dwrite_chunk(t->dset, H5P_DEFAULT, 0, &off, zlen, z) < 0) {
+		chunk_error(w, t, errp);
+		goto out;
+	}
+	t->cur_final = 0;
+	rc = 0;
+out:
+	free(z);
+	return rc;
+}
+
+/* The rows rows[0 .. n) (file bytes, unshuffled) of the last chunk go
+ * into its open stream, if partial chunks are deflated. */
+static int stream_rows(struct sh5_writer *w, struct table *t,
+		       const unsigned char *rows, size_t n,
+		       struct sh5_error *errp)
+{
+	if (w->opts.compression <= 0 || !w->opts.append_partial || !n)
+		return 0;
+	if (sh5_zpartial_add(&t->zp, rows, n * t->fsize) < 0)
+		return sh5_errprintf(errp, "%s: out of memory", w->path);
+	return 0;
+}
+
 /* Append n memory records to a series table; io_lock held.  With n == 0
- * on a closed writer, rewrites a partial chunk at the configured level. */
+ * on a closed writer, rewrites a partial chunk in final form. */
 static int write_direct(struct sh5_writer *w, struct table *t,
 			const void *buf, size_t n, struct sh5_error *errp)
 {
 	const unsigned char *p = buf;
 	size_t cr = t->chunk_rows, used = (size_t)(t->rows - t->done), i;
-	int closed;
+	size_t first = used;     /* first row of this call in the chunk */
+	int closed, rc = -1;
 	hsize_t newdim = t->rows + n;
+	unsigned char *rows = NULL;
 
 	if (!n && !t->cur)
 		return 0;
 	if (!t->cur && !(t->cur = calloc(cr, t->fsize)))
 		return sh5_errprintf(errp, "%s: out of memory", w->path);
-	if (n && H5Dset_extent(t->dset, &newdim) < 0)
-		return sh5_errprintf_h5(errp, "%s: cannot extend %s/%s%s%s",
-					w->path, w->node, t->parent,
-					t->parent[0] ? "/" : "", t->name);
+	if (n && w->opts.compression > 0 && w->opts.append_partial &&
+	    !(rows = malloc((n < cr ? n : cr) * t->fsize)))
+		return sh5_errprintf(errp, "%s: out of memory", w->path);
+	if (n && H5Dset_extent(t->dset, &newdim) < 0) {
+		sh5_errprintf_h5(errp, "%s: cannot extend %s/%s%s%s", w->path,
+				 w->node, t->parent, t->parent[0] ? "/" : "",
+				 t->name);
+		goto out;
+	}
 	for (i = 0; i < n; i++) {
-		put_row(w, t, used++, (const union sh5_value *)
-			(const void *)(p + i * t->rec_size));
-		if (used < cr)
+		put_row(w, t, used, (const union sh5_value *)
+			(const void *)(p + i * t->rec_size),
+			rows ? rows + (used - first) * t->fsize : NULL);
+		if (++used < cr)
 			continue;
-		if (put_chunk(w, t, 1, errp) < 0)
-			return -1;
+		if (put_chunk(w, t, errp) < 0)
+			goto out;
 		t->done += cr;
 		memset(t->cur, 0, cr * t->fsize);
+		sh5_zpartial_reset(&t->zp);
 		t->cur_final = 0;
-		used = 0;
+		used = first = 0;
 	}
 	pthread_mutex_lock(&w->lock);
 	closed = w->closed;
 	pthread_mutex_unlock(&w->lock);
-	if (used && (n || (closed && !t->cur_final)) &&
-	    put_chunk(w, t, closed, errp) < 0)
-		return -1;
+	if (used && !closed && stream_rows(w, t, rows, used - first,
+					   errp) < 0)
+		goto out;
+	if (used && (closed ? !t->cur_final : n > 0) &&
+	    (closed || w->opts.compression <= 0 ? put_chunk(w, t, errp) :
+	     w->opts.append_partial ? put_partial(w, t, used, errp) :
+	     put_recompressed(w, t, errp)) < 0)
+		goto out;
 	t->rows = newdim;
 	if (n)
 		t->series->ops->total_add(t->series, t->total, buf, n);
-	return 0;
+	rc = 0;
+out:
+	free(rows);
+	return rc;
 }
 
 static int write_rows(struct sh5_writer *w, struct table *t,
@@ -937,9 +1037,11 @@ int sh5_writer_close(struct sh5_writer *w, struct sh5_error *errp)
 		free(w->tables[i]->total);
 		free(w->tables[i]->buf);
 		free(w->tables[i]->cur);
+		sh5_zpartial_free(&w->tables[i]->zp);
 		free(w->tables[i]);
 	}
 	free(w->tables);
+	sh5_zdeflate_destroy(w->zd);
 	if (w->node_grp >= 0)
 		H5Gclose(w->node_grp);
 	if (w->file >= 0 && H5Fclose(w->file) < 0 && !rc)

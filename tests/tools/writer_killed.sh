@@ -1,0 +1,81 @@
+#!/bin/bash
+# writer_killed.sh - a node-step file whose writer never closed it (a
+# killed slurmstepd) keeps its last chunks in the partial form of
+# intermediate flushes (unshuffled stored deflate blocks, shuffle filter
+# skipped through the chunk's filter mask, src/profile/zpartial.h): h5py
+# (HDF5's pipeline), sh5util and sh5merge read every flushed sample of it,
+# the same as in the file the writer closes.
+set -u
+. "$top_srcdir/tests/lib/common.sh"
+GEN=$top_builddir/bench/gen_job
+REPLAY=$top_builddir/bench/sh5_replay
+SH5MERGE=$top_builddir/sh5merge/sh5merge
+PY=/usr/bin/python3
+[ -x "$GEN" ] && [ -x "$REPLAY" ] && [ -x "$SH5MERGE" ] ||
+	fail "bench/gen_job, bench/sh5_replay or sh5merge not built"
+W=$(mktemp -d /tmp/writer_killed.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+mkdir -p "$W/in" "$W/closed/u" "$W/killed/u"
+# 1000 samples per task: one complete chunk (600) and a partial one,
+# flushed every 7 s of samples (partial chunks grown over many flushes),
+# with the writer option append_partial (sh5_replay -A).
+"$GEN" -d "$W/in" -j 5 -n 1 -t 2 -f sh5 -s 1000 || fail "gen_job"
+in=$W/in/5_0_node1.h5
+"$REPLAY" -A -F 7 "$in" "$W/closed/u/5_0_node1.h5" >/dev/null ||
+	fail "sh5_replay"
+"$REPLAY" -A -K -F 7 "$in" "$W/killed/u/5_0_node1.h5" >/dev/null ||
+	fail "sh5_replay -K"
+
+# h5py: the same records; the killed file's last chunk is the partial
+# form (filter mask 1), the complete one is not.
+"$PY" - "$W/closed/u/5_0_node1.h5" "$W/killed/u/5_0_node1.h5" <<'PYEOF' ||
+import sys, h5py, numpy as np
+c, k = (h5py.File(p, "r") for p in sys.argv[1:])
+for t in ("0", "1"):
+    x, y = k["node1/Tasks/" + t], c["node1/Tasks/" + t]
+    assert x.shape == y.shape == (1000,), (x.shape, y.shape)
+    assert np.array_equal(x[:], y[:]), "task %s differs" % t
+    masks = [x.id.get_chunk_info(i).filter_mask
+             for i in range(x.id.get_num_chunks())]
+    assert masks == [0, 1], masks
+    masks = [y.id.get_chunk_info(i).filter_mask
+             for i in range(y.id.get_num_chunks())]
+    assert masks == [0, 0], masks
+PYEOF
+	fail "h5py: killed file differs from the closed one"
+
+# sh5util (Slurm's own, through HDF5) merges and extracts the killed file
+# as it does the closed one.
+if [ -x /usr/bin/sh5util ]; then
+	mkdir -p "$W/conf"
+	printf 'ClusterName=t\nSlurmctldHost=localhost\nAcctGatherProfileType=acct_gather_profile/hdf5\n' >"$W/conf/slurm.conf"
+	printf 'ProfileHDF5Dir=%s/prof\n' "$W" >"$W/conf/acct_gather.conf"
+	for k in closed killed; do
+		mkdir -p "$W/su$k/$(id -un)"
+		cp "$W/$k/u/5_0_node1.h5" "$W/su$k/$(id -un)/"
+		(cd "$W" && SLURM_CONF=$W/conf/slurm.conf sh5util -j 5 \
+			-p "$W/su$k" -S -o "$W/$k.su.h5" >/dev/null 2>&1 &&
+		 SLURM_CONF=$W/conf/slurm.conf sh5util -j 5 -E \
+			-i "$W/$k.su.h5" -l Node:TimeSeries -s Tasks \
+			-o "$W/$k.su.csv" >/dev/null 2>&1) ||
+			fail "sh5util on the $k file"
+	done
+	[ "$(wc -l <"$W/killed.su.csv")" -ge 2000 ] ||
+		fail "sh5util: $(wc -l <"$W/killed.su.csv") lines"
+	cmp -s "$W/closed.su.csv" "$W/killed.su.csv" ||
+		fail "sh5util: killed file differs from the closed one"
+fi
+
+# sh5merge: its own chunk decoder honours the mask.
+for k in closed killed; do
+	"$SH5MERGE" -q merge -j 5 -p "$W/$k" -u u --allow-partial \
+		-o "$W/$k.h5" 2>"$W/$k.err" ||
+		{ cat "$W/$k.err"; fail "merge of the $k file"; }
+	"$SH5MERGE" extract -i "$W/$k.h5" -o "$W/$k.csv" ||
+		fail "extract of the $k file"
+done
+[ "$(wc -l <"$W/killed.csv")" -eq 2001 ] ||
+	fail "extract of the killed file: $(wc -l <"$W/killed.csv") lines, not 2001"
+cmp -s "$W/closed.csv" "$W/killed.csv" ||
+	fail "sh5merge extract: killed file differs from the closed one"
+echo "ok"
