@@ -8,7 +8,7 @@
 
 #include <zlib.h>
 
-#include "zdeflate.h"
+#include "profile/zdeflate.h"
 
 struct libdeflate_compressor;
 

@@ -7,7 +7,7 @@
 
 #include <zlib.h>
 
-#include "zpartial.h"
+#include "profile/zpartial.h"
 
 void sh5_zpartial_init(struct sh5_zpartial *p)
 {

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "checksum.h"
+#include "common/checksum.h"
 
 struct sh5_zpartial {
 	unsigned char *out;    /* header and blocks so far; room after */
