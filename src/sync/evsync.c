@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 #include "sync/evsync.h"
 #include "sync/syncrun.h"
 #include "sync/trace.h"
