@@ -512,28 +512,15 @@ struct hpt {
 	int64_t x, y;
 };
 
-/* Backward amortization of one jump: the events in the amortization
- * interval before it get the largest shift under the lower convex hull of
- * the ideal ramp's end points and the sending events' limits; the shift
- * of each event is the maximum over all jumps.  out[] starts as the
- * forward pass's times (LC') and gets LC' + shift. */
-static int backward_one(struct clc *x, const struct jump *j, int64_t *out,
-			struct hpt **hull, size_t *hcap, uint32_t **evs,
-			size_t *ecap)
+/* The events of jump j's amortization interval (LC' after t0), latest
+ * first, into *evs.  Returns how many, or -1 without memory. */
+static long interval_events(struct clc *x, const struct jump *j, int64_t t0,
+			    uint32_t **evs, size_t *ecap)
 {
 	struct sh5_trace *t = x->t;
-	uint32_t r = j->ev;
-	uint32_t first = t->loc_first[t->loc[r]], q;
-	int64_t tr = x->lcp[r], D = j->amount, LA, t0;
-	size_t ne = 0, nh = 0, i, h;
-	double la = (double)D / x->p->rate;
+	uint32_t first = t->loc_first[t->loc[j->ev]], q;
+	size_t ne = 0;
 
-	/* LA = jump / rate, to the nearest ns */
-	LA = la > 4.0e18 ? (int64_t)4e18 : llround(la);
-	if (LA < 1)
-		LA = 1;
-	t0 = sat64((__int128)tr - LA);
-	/* Events of the interval, latest first. */
 	for (q = j->pos; q > first; q--) {
 		uint32_t e = t->loc_order[q - 1];
 
@@ -550,6 +537,116 @@ static int backward_one(struct clc *x, const struct jump *j, int64_t *out,
 		}
 		(*evs)[ne++] = e;
 	}
+	return (long)ne;
+}
+
+/* Lower convex hull of (t0,0), the sending events' limits below the ramp
+ * and (tr,D), x increasing, into H (room for ne + 2).  Returns its size. */
+static size_t build_hull(struct clc *x, const uint32_t *evs, size_t ne,
+			 int64_t t0, int64_t tr, int64_t D, int64_t LA,
+			 struct hpt *H)
+{
+	struct hpt pt;
+	size_t nh = 0, i;
+
+	H[nh++] = (struct hpt){ t0, 0 };
+	for (i = ne + 1; i-- > 0;) {
+		if (i == 0) {
+			pt.x = tr;
+			pt.y = D;
+		} else {
+			int64_t room = send_room(x, evs[i - 1]);
+
+			if (room == INT64_MAX)
+				continue;
+			pt.x = x->lcp[evs[i - 1]];
+			pt.y = room;
+			/* Above the ramp: cannot bind. */
+			if ((__int128)pt.y * LA >=
+			    (__int128)D * ((__int128)pt.x - t0))
+				continue;
+		}
+		if (H[nh - 1].x == pt.x) {
+			if (pt.y < H[nh - 1].y)
+				H[nh - 1].y = pt.y;
+			else
+				continue;
+			/* re-check convexity below */
+			pt = H[--nh];
+		}
+		while (nh >= 2) {
+			struct hpt *o = &H[nh - 2], *a = &H[nh - 1];
+			__int128 cr = ((__int128)a->x - o->x) *
+				      ((__int128)pt.y - o->y) -
+				      ((__int128)a->y - o->y) *
+				      ((__int128)pt.x - o->x);
+			if (cr > 0)
+				break;
+			nh--;
+		}
+		H[nh++] = pt;
+	}
+	return nh;
+}
+
+/* Shift the events (earliest first) under the hull H[0..nh-1]: out[e]
+ * gets LC' + the hull's value where that is larger. */
+static void shift_under_hull(struct clc *x, const uint32_t *evs, size_t ne,
+			     const struct hpt *H, size_t nh, int64_t *out)
+{
+	size_t h = 0, i;
+
+	for (i = ne; i-- > 0;) {
+		uint32_t e = evs[i];
+		int64_t te = x->lcp[e], f;
+		__int128 num;
+
+		while (h + 1 < nh && H[h + 1].x < te)
+			h++;
+		if (h + 1 >= nh)
+			break;
+		num = ((__int128)H[h + 1].y - H[h].y) *
+		      ((__int128)te - H[h].x);
+		{
+			__int128 den = (__int128)H[h + 1].x - H[h].x;
+			__int128 qq = num / den;
+
+			if (num % den != 0 && num < 0)
+				qq--;	/* floor */
+			f = sat64(H[h].y + qq);
+		}
+		if (f > 0 && sadd(te, f) > out[e]) {
+			if (out[e] == te)
+				x->res->amortized++;
+			out[e] = sadd(te, f);
+		}
+	}
+}
+
+/* Backward amortization of one jump: the events in the amortization
+ * interval before it get the largest shift under the lower convex hull of
+ * the ideal ramp's end points and the sending events' limits; the shift
+ * of each event is the maximum over all jumps.  out[] starts as the
+ * forward pass's times (LC') and gets LC' + shift. */
+static int backward_one(struct clc *x, const struct jump *j, int64_t *out,
+			struct hpt **hull, size_t *hcap, uint32_t **evs,
+			size_t *ecap)
+{
+	uint32_t r = j->ev;
+	int64_t tr = x->lcp[r], D = j->amount, LA, t0;
+	size_t ne, nh;
+	long n;
+	double la = (double)D / x->p->rate;
+
+	/* LA = jump / rate, to the nearest ns */
+	LA = la > 4.0e18 ? (int64_t)4e18 : llround(la);
+	if (LA < 1)
+		LA = 1;
+	t0 = sat64((__int128)tr - LA);
+	/* Events of the interval, latest first. */
+	if ((n = interval_events(x, j, t0, evs, ecap)) < 0)
+		return -1;
+	ne = (size_t)n;
 	if (!ne)
 		return 0;
 	if (*hcap < ne + 2) {
@@ -560,77 +657,118 @@ static int backward_one(struct clc *x, const struct jump *j, int64_t *out,
 		*hull = n2;
 		*hcap = ne + 2;
 	}
-	/* Lower convex hull of (t0,0), the limits, (tr,D); x increasing. */
-	{
-		struct hpt *H = *hull;
-		struct hpt pt;
+	nh = build_hull(x, *evs, ne, t0, tr, D, LA, *hull);
+	shift_under_hull(x, *evs, ne, *hull, nh, out);
+	return 0;
+}
 
-		H[nh++] = (struct hpt){ t0, 0 };
-		for (i = ne + 1; i-- > 0;) {
-			if (i == 0) {
-				pt.x = tr;
-				pt.y = D;
-			} else {
-				int64_t room = send_room(x, (*evs)[i - 1]);
+/* Allocate x's arrays for trace t (x->t, x->p set) and start every
+ * location at its first event.  Returns 0, or -1 (ENOMEM) with errp
+ * filled. */
+static int clc_alloc(struct clc *x, struct sh5_error *errp)
+{
+	struct sh5_trace *t = x->t;
+	const struct sh5_clc_params *p = x->p;
+	size_t i, maxsize = 1;
 
-				if (room == INT64_MAX)
-					continue;
-				pt.x = x->lcp[(*evs)[i - 1]];
-				pt.y = room;
-				/* Above the ramp: cannot bind. */
-				if ((__int128)pt.y * LA >=
-				    (__int128)D * ((__int128)pt.x - t0))
-					continue;
-			}
-			if (H[nh - 1].x == pt.x) {
-				if (pt.y < H[nh - 1].y)
-					H[nh - 1].y = pt.y;
-				else
-					continue;
-				/* re-check convexity below */
-				pt = H[--nh];
-			}
-			while (nh >= 2) {
-				struct hpt *o = &H[nh - 2], *a = &H[nh - 1];
-				__int128 cr = ((__int128)a->x - o->x) *
-					      ((__int128)pt.y - o->y) -
-					      ((__int128)a->y - o->y) *
-					      ((__int128)pt.x - o->x);
-				if (cr > 0)
-					break;
-				nh--;
-			}
-			H[nh++] = pt;
-		}
-		/* Shift the events (earliest first) under the hull. */
-		h = 0;
-		for (i = ne; i-- > 0;) {
-			uint32_t e = (*evs)[i];
-			int64_t te = x->lcp[e], f;
-			__int128 num;
-
-			while (h + 1 < nh && H[h + 1].x < te)
-				h++;
-			if (h + 1 >= nh)
-				break;
-			num = ((__int128)H[h + 1].y - H[h].y) *
-			      ((__int128)te - H[h].x);
-			{
-				__int128 den = (__int128)H[h + 1].x - H[h].x;
-				__int128 qq = num / den;
-
-				if (num % den != 0 && num < 0)
-					qq--;	/* floor */
-				f = sat64(H[h].y + qq);
-			}
-			if (f > 0 && sadd(te, f) > out[e]) {
-				if (out[e] == te)
-					x->res->amortized++;
-				out[e] = sadd(te, f);
-			}
-		}
+	for (i = 0; i < t->ninst; i++)
+		if (t->inst[i].size > maxsize)
+			maxsize = t->inst[i].size;
+	x->lcp = p->work ? p->work : malloc((t->nev + 1) * sizeof(*x->lcp));
+	x->ls = malloc((t->nloc + 1) * sizeof(*x->ls));
+	x->bset = calloc(t->nev / 64 + 1, sizeof(*x->bset));
+	x->bdone = calloc(t->nev / 64 + 1, sizeof(*x->bdone));
+	x->stack = malloc((t->nloc + 1) * sizeof(*x->stack));
+	x->nb_done = calloc(t->ninst + 1, sizeof(*x->nb_done));
+	x->prefix = calloc(t->ninst + 1, sizeof(*x->prefix));
+	x->bound = malloc(maxsize * sizeof(*x->bound));
+	if (!x->lcp || !x->ls || !x->bset || !x->bdone || !x->stack ||
+	    !x->nb_done || !x->prefix || !x->bound ||
+	    sh5_ts_nodescratch_init(&x->ns, t->nnode) < 0) {
+		x->ns.max = NULL;
+		x->ns.touched = NULL;
+		errno = ENOMEM;
+		sh5_errprintf(errp, "controlled logical clock: %s",
+			      strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < t->nloc; i++) {
+		x->ls[i].cur = t->loc_first[i];
+		x->ls[i].wait = SH5_TRACE_NONE;
+		x->ls[i].has_prev = 0;
+		x->ls[i].plc = x->ls[i].pc = 0;
 	}
 	return 0;
+}
+
+/* Prefetch for jump i: the positions before a later jump, and the
+ * events before a nearer one. */
+static inline void backward_prefetch(struct clc *x, size_t i,
+				     const int64_t *times)
+{
+	struct sh5_trace *t = x->t;
+
+	if (i + 16 < x->njumps)
+		__builtin_prefetch(&t->loc_order[x->jumps[i + 16].pos - 1]);
+	if (i + 8 < x->njumps) {
+		const struct jump *jn = &x->jumps[i + 8];
+		uint32_t q = jn->pos, f = t->loc_first[t->loc[jn->ev]];
+
+		__builtin_prefetch(&x->lcp[jn->ev]);
+		if (q > f) {
+			uint32_t e = t->loc_order[q - 1];
+
+			__builtin_prefetch(&x->lcp[e]);
+			__builtin_prefetch(&t->ev[e]);
+			__builtin_prefetch(&times[e], 1);
+		}
+	}
+}
+
+/* The backward amortization of every jump of the forward pass into
+ * times[] (holding LC').  Returns 0, or -1 (ENOMEM) with errp filled. */
+static int backward(struct clc *x, int64_t *times, struct sh5_error *errp)
+{
+	struct hpt *hull = NULL;
+	uint32_t *evs = NULL;
+	size_t hcap = 0, ecap = 0, i;
+	int rc = -1;
+
+	x->emin = calloc(x->t->ninst + 1, sizeof(*x->emin));
+	if (!x->emin)
+		goto nomem;
+	for (i = 0; i < x->njumps; i++) {
+		backward_prefetch(x, i, times);
+		if (backward_one(x, &x->jumps[i], times, &hull, &hcap,
+				 &evs, &ecap) < 0)
+			goto nomem;
+	}
+	rc = 0;
+	goto out;
+nomem:
+	errno = ENOMEM;
+	sh5_errprintf(errp, "controlled logical clock: %s", strerror(errno));
+out:
+	free(hull);
+	free(evs);
+	return rc;
+}
+
+/* Free what clc_alloc(), forward() and backward() allocated. */
+static void clc_free(struct clc *x)
+{
+	if (x->lcp != x->p->work)
+		free(x->lcp);
+	free(x->ls);
+	free(x->bset);
+	free(x->bdone);
+	free(x->stack);
+	free(x->nb_done);
+	free(x->prefix);
+	free(x->bound);
+	free(x->jumps);
+	free(x->emin);
+	sh5_ts_nodescratch_free(&x->ns);
 }
 
 int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
@@ -639,9 +777,6 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 {
 	struct clc x;
 	struct sh5_clc_result dummy;
-	struct hpt *hull = NULL;
-	uint32_t *evs = NULL;
-	size_t hcap = 0, ecap = 0, i, maxsize = 1;
 	int rc = -1;
 
 	if (!res)
@@ -658,90 +793,15 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 	x.p = p;
 	x.c = times;
 	x.res = res;
-	for (i = 0; i < t->ninst; i++)
-		if (t->inst[i].size > maxsize)
-			maxsize = t->inst[i].size;
-	x.lcp = p->work ? p->work : malloc((t->nev + 1) * sizeof(*x.lcp));
-	x.ls = malloc((t->nloc + 1) * sizeof(*x.ls));
-	x.bset = calloc(t->nev / 64 + 1, sizeof(*x.bset));
-	x.bdone = calloc(t->nev / 64 + 1, sizeof(*x.bdone));
-	x.stack = malloc((t->nloc + 1) * sizeof(*x.stack));
-	x.nb_done = calloc(t->ninst + 1, sizeof(*x.nb_done));
-	x.prefix = calloc(t->ninst + 1, sizeof(*x.prefix));
-	x.bound = malloc(maxsize * sizeof(*x.bound));
-	if (!x.lcp || !x.ls || !x.bset || !x.bdone || !x.stack || !x.nb_done ||
-	    !x.prefix || !x.bound ||
-	    sh5_ts_nodescratch_init(&x.ns, t->nnode) < 0) {
-		x.ns.max = NULL;
-		x.ns.touched = NULL;
-		errno = ENOMEM;
-		sh5_errprintf(errp, "controlled logical clock: %s",
-			      strerror(errno));
-		goto out;
-	}
-	for (i = 0; i < t->nloc; i++) {
-		x.ls[i].cur = t->loc_first[i];
-		x.ls[i].wait = SH5_TRACE_NONE;
-		x.ls[i].has_prev = 0;
-		x.ls[i].plc = x.ls[i].pc = 0;
-	}
-	if (forward(&x, errp) < 0)
+	if (clc_alloc(&x, errp) < 0 || forward(&x, errp) < 0)
 		goto out;
 	/* times[] is free now: it gets LC', then LC' plus the backward
 	 * shift where there is one. */
 	memcpy(times, x.lcp, t->nev * sizeof(*times));
-	if (p->rate > 0 && x.njumps) {
-		x.emin = calloc(t->ninst + 1, sizeof(*x.emin));
-		if (!x.emin) {
-			errno = ENOMEM;
-			sh5_errprintf(errp, "controlled logical clock: %s",
-				      strerror(errno));
-			goto out;
-		}
-		for (i = 0; i < x.njumps; i++) {
-			/* Prefetch ahead: the positions before a later jump,
-			 * and the events before a nearer one. */
-			if (i + 16 < x.njumps)
-				__builtin_prefetch(&t->loc_order[
-					x.jumps[i + 16].pos - 1]);
-			if (i + 8 < x.njumps) {
-				const struct jump *jn = &x.jumps[i + 8];
-				uint32_t q = jn->pos, f = t->loc_first[
-					t->loc[jn->ev]];
-
-				__builtin_prefetch(&x.lcp[jn->ev]);
-				if (q > f) {
-					uint32_t e = t->loc_order[q - 1];
-
-					__builtin_prefetch(&x.lcp[e]);
-					__builtin_prefetch(&t->ev[e]);
-					__builtin_prefetch(&times[e], 1);
-				}
-			}
-			if (backward_one(&x, &x.jumps[i], times, &hull, &hcap,
-					 &evs, &ecap) < 0) {
-				errno = ENOMEM;
-				sh5_errprintf(errp, "controlled logical clock: "
-					      "%s", strerror(errno));
-				goto out;
-			}
-		}
-	}
+	if (p->rate > 0 && x.njumps && backward(&x, times, errp) < 0)
+		goto out;
 	rc = 0;
 out:
-	if (x.lcp != p->work)
-		free(x.lcp);
-	free(x.ls);
-	free(x.bset);
-	free(x.bdone);
-	free(x.stack);
-	free(x.nb_done);
-	free(x.prefix);
-	free(x.bound);
-	free(x.jumps);
-	free(x.emin);
-	free(hull);
-	free(evs);
-	sh5_ts_nodescratch_free(&x.ns);
+	clc_free(&x);
 	return rc;
 }
