@@ -70,49 +70,16 @@ static int ptr_cmp(const void *pa, const void *pb)
 	       a->p.local_ns > b->p.local_ns;
 }
 
-void sh5_clock_points_free(struct sh5_clock_points *cp)
+/* The usable measurements of r[0..n-1] into pr (rtt: scratch of n),
+ * counting the others in cp->bad and cp->dropped and the largest error
+ * in cp->err_ns.  Returns how many are usable. */
+static size_t filter_points(const struct clock_rec *r, size_t n,
+			    int64_t *rtt, struct pt_rtt *pr,
+			    struct sh5_clock_points *cp)
 {
-	if (!cp)
-		return;
-	free(cp->pts);
-	free(cp->rtt);
-	memset(cp, 0, sizeof(*cp));
-}
+	int64_t median;
+	size_t i, k;
 
-long sh5_clock_points_read(hid_t node, struct sh5_clock_points *cp,
-			   char *why, size_t whylen)
-{
-	hid_t d = -1, sp = -1, mt = -1;
-	hsize_t dims[1] = { 0 };
-	struct clock_rec *r = NULL;
-	struct pt_rtt *pr = NULL;
-	int64_t *rtt = NULL, median;
-	size_t i, k, n;
-	long rc = -1;
-
-	memset(cp, 0, sizeof(*cp));
-	if (H5Lexists(node, "ClockOffsets", H5P_DEFAULT) <= 0)
-		return 0;
-	if ((d = H5Dopen2(node, "ClockOffsets", H5P_DEFAULT)) < 0 ||
-	    (sp = H5Dget_space(d)) < 0 ||
-	    H5Sget_simple_extent_dims(sp, dims, NULL) != 1 ||
-	    (mt = clock_mem_type()) < 0) {
-		snprintf(why, whylen, "ClockOffsets unreadable");
-		goto out;
-	}
-	n = (size_t)dims[0];
-	if (dims[0] > (hsize_t)(SIZE_MAX / 64) ||
-	    (n && (!(r = malloc(n * sizeof(*r))) ||
-		   !(rtt = malloc(n * sizeof(*rtt))) ||
-		   !(pr = malloc(n * sizeof(*pr)))))) {
-		snprintf(why, whylen, "out of memory");
-		goto out;
-	}
-	if (n && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, r) < 0) {
-		snprintf(why, whylen, "ClockOffsets unreadable (not "
-			 "LocalTimeNs, OffsetNs, RoundTripNs, Stratum, Phase?)");
-		goto out;
-	}
 	/* Usable: a synchronised server, a round trip >= 0.  Their median
 	 * round trip sets the bar for noisy ones (see below). */
 	for (i = 0, k = 0; i < n; i++) {
@@ -139,6 +106,53 @@ long sh5_clock_points_read(hid_t node, struct sh5_clock_points *cp,
 		if (r[i].rtt_ns / 2 > cp->err_ns)
 			cp->err_ns = r[i].rtt_ns / 2;
 	}
+	return k;
+}
+
+void sh5_clock_points_free(struct sh5_clock_points *cp)
+{
+	if (!cp)
+		return;
+	free(cp->pts);
+	free(cp->rtt);
+	memset(cp, 0, sizeof(*cp));
+}
+
+long sh5_clock_points_read(hid_t node, struct sh5_clock_points *cp,
+			   char *why, size_t whylen)
+{
+	hid_t d = -1, sp = -1, mt = -1;
+	hsize_t dims[1] = { 0 };
+	struct clock_rec *r = NULL;
+	struct pt_rtt *pr = NULL;
+	int64_t *rtt = NULL;
+	size_t i, k, n;
+	long rc = -1;
+
+	memset(cp, 0, sizeof(*cp));
+	if (H5Lexists(node, "ClockOffsets", H5P_DEFAULT) <= 0)
+		return 0;
+	if ((d = H5Dopen2(node, "ClockOffsets", H5P_DEFAULT)) < 0 ||
+	    (sp = H5Dget_space(d)) < 0 ||
+	    H5Sget_simple_extent_dims(sp, dims, NULL) != 1 ||
+	    (mt = clock_mem_type()) < 0) {
+		snprintf(why, whylen, "ClockOffsets unreadable");
+		goto out;
+	}
+	n = (size_t)dims[0];
+	if (dims[0] > (hsize_t)(SIZE_MAX / 64) ||
+	    (n && (!(r = malloc(n * sizeof(*r))) ||
+		   !(rtt = malloc(n * sizeof(*rtt))) ||
+		   !(pr = malloc(n * sizeof(*pr)))))) {
+		snprintf(why, whylen, "out of memory");
+		goto out;
+	}
+	if (n && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, r) < 0) {
+		snprintf(why, whylen, "ClockOffsets unreadable (not "
+			 "LocalTimeNs, OffsetNs, RoundTripNs, Stratum, Phase?)");
+		goto out;
+	}
+	k = filter_points(r, n, rtt, pr, cp);
 	cp->total = n;
 	/* The plugin writes them in time order; sort only if not. */
 	for (i = 1; i < k; i++)
