@@ -14,7 +14,7 @@
 #include "cli_util.h"
 #include "common/outfile.h"
 #include "common/error.h"
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 #include "commands.h"
 
 void cli_error(const char *file, const char *fmt, ...)

@@ -13,7 +13,7 @@
 #include "cli_util.h"
 #include "common/outfile.h"
 #include "commands.h"
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 
 static void usage(FILE *f)
 {

@@ -11,7 +11,7 @@
 #include "cli_util.h"
 #include "common/outfile.h"
 #include "commands.h"
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 #include "common/error.h"
 #include "merge/jobfile.h"
 #include "merge_integ.h"

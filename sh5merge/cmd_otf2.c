@@ -16,7 +16,7 @@
 #include "common/outfile.h"
 #include "commands.h"
 #include "common/error.h"
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 #include "export/otf2.h"
 
 static void usage(FILE *f)

@@ -187,105 +187,115 @@ static void print_stats(const struct sh5_trace *t,
 		       cr->jumps, cr->max_jump, cr->amortized, cr->released);
 }
 
-int cmd_sync(int argc, char **argv)
+static const struct option opts[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "method", required_argument, NULL, 'm' },
+	{ "mu-ns", required_argument, NULL, 'M' },
+	{ "mu-intra-ns", required_argument, NULL, 'I' },
+	{ "gamma", required_argument, NULL, 'g' },
+	{ "stats", no_argument, NULL, 's' },
+	{ "allow-partial", no_argument, NULL, 'p' },
+	{ "timing", no_argument, NULL, 'T' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* Option c (getopt_long's return, value in optarg) into so, *out or
+ * *timing.  Returns -1 to go on, else the exit status (0 after --help,
+ * 2 for bad usage, said on stderr). */
+static int one_opt(int c, char **argv, struct sh5_syncrun_opts *so,
+		   const char **out, int *timing)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "method", required_argument, NULL, 'm' },
-		{ "mu-ns", required_argument, NULL, 'M' },
-		{ "mu-intra-ns", required_argument, NULL, 'I' },
-		{ "gamma", required_argument, NULL, 'g' },
-		{ "stats", no_argument, NULL, 's' },
-		{ "allow-partial", no_argument, NULL, 'p' },
-		{ "timing", no_argument, NULL, 'T' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char *in, *out = NULL;
-	int clc = 1, stats = 0, partial = 0, c, rc = 1, timing = 0;
-	double t0[4] = { now(CLOCK_MONOTONIC),
-			 now(CLOCK_PROCESS_CPUTIME_ID), 0, 0 };
-	int64_t mu_ns = -1, mu_intra_ns = -1;
-	double gamma = 0.99;
-	struct sh5_error err = { "" };
-	struct sh5_trace *t = NULL;
-	int64_t *times = NULL;
-	struct sh5_syncrun_opts so;
-	struct sh5_syncrun_result res;
-
-	sh5_syncrun_opts_init(&so);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:m:sh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 'm':
-			if (!strcmp(optarg, "clc")) {
-				clc = 1;
-			} else if (!strcmp(optarg, "offset")) {
-				clc = 0;
-			} else {
-				fprintf(stderr, "sh5merge: sync: unknown "
-					"method '%s' (offset or clc)\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'M':
-		case 'I':
-			if (parse_ns(optarg, c == 'M' ? &mu_ns :
-				     &mu_intra_ns) < 0) {
-				fprintf(stderr, "sh5merge: sync: --%s wants "
-					"an integer >= 0, not '%s'\n",
-					c == 'M' ? "mu-ns" : "mu-intra-ns",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'g': {
-			char *end;
-
-			errno = 0;
-			gamma = strtod(optarg, &end);
-			if (errno || end == optarg || *end ||
-			    !(gamma > 0 && gamma <= 1)) {
-				fprintf(stderr, "sh5merge: sync: --gamma "
-					"wants a number in (0,1], not '%s'\n",
-					optarg);
-				return 2;
-			}
-			break;
-		}
-		case 's':
-			stats = 1;
-			break;
-		case 'p':
-			partial = 1;
-			break;
-		case 'T':
-			timing = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			fprintf(stderr, "sh5merge: sync: bad option '%s'\n",
-				argv[optind - 1]);
-			usage(stderr);
+	switch (c) {
+	case 'o':
+		*out = optarg;
+		break;
+	case 'm':
+		if (!strcmp(optarg, "clc")) {
+			so->clc = 1;
+		} else if (!strcmp(optarg, "offset")) {
+			so->clc = 0;
+		} else {
+			fprintf(stderr, "sh5merge: sync: unknown "
+				"method '%s' (offset or clc)\n", optarg);
 			return 2;
 		}
+		break;
+	case 'M':
+	case 'I':
+		if (parse_ns(optarg, c == 'M' ? &so->mu_ns :
+			     &so->mu_intra_ns) < 0) {
+			fprintf(stderr, "sh5merge: sync: --%s wants "
+				"an integer >= 0, not '%s'\n",
+				c == 'M' ? "mu-ns" : "mu-intra-ns", optarg);
+			return 2;
+		}
+		break;
+	case 'g': {
+		char *end;
+
+		errno = 0;
+		so->gamma = strtod(optarg, &end);
+		if (errno || end == optarg || *end ||
+		    !(so->gamma > 0 && so->gamma <= 1)) {
+			fprintf(stderr, "sh5merge: sync: --gamma "
+				"wants a number in (0,1], not '%s'\n",
+				optarg);
+			return 2;
+		}
+		break;
 	}
-	if (optind != argc - 1 || !out) {
+	case 's':
+		so->stats = 1;
+		break;
+	case 'p':
+		so->allow_partial = 1;
+		break;
+	case 'T':
+		*timing = 1;
+		break;
+	case 'h':
+		usage(stdout);
+		return 0;
+	default:
+		fprintf(stderr, "sh5merge: sync: bad option '%s'\n",
+			argv[optind - 1]);
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
+/* The command line into so, *out, *timing; argv[optind] is then the
+ * input.  Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct sh5_syncrun_opts *so,
+		      const char **out, int *timing)
+{
+	int c, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:m:sh", opts, NULL)) != -1)
+		if ((rc = one_opt(c, argv, so, out, timing)) >= 0)
+			return rc;
+	if (optind != argc - 1 || !*out) {
 		fprintf(stderr, "sh5merge: sync: %s\n", optind != argc - 1 ?
 			"want exactly one input trace" : "-o OUT.csv is "
 			"required");
 		usage(stderr);
 		return 2;
 	}
-	in = argv[optind];
-	t0[2] = sys_now(&t0[3]);
+	return -1;
+}
+
+/* Refuse an input that is unreadable, not a regular file (it is read
+ * twice: parse, then copy with new times) or also the output.  Returns
+ * 0, or 1 (said on stderr). */
+static int check_files(const char *in, const char *out)
+{
+	struct sh5_error err = { "" };
+	struct stat st;
+
 	if (sh5_infile_check(in, &err) < 0) {
 		fprintf(stderr, "sh5merge: %s\n", err.text);
 		return 1;
@@ -295,16 +305,35 @@ int cmd_sync(int argc, char **argv)
 			"overwrite it\n", out);
 		return 1;
 	}
-	{
-		struct stat st;
-
-		/* The input is read twice (parse, then copy with new times). */
-		if (stat(in, &st) == 0 && !S_ISREG(st.st_mode)) {
-			fprintf(stderr, "sh5merge: %s: not a regular file (the "
-				"input is read twice)\n", in);
-			return 1;
-		}
+	/* The input is read twice (parse, then copy with new times). */
+	if (stat(in, &st) == 0 && !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "sh5merge: %s: not a regular file (the "
+			"input is read twice)\n", in);
+		return 1;
 	}
+	return 0;
+}
+
+int cmd_sync(int argc, char **argv)
+{
+	const char *in, *out = NULL;
+	int rc = 1, timing = 0;
+	double t0[4] = { now(CLOCK_MONOTONIC),
+			 now(CLOCK_PROCESS_CPUTIME_ID), 0, 0 };
+	struct sh5_error err = { "" };
+	struct sh5_trace *t = NULL;
+	int64_t *times = NULL;
+	struct sh5_syncrun_opts so;
+	struct sh5_syncrun_result res;
+
+	sh5_syncrun_opts_init(&so);
+	if ((rc = parse_args(argc, argv, &so, &out, &timing)) >= 0)
+		return rc;
+	rc = 1;
+	in = argv[optind];
+	t0[2] = sys_now(&t0[3]);
+	if (check_files(in, out))
+		return 1;
 
 	t = sh5_trace_read(in, &err);
 	if (!t) {
@@ -312,19 +341,13 @@ int cmd_sync(int argc, char **argv)
 		return 1;
 	}
 	phase(timing, "read", t0);
-	if (t->nproblems && !partial) {
+	if (t->nproblems && !so.allow_partial) {
 		print_problems(t, in, "");
 		fprintf(stderr, "sh5merge: %s: %zu problem%s, nothing "
 			"written (--allow-partial corrects the rest)\n", in,
 			t->nproblems, t->nproblems == 1 ? "" : "s");
 		goto out;
 	}
-	so.clc = clc;
-	so.mu_ns = mu_ns;
-	so.mu_intra_ns = mu_intra_ns;
-	so.gamma = gamma;
-	so.allow_partial = partial;
-	so.stats = stats;
 	so.phase = timing ? phase_cb : NULL;
 	so.phase_arg = t0;
 	if (sh5_syncrun(t, &so, &res, &err) < 0) {
@@ -345,9 +368,10 @@ int cmd_sync(int argc, char **argv)
 			"uncorrected (--allow-partial)\n", in, t->nproblems,
 			t->nproblems == 1 ? "" : "s");
 	}
-	if (stats)
+	if (so.stats)
 		print_stats(t, res.st, res.nst, res.mu_intra, res.src_intra,
-			    res.mu_inter, res.src_inter, clc ? &res.cr : NULL);
+			    res.mu_inter, res.src_inter,
+			    so.clc ? &res.cr : NULL);
 	rc = 0;
 out:
 	free(times);

@@ -20,7 +20,7 @@
 
 #include "export/anomaly.h"
 #include "common/error.h"
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 #include "common/runstats.h"
 
 struct sh5_json;

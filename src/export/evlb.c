@@ -10,7 +10,7 @@
 
 #include "export/evlb.h"
 #include "export/evstack.h"
-#include "events/evmatch.h"
+#include "sync/evmatch.h"
 #include "sync/trace.h"	/* sh5_trace_op_class(): rooted operations */
 #include "common/sort.h"
 

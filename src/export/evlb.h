@@ -3,7 +3,7 @@
  * what `sh5merge lbdata` writes into the LBDatafile when the exported
  * step has events (doc/exports.md, "LBDatafile from events").
  *
- * Built in memory from a struct sh5_evstep (events/jobevents.h):
+ * Built in memory from a struct sh5_evstep (sync/jobevents.h):
  *
  *  - phases: from phase marks (PHASE records) when any task has one:
  *    phase 0 before a task's first mark, mark k starts phase k (by
@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 
 enum sh5_evlb_kind {
 	SH5_EVLB_SENDRECV = 0,

@@ -10,7 +10,7 @@
 
 #include <otf2/otf2.h>
 
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 #include "export/otf2.h"
 
 struct ow {

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "export/counters.h"
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 #include "export/report.h"
 #include "export/report_int.h"
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 #include "export/report_int.h"
 #include "sync/mergesync.h"
 #include "sync/timesync.h"

@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events/evmatch.h"
-#include "events/jobevents.h"
+#include "sync/evmatch.h"
+#include "sync/jobevents.h"
 #include "export/report_int.h"
 
 #define RP_EXACT_TASKS 128

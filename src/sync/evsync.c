@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 #include "sync/evsync.h"
 #include "sync/syncrun.h"
 #include "sync/trace.h"
@@ -82,6 +82,87 @@ static int store(hid_t file, const struct sh5_evstep *s,
 	return 0;
 }
 
+/* Step s's records as a trace, through the CSV written in memory: *tp
+ * gets the trace, *bufp the CSV (the caller frees both).  Returns 1 with
+ * a trace to correct, 0 when the step is skipped (reported), -1 fatal. */
+static int step_trace(const struct sh5_evstep *s, const char *fname,
+		      const char *name, struct sh5_evsync_stats *st,
+		      void (*report)(void *, int, const char *, const char *),
+		      void *arg, struct sh5_trace **tp, char **bufp,
+		      struct sh5_error *errp)
+{
+	struct sh5_error e = { "" };
+	struct sh5_trace *t;
+	size_t len = 0, i;
+	FILE *f;
+
+	if (!(f = open_memstream(bufp, &len))) {
+		errno = ENOMEM;
+		return sh5_errprintf(errp, "%s: out of memory", name);
+	}
+	if (sh5_evstep_write_csv(s, f, name, 0, &e) < 0) {
+		fclose(f);
+		say(report, arg, fname, "%s not synchronized: %s", name,
+		    e.text);
+		st->problems++;
+		return 0;
+	}
+	if (fclose(f) != 0)
+		return sh5_errprintf(errp, "%s: out of memory", name);
+	if (!(t = sh5_trace_read_mem(*bufp, len, name, &e)))
+		return sh5_errprintf(errp, "%s", e.text);
+	*tp = t;
+	if (t->nproblems) {
+		size_t n = t->nproblems < 4 ? t->nproblems : 4;
+
+		for (i = 0; i < n; i++)
+			say(report, arg, fname, "%s: %s", name,
+			    t->problem[i].text);
+		say(report, arg, fname, "%s not synchronized: %zu problem%s "
+		    "(`sh5merge events --raw` writes the trace, `sh5merge "
+		    "sync --allow-partial` corrects the rest)", name,
+		    t->nproblems, t->nproblems == 1 ? "" : "s");
+		st->problems += t->nproblems;
+		return 0;
+	}
+	if (t->nev != s->nev) {
+		errno = EINVAL;
+		return sh5_errprintf(errp, "%s: %zu events in the trace, %"
+				     PRIu64 " records", name, t->nev, s->nev);
+	}
+	return 1;
+}
+
+/* Add a synchronized step to st: its counts, its violations before (raw
+ * times) and after (r's), the largest mu. */
+static void add_stats(struct sh5_evsync_stats *st, const struct sh5_trace *t,
+		      const int64_t *raw, const struct sh5_syncrun_result *r)
+{
+	uint64_t p2p, coll;
+
+	st->synced++;
+	st->events += t->nev;
+	st->messages += t->nmsg;
+	if (sh5_timesync_violations(t, raw, r->mu_intra, r->mu_inter, &p2p,
+				    &coll) == 0) {
+		st->viol_p2p_before += p2p;
+		st->viol_coll_before += coll;
+	}
+	if (sh5_timesync_violations(t, r->times, r->mu_intra, r->mu_inter,
+				    &p2p, &coll) == 0) {
+		st->viol_p2p_after += p2p;
+		st->viol_coll_after += coll;
+	}
+	if (st->synced == 1 || r->mu_intra > st->mu_intra) {
+		st->mu_intra = r->mu_intra;
+		st->src_intra = r->src_intra;
+	}
+	if (st->synced == 1 || r->mu_inter > st->mu_inter) {
+		st->mu_inter = r->mu_inter;
+		st->src_inter = r->src_inter;
+	}
+}
+
 /* One step: 0 done or skipped (reported), -1 fatal. */
 static int one_step(hid_t file, const char *fname, const char *step,
 		    struct sh5_evsync_stats *st,
@@ -94,10 +175,8 @@ static int one_step(hid_t file, const char *fname, const char *step,
 	struct sh5_syncrun_opts so;
 	struct sh5_syncrun_result r = { 0 };
 	char path[300], name[320], *buf = NULL;
-	size_t len = 0, i;
+	size_t i;
 	int64_t *raw = NULL;
-	uint64_t p2p, coll;
-	FILE *f;
 	hid_t g;
 	int rc = 0;
 
@@ -117,45 +196,10 @@ static int one_step(hid_t file, const char *fname, const char *step,
 		say(report, arg, fname, "%s: %s", name, s->warning[i]);
 	if (!s->ntasks)
 		goto out;
-	if (!(f = open_memstream(&buf, &len))) {
-		errno = ENOMEM;
-		rc = sh5_errprintf(errp, "%s: out of memory", name);
+	rc = step_trace(s, fname, name, st, report, arg, &t, &buf, errp);
+	if (rc <= 0)
 		goto out;
-	}
-	if (sh5_evstep_write_csv(s, f, name, 0, &e) < 0) {
-		fclose(f);
-		say(report, arg, fname, "%s not synchronized: %s", name,
-		    e.text);
-		st->problems++;
-		goto out;
-	}
-	if (fclose(f) != 0) {
-		rc = sh5_errprintf(errp, "%s: out of memory", name);
-		goto out;
-	}
-	if (!(t = sh5_trace_read_mem(buf, len, name, &e))) {
-		rc = sh5_errprintf(errp, "%s", e.text);
-		goto out;
-	}
-	if (t->nproblems) {
-		size_t n = t->nproblems < 4 ? t->nproblems : 4;
-
-		for (i = 0; i < n; i++)
-			say(report, arg, fname, "%s: %s", name,
-			    t->problem[i].text);
-		say(report, arg, fname, "%s not synchronized: %zu problem%s "
-		    "(`sh5merge events --raw` writes the trace, `sh5merge "
-		    "sync --allow-partial` corrects the rest)", name,
-		    t->nproblems, t->nproblems == 1 ? "" : "s");
-		st->problems += t->nproblems;
-		goto out;
-	}
-	if (t->nev != s->nev) {
-		errno = EINVAL;
-		rc = sh5_errprintf(errp, "%s: %zu events in the trace, %" PRIu64
-				   " records", name, t->nev, s->nev);
-		goto out;
-	}
+	rc = 0;
 	if (!(raw = malloc((t->nev + 1) * sizeof(*raw)))) {
 		errno = ENOMEM;
 		rc = sh5_errprintf(errp, "%s: out of memory", name);
@@ -173,27 +217,7 @@ static int one_step(hid_t file, const char *fname, const char *step,
 		rc = -1;
 		goto out;
 	}
-	st->synced++;
-	st->events += t->nev;
-	st->messages += t->nmsg;
-	if (sh5_timesync_violations(t, raw, r.mu_intra, r.mu_inter, &p2p,
-				    &coll) == 0) {
-		st->viol_p2p_before += p2p;
-		st->viol_coll_before += coll;
-	}
-	if (sh5_timesync_violations(t, r.times, r.mu_intra, r.mu_inter, &p2p,
-				    &coll) == 0) {
-		st->viol_p2p_after += p2p;
-		st->viol_coll_after += coll;
-	}
-	if (st->synced == 1 || r.mu_intra > st->mu_intra) {
-		st->mu_intra = r.mu_intra;
-		st->src_intra = r.src_intra;
-	}
-	if (st->synced == 1 || r.mu_inter > st->mu_inter) {
-		st->mu_inter = r.mu_inter;
-		st->src_inter = r.src_inter;
-	}
+	add_stats(st, t, raw, &r);
 out:
 	free(r.times);
 	free(raw);

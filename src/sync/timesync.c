@@ -1,4 +1,5 @@
-/* timesync.c - see timesync.h and doc/timesync.md */
+/* timesync.c - see timesync.h and doc/timesync.md: offset interpolation,
+ * latencies, collective relations and stats (the CLC: clc.c) */
 #include "config.h"
 
 #include <errno.h>
@@ -7,37 +8,8 @@
 #include <string.h>
 
 #include "sync/timesync.h"
+#include "sync/timesync_int.h"
 #include "sync/trace.h"
-
-/* Bitmaps of one bit per event. */
-static inline int bit_get(const uint64_t *m, uint32_t e)
-{
-	return (int)(m[e >> 6] >> (e & 63)) & 1;
-}
-
-static inline void bit_set(uint64_t *m, uint32_t e)
-{
-	m[e >> 6] |= (uint64_t)1 << (e & 63);
-}
-
-static int64_t sat64(__int128 v)
-{
-	if (v > INT64_MAX)
-		return INT64_MAX;
-	if (v < INT64_MIN)
-		return INT64_MIN;
-	return (int64_t)v;
-}
-
-/* sat64((__int128)a + b) without 128-bit arithmetic. */
-static inline int64_t sadd(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
 
 /* ------------------------------------------------- offset interpolation */
 
@@ -341,12 +313,6 @@ void sh5_timesync_offset(const struct sh5_trace *t, int64_t *out)
 
 /* ---------------------------------------------------------- latencies */
 
-static int64_t mu_of(const struct sh5_trace *t, uint32_t a, uint32_t b,
-		     int64_t mu_intra, int64_t mu_inter)
-{
-	return t->loc_node[a] == t->loc_node[b] ? mu_intra : mu_inter;
-}
-
 int sh5_timesync_mu_estimate(const struct sh5_trace *t, const int64_t *times,
 			     int64_t *mu_intra, enum sh5_mu_source *src_intra,
 			     int64_t *mu_inter, enum sh5_mu_source *src_inter,
@@ -424,14 +390,7 @@ int sh5_timesync_mu_estimate(const struct sh5_trace *t, const int64_t *times,
 
 /* ------------------------------------------------ collective relations */
 
-/* Scratch for per-node maxima (reset after each use). */
-struct nodescratch {
-	int64_t *max;		/* [nnode], INT64_MIN when untouched */
-	uint32_t *touched;
-	size_t ntouched;
-};
-
-static int nodescratch_init(struct nodescratch *s, size_t nnode)
+int sh5_ts_nodescratch_init(struct nodescratch *s, size_t nnode)
 {
 	size_t i;
 
@@ -457,7 +416,7 @@ static void nodescratch_reset(struct nodescratch *s)
 	s->ntouched = 0;
 }
 
-static void nodescratch_free(struct nodescratch *s)
+void sh5_ts_nodescratch_free(struct nodescratch *s)
 {
 	free(s->max);
 	free(s->touched);
@@ -494,11 +453,6 @@ static void top2_add(struct nodescratch *s, struct top2 *tp, uint32_t node,
 	}
 }
 
-static int64_t add_mu(int64_t v, int64_t mu)
-{
-	return v == INT64_MIN ? INT64_MIN : sadd(v, mu);
-}
-
 /* Bound from the begins seen so far for an end at node `node`. */
 static int64_t top2_bound(const struct nodescratch *s, const struct top2 *tp,
 			  uint32_t node, int64_t mu_intra, int64_t mu_inter)
@@ -509,27 +463,12 @@ static int64_t top2_bound(const struct nodescratch *s, const struct top2 *tp,
 	return same > other ? same : other;
 }
 
-/* Does the end of rank r of instance in need a bound? */
-static int end_constrained(const struct sh5_trace_inst *in, uint32_t r)
-{
-	switch (in->cls) {
-	case SH5_COLL_1TON:
-		return r != in->root_rank;
-	case SH5_COLL_NTO1:
-		return r == in->root_rank;
-	case SH5_COLL_EXSCAN:
-		return r > 0;
-	default:
-		return 1;
-	}
-}
-
 /*
  * For every rank r of instance in, bound[r] = the earliest time its end
  * may have: the largest begin time (vals[begin]) it depends on plus the
  * mu of the link, or INT64_MIN when unconstrained.  O(size).
  */
-static void inst_bounds(const struct sh5_trace *t,
+void sh5_ts_inst_bounds(const struct sh5_trace *t,
 			const struct sh5_trace_inst *in, const int64_t *vals,
 			int64_t mu_intra, int64_t mu_inter,
 			struct nodescratch *s, int64_t *bound)
@@ -616,11 +555,11 @@ int sh5_timesync_violations(const struct sh5_trace *t, const int64_t *times,
 	for (i = 0; i < t->ninst; i++)
 		if (t->inst[i].size > maxsize)
 			maxsize = t->inst[i].size;
-	if (nodescratch_init(&s, t->nnode) < 0)
+	if (sh5_ts_nodescratch_init(&s, t->nnode) < 0)
 		return -1;
 	bound = malloc(maxsize * sizeof(*bound));
 	if (!bound) {
-		nodescratch_free(&s);
+		sh5_ts_nodescratch_free(&s);
 		return -1;
 	}
 	for (i = 0; i < t->ninst; i++) {
@@ -628,7 +567,7 @@ int sh5_timesync_violations(const struct sh5_trace *t, const int64_t *times,
 
 		if (in->free)
 			continue;
-		inst_bounds(t, in, times, mu_intra, mu_inter, &s, bound);
+		sh5_ts_inst_bounds(t, in, times, mu_intra, mu_inter, &s, bound);
 		for (r = 0; r < in->size; r++) {
 			uint32_t e = t->ev[t->inst_begin[in->first + r]].link;
 
@@ -637,7 +576,7 @@ int sh5_timesync_violations(const struct sh5_trace *t, const int64_t *times,
 		}
 	}
 	free(bound);
-	nodescratch_free(&s);
+	sh5_ts_nodescratch_free(&s);
 	return 0;
 }
 
@@ -705,727 +644,4 @@ int sh5_timesync_stage_stats(const struct sh5_trace *t, const int64_t *cur,
 	}
 	free(ls);
 	return 0;
-}
-
-/* ------------------------------------------------------------------ CLC */
-
-void sh5_clc_params_init(struct sh5_clc_params *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->gamma = 0.99;
-	p->rate = 0.01;
-	p->delta = -1;
-}
-
-struct jump {
-	uint32_t pos;		/* index into loc_order */
-	uint32_t ev;		/* the event (loc_order[pos]) */
-	int64_t amount;
-};
-
-/* Forward pass state of one location. */
-struct locst {
-	int64_t plc;		/* LC of the previous event */
-	int64_t pc;		/* its pre-synchronized time */
-	uint32_t cur;		/* loc_order position of the next event */
-	uint32_t wait;		/* the event it waits at for its bound, or
-				 * NONE */
-	uint32_t has_prev;
-};
-
-struct clc {
-	struct sh5_trace *t;
-	const struct sh5_clc_params *p;
-	int64_t *c;		/* pre-synchronized times (input) */
-	int64_t *lcp;		/* LC': incoming bound, then forward LC */
-	struct locst *ls;	/* per location */
-	uint64_t *bset;		/* bitmap: incoming bound stored in lcp[] */
-	uint64_t *bdone;	/* bitmap: processed by the forward pass */
-	uint32_t *stack;	/* locations woken, to run */
-	size_t nstack;
-	uint32_t *nb_done;	/* per instance: begins processed */
-	uint32_t *prefix;	/* per instance (SCAN): ranks 0..prefix-1
-				 * of begins processed */
-	int64_t *bound;		/* scratch, max instance size */
-	struct nodescratch ns;
-	struct jump *jumps;
-	size_t njumps, jcap;
-	size_t left;		/* events not processed yet */
-	struct endmin {
-		int64_t m1, m2;
-		uint32_t n1;
-		uint8_t ok;
-	} *emin;		/* per instance, for backward amortization */
-	struct sh5_clc_result *res;
-};
-
-static void set_bound(struct clc *x, uint32_t e, int64_t v)
-{
-	uint32_t l;
-
-	if ((x->t->ev[e].flags & SH5_EVF_FREE) || bit_get(x->bdone, e))
-		return;	/* released to break a cycle */
-	x->lcp[e] = v;
-	bit_set(x->bset, e);
-	l = x->t->loc[e];
-	if (x->ls[l].wait == e) {
-		x->ls[l].wait = SH5_TRACE_NONE;
-		x->stack[x->nstack++] = l;
-	}
-}
-
-/* Needs an incoming bound before it can be processed? */
-/* sh5_trace_op_class() without the call (ops are < SH5_OP_COUNT) */
-static inline enum sh5_coll_class op_class(unsigned op)
-{
-	static const uint8_t cls[SH5_OP_COUNT] = {
-		[SH5_OP_BCAST] = SH5_COLL_1TON,
-		[SH5_OP_SCATTER] = SH5_COLL_1TON,
-		[SH5_OP_GATHER] = SH5_COLL_NTO1,
-		[SH5_OP_REDUCE] = SH5_COLL_NTO1,
-		[SH5_OP_SCAN] = SH5_COLL_SCAN,
-		[SH5_OP_EXSCAN] = SH5_COLL_EXSCAN,
-	};
-
-	return op < SH5_OP_COUNT ? (enum sh5_coll_class)cls[op] :
-	       SH5_COLL_NTON;
-}
-
-static inline int needs_bound(const struct sh5_trace *t, uint32_t e)
-{
-	const struct sh5_trace_event *ev = &t->ev[e];
-
-	if (ev->flags & SH5_EVF_FREE)
-		return 0;
-	if (ev->kind == SH5_EV_RECV)
-		return ev->link != SH5_TRACE_NONE;
-	if (ev->kind != SH5_EV_CEND || ev->ref == SH5_TRACE_NONE)
-		return 0;
-	/* the instance's class is its operation's (one operation per
-	 * instance) */
-	switch (op_class(ev->op)) {
-	case SH5_COLL_1TON:
-		return t->loc[e] != ev->aux;
-	case SH5_COLL_NTO1:
-		return t->loc[e] == ev->aux;
-	case SH5_COLL_EXSCAN:
-		return t->inst_begin[t->inst[ev->ref].first] != ev->link;
-	default:
-		return 1;
-	}
-}
-
-/* Begin b of instance k was processed: hand bounds to the ends that can
- * now be computed. */
-static void begin_done(struct clc *x, uint32_t b)
-{
-	struct sh5_trace *t = x->t;
-	uint32_t k = t->ev[b].ref, r;
-	const struct sh5_trace_inst *in = &t->inst[k];
-	const uint32_t *bl = t->inst_begin + in->first;
-	int64_t mu_a = x->p->mu_intra, mu_e = x->p->mu_inter;
-
-	x->nb_done[k]++;
-	switch (in->cls) {
-	case SH5_COLL_NTON:
-	case SH5_COLL_NTO1:
-		if (x->nb_done[k] != in->size)
-			return;
-		inst_bounds(t, in, x->lcp, mu_a, mu_e, &x->ns, x->bound);
-		for (r = 0; r < in->size; r++)
-			if (end_constrained(in, r))
-				set_bound(x, t->ev[bl[r]].link, x->bound[r]);
-		return;
-	case SH5_COLL_1TON:
-		if (bl[in->root_rank] != b)
-			return;
-		for (r = 0; r < in->size; r++)
-			if (r != in->root_rank)
-				set_bound(x, t->ev[bl[r]].link,
-					  add_mu(x->lcp[b],
-						 mu_of(t, t->loc[b],
-						       t->loc[bl[r]], mu_a,
-						       mu_e)));
-		return;
-	case SH5_COLL_SCAN:
-	case SH5_COLL_EXSCAN:
-		while (x->prefix[k] < in->size &&
-		       bit_get(x->bdone, bl[x->prefix[k]])) {
-			uint32_t p = ++x->prefix[k], j, i;
-			int64_t m = INT64_MIN;
-
-			/* SCAN: end p-1 depends on begins 0..p-1;
-			 * EXSCAN: end p depends on begins 0..p-1. */
-			i = in->cls == SH5_COLL_SCAN ? p - 1 : p;
-			if (i >= in->size)
-				continue;
-			for (j = 0; j < p; j++) {
-				int64_t v = add_mu(x->lcp[bl[j]],
-						   mu_of(t, t->loc[bl[j]],
-							 t->loc[bl[i]],
-							 mu_a, mu_e));
-				if (v > m)
-					m = v;
-			}
-			set_bound(x, t->ev[bl[i]].link, m);
-		}
-		return;
-	}
-}
-
-static int add_jump(struct clc *x, uint32_t pos, uint32_t e, int64_t amount)
-{
-	if (x->njumps == x->jcap) {
-		size_t nc = x->jcap ? x->jcap * 2 : 1024;
-		struct jump *nj = realloc(x->jumps, nc * sizeof(*nj));
-
-		if (!nj)
-			return -1;
-		x->jumps = nj;
-		x->jcap = nc;
-	}
-	x->jumps[x->njumps].pos = pos;
-	x->jumps[x->njumps].ev = e;
-	x->jumps[x->njumps].amount = amount;
-	x->njumps++;
-	x->res->jumps++;
-	if (amount > x->res->max_jump)
-		x->res->max_jump = amount;
-	return 0;
-}
-
-/* llround(v) for |v| < 2^62 without a library call: truncation, then
- * the exact fractional part decides (halves away from zero). */
-static inline int64_t round_near(double v)
-{
-	int64_t i;
-	double f;
-
-	if (!(v > -0x1p62 && v < 0x1p62))
-		return llround(v);
-	i = (int64_t)v;
-	f = v - (double)i;
-	/* no branch: the direction is as good as random */
-	return i + (int64_t)(f >= 0.5) - (int64_t)(f <= -0.5);
-}
-
-/* Process event e, the next one of location loc (state L).  Returns 1
- * when done, 0 when it has to wait for its incoming bound, -1 on memory
- * error. */
-static inline __attribute__((always_inline)) int
-step(struct clc *x, struct locst *L, uint32_t loc, uint32_t e)
-{
-	struct sh5_trace *t = x->t;
-	const struct sh5_clc_params *p = x->p;
-	const struct sh5_trace_event *ev = &t->ev[e];
-	int64_t c = x->c[e], lc = c, base, dc;
-	int need = needs_bound(t, e);
-
-	if (need && !bit_get(x->bset, e)) {
-		L->wait = e;
-		return 0;
-	}
-	/* Equation (4): local constraints.  delta: given, or 1 ns unless
-	 * the local interval is 0. */
-	if (L->has_prev) {
-		int64_t d = p->delta >= 0 ? p->delta : (c > L->pc ? 1 : 0);
-		int64_t v = sadd(L->plc, d);
-		double g;
-
-		if (v > lc)
-			lc = v;
-		/* the interval to double: exact either way */
-		g = __builtin_sub_overflow(c, L->pc, &dc) ?
-		    (double)((__int128)c - L->pc) : (double)dc;
-		v = sadd(L->plc, round_near(p->gamma * g));
-		if (v > lc)
-			lc = v;
-	}
-	base = lc;
-	/* Equation (3)/(3'): the incoming bound. */
-	if (need && x->lcp[e] > lc)
-		lc = x->lcp[e];
-	if (lc > base) {
-		int64_t jump;
-
-		/* lc may be saturated and base far below: the jump too. */
-		if (__builtin_sub_overflow(lc, base, &jump))
-			jump = INT64_MAX;
-		if (add_jump(x, L->cur, e, jump) < 0)
-			return -1;
-	}
-	x->lcp[e] = lc;
-	bit_set(x->bdone, e);
-	L->plc = lc;
-	L->pc = c;
-	L->has_prev = 1;
-	L->cur++;
-	x->left--;
-	if (ev->flags & SH5_EVF_FREE)
-		return 1;
-	if (ev->kind == SH5_EV_SEND) {
-		if (ev->link != SH5_TRACE_NONE &&
-		    !(t->ev[ev->link].flags & SH5_EVF_FREE))
-			set_bound(x, ev->link,
-				  add_mu(lc, mu_of(t, loc, t->loc[ev->link],
-						   p->mu_intra,
-						   p->mu_inter)));
-	} else if (ev->kind == SH5_EV_CBEGIN && ev->ref != SH5_TRACE_NONE) {
-		begin_done(x, e);
-	}
-	return 1;
-}
-
-/* Run the locations on the stack as far as they can go, but not past
- * file index `limit` (keeps the memory access nearly sequential). */
-static int drain(struct clc *x, uint32_t limit)
-{
-	struct sh5_trace *t = x->t;
-
-	while (x->nstack) {
-		uint32_t loc = x->stack[--x->nstack];
-		struct locst *L = &x->ls[loc];
-		uint32_t end = t->loc_first[loc + 1];
-		int r;
-
-		while (L->cur < end) {
-			uint32_t e = t->loc_order[L->cur];
-
-			if (e > limit)
-				break;
-			r = step(x, L, loc, e);
-			if (r < 0)
-				return -1;
-			if (r == 0)
-				break;
-		}
-	}
-	return 0;
-}
-
-/* Forward amortization over every location, in an order that respects
- * all happened-before relations: file order, except that a location
- * waiting for a bound pauses until the bound is known (and then catches
- * up to the current file position). */
-static int forward(struct clc *x, struct sh5_error *errp)
-{
-	struct sh5_trace *t = x->t;
-	const struct sh5_clc_params *p = x->p;
-	size_t l, i;
-	int rc = -1, r;
-
-	x->left = t->nev;
-	for (i = 0; i < t->nev; i++) {
-		uint32_t lo = t->loc[i];
-		struct locst *L = &x->ls[lo];
-
-		/* Not waiting: every earlier event of lo is done, so i is
-		 * its next one. */
-		if (L->wait != SH5_TRACE_NONE)
-			continue;
-		r = step(x, L, lo, (uint32_t)i);
-		if (r < 0)
-			goto nomem;
-		if (x->nstack && drain(x, (uint32_t)i) < 0)
-			goto nomem;
-	}
-	while (x->left) {
-		/* Stuck: the waits form a cycle. */
-		for (l = 0; l < t->nloc; l++) {
-			uint32_t e = x->ls[l].wait, s;
-
-			if (e == SH5_TRACE_NONE)
-				continue;
-			s = t->ev[e].kind == SH5_EV_RECV ? t->ev[e].link :
-			    SH5_TRACE_NONE;
-			if (s != SH5_TRACE_NONE)
-				sh5_trace_problem_add(t, sh5_trace_line(t, e),
-					"cyclic dependency: this RECV waits "
-					"for its SEND (line %u), which "
-					"depends on it", sh5_trace_line(t, s));
-			else
-				sh5_trace_problem_add(t, sh5_trace_line(t, e),
-					"cyclic dependency: this CEND waits "
-					"for begins that depend on it");
-			if (!p->allow_partial) {
-				errno = EDEADLK;
-				sh5_errprintf(errp, "line %u: cyclic "
-					      "dependency between messages",
-					      sh5_trace_line(t, e));
-				goto out;
-			}
-			/* Drop the constraint and go on. */
-			t->ev[e].flags |= SH5_EVF_FREE;
-			if (s != SH5_TRACE_NONE)
-				t->ev[s].flags |= SH5_EVF_FREE;
-			x->res->released++;
-			x->ls[l].wait = SH5_TRACE_NONE;
-			x->stack[x->nstack++] = (uint32_t)l;
-			break;
-		}
-		if (l == t->nloc) {
-			errno = EINVAL;	/* cannot happen */
-			sh5_errprintf(errp, "controlled logical clock: "
-				      "internal error: stuck");
-			goto out;
-		}
-		if (drain(x, UINT32_MAX) < 0)
-			goto nomem;
-	}
-	rc = 0;
-	goto out;
-nomem:
-	errno = ENOMEM;
-	sh5_errprintf(errp, "controlled logical clock: %s", strerror(errno));
-out:
-	return rc;
-}
-
-/* The latest time a begin at location loc may have, by the constrained
- * ends of N-to-N or 1-to-N instance k: min over them of LC'(end) - mu.
- * Cached per instance as the smallest end over all nodes and over the
- * nodes other than that one; exact when mu_intra <= mu_inter, else a
- * lower (safe) value. */
-static int64_t ends_room(struct clc *x, uint32_t k, uint32_t loc)
-{
-	struct sh5_trace *t = x->t;
-	struct endmin *m = &x->emin[k];
-	uint32_t n = t->loc_node[loc];
-	int64_t mu_a = x->p->mu_intra, mu_e = x->p->mu_inter, a, b;
-
-	if (!m->ok) {
-		const struct sh5_trace_inst *in = &t->inst[k];
-		const uint32_t *bl = t->inst_begin + in->first;
-		uint32_t r;
-
-		m->m1 = m->m2 = INT64_MAX;
-		m->n1 = SH5_TRACE_NONE;
-		for (r = 0; r < in->size; r++) {
-			uint32_t end = t->ev[bl[r]].link, nd;
-			int64_t v;
-
-			if (!end_constrained(in, r) ||
-			    (t->ev[end].flags & SH5_EVF_FREE))
-				continue;
-			v = x->lcp[end];
-			nd = t->loc_node[t->loc[end]];
-			if (v < m->m1) {
-				if (nd != m->n1)
-					m->m2 = m->m1;
-				m->m1 = v;
-				m->n1 = nd;
-			} else if (nd != m->n1 && v < m->m2) {
-				m->m2 = v;
-			}
-		}
-		m->ok = 1;
-	}
-	if (m->m1 == INT64_MAX)
-		return INT64_MAX;
-	if (mu_a > mu_e)
-		return sat64((__int128)m->m1 - mu_a);
-	a = n == m->n1 ? sat64((__int128)m->m1 - mu_a) : INT64_MAX;
-	b = n == m->n1 ? m->m2 : m->m1;
-	b = b == INT64_MAX ? INT64_MAX : sat64((__int128)b - mu_e);
-	return a < b ? a : b;
-}
-
-/* Upper bound on moving sending event e forward (from LC' values): how
- * far it may move; INT64_MAX when unconstrained. */
-static int64_t send_room(struct clc *x, uint32_t e)
-{
-	struct sh5_trace *t = x->t;
-	const struct sh5_trace_event *ev = &t->ev[e];
-	int64_t mu_a = x->p->mu_intra, mu_e = x->p->mu_inter;
-	int64_t room = INT64_MAX;
-
-	if (ev->flags & SH5_EVF_FREE)
-		return INT64_MAX;
-	if (ev->kind == SH5_EV_SEND) {
-		if (ev->link == SH5_TRACE_NONE ||
-		    (t->ev[ev->link].flags & SH5_EVF_FREE))
-			return INT64_MAX;
-		room = sat64((__int128)x->lcp[ev->link] -
-			     mu_of(t, t->loc[e], t->loc[ev->link], mu_a,
-				   mu_e) - x->lcp[e]);
-	} else if (ev->kind == SH5_EV_CBEGIN && ev->ref != SH5_TRACE_NONE) {
-		const struct sh5_trace_inst *in = &t->inst[ev->ref];
-		const uint32_t *bl = t->inst_begin + in->first;
-		uint32_t r, me = 0, lo = 0, hi = in->size;
-
-		switch (in->cls) {
-		case SH5_COLL_1TON:
-			if (t->loc[e] != ev->aux)
-				return INT64_MAX;	/* not the root */
-			/* fall through */
-		case SH5_COLL_NTON:
-			room = ends_room(x, ev->ref, t->loc[e]);
-			room = sat64((__int128)room - x->lcp[e]);
-			return room < 0 ? 0 : room;
-		case SH5_COLL_NTO1:
-			lo = in->root_rank;
-			hi = lo + 1;
-			break;
-		case SH5_COLL_SCAN:
-		case SH5_COLL_EXSCAN:
-			for (r = 0; r < in->size; r++)
-				if (bl[r] == e)
-					me = r;
-			lo = in->cls == SH5_COLL_SCAN ? me : me + 1;
-			break;
-		}
-		for (r = lo; r < hi; r++) {
-			uint32_t end = t->ev[bl[r]].link;
-			int64_t v;
-
-			if (!end_constrained(in, r) ||
-			    (t->ev[end].flags & SH5_EVF_FREE))
-				continue;
-			v = sat64((__int128)x->lcp[end] -
-				  mu_of(t, t->loc[e], t->loc[end], mu_a,
-					mu_e) - x->lcp[e]);
-			if (v < room)
-				room = v;
-		}
-	} else {
-		return INT64_MAX;
-	}
-	return room < 0 ? 0 : room;
-}
-
-struct hpt {
-	int64_t x, y;
-};
-
-/* Backward amortization of one jump: the events in the amortization
- * interval before it get the largest shift under the lower convex hull of
- * the ideal ramp's end points and the sending events' limits; the shift
- * of each event is the maximum over all jumps.  out[] starts as the
- * forward pass's times (LC') and gets LC' + shift. */
-static int backward_one(struct clc *x, const struct jump *j, int64_t *out,
-			struct hpt **hull, size_t *hcap, uint32_t **evs,
-			size_t *ecap)
-{
-	struct sh5_trace *t = x->t;
-	uint32_t r = j->ev;
-	uint32_t first = t->loc_first[t->loc[r]], q;
-	int64_t tr = x->lcp[r], D = j->amount, LA, t0;
-	size_t ne = 0, nh = 0, i, h;
-	double la = (double)D / x->p->rate;
-
-	/* LA = jump / rate, to the nearest ns */
-	LA = la > 4.0e18 ? (int64_t)4e18 : llround(la);
-	if (LA < 1)
-		LA = 1;
-	t0 = sat64((__int128)tr - LA);
-	/* Events of the interval, latest first. */
-	for (q = j->pos; q > first; q--) {
-		uint32_t e = t->loc_order[q - 1];
-
-		if (x->lcp[e] <= t0)
-			break;
-		if (ne == *ecap) {
-			size_t nc = *ecap ? *ecap * 2 : 256;
-			uint32_t *n2 = realloc(*evs, nc * sizeof(*n2));
-
-			if (!n2)
-				return -1;
-			*evs = n2;
-			*ecap = nc;
-		}
-		(*evs)[ne++] = e;
-	}
-	if (!ne)
-		return 0;
-	if (*hcap < ne + 2) {
-		struct hpt *n2 = realloc(*hull, (ne + 2) * sizeof(*n2));
-
-		if (!n2)
-			return -1;
-		*hull = n2;
-		*hcap = ne + 2;
-	}
-	/* Lower convex hull of (t0,0), the limits, (tr,D); x increasing. */
-	{
-		struct hpt *H = *hull;
-		struct hpt pt;
-
-		H[nh++] = (struct hpt){ t0, 0 };
-		for (i = ne + 1; i-- > 0;) {
-			if (i == 0) {
-				pt.x = tr;
-				pt.y = D;
-			} else {
-				int64_t room = send_room(x, (*evs)[i - 1]);
-
-				if (room == INT64_MAX)
-					continue;
-				pt.x = x->lcp[(*evs)[i - 1]];
-				pt.y = room;
-				/* Above the ramp: cannot bind. */
-				if ((__int128)pt.y * LA >=
-				    (__int128)D * ((__int128)pt.x - t0))
-					continue;
-			}
-			if (H[nh - 1].x == pt.x) {
-				if (pt.y < H[nh - 1].y)
-					H[nh - 1].y = pt.y;
-				else
-					continue;
-				/* re-check convexity below */
-				pt = H[--nh];
-			}
-			while (nh >= 2) {
-				struct hpt *o = &H[nh - 2], *a = &H[nh - 1];
-				__int128 cr = ((__int128)a->x - o->x) *
-					      ((__int128)pt.y - o->y) -
-					      ((__int128)a->y - o->y) *
-					      ((__int128)pt.x - o->x);
-				if (cr > 0)
-					break;
-				nh--;
-			}
-			H[nh++] = pt;
-		}
-		/* Shift the events (earliest first) under the hull. */
-		h = 0;
-		for (i = ne; i-- > 0;) {
-			uint32_t e = (*evs)[i];
-			int64_t te = x->lcp[e], f;
-			__int128 num;
-
-			while (h + 1 < nh && H[h + 1].x < te)
-				h++;
-			if (h + 1 >= nh)
-				break;
-			num = ((__int128)H[h + 1].y - H[h].y) *
-			      ((__int128)te - H[h].x);
-			{
-				__int128 den = (__int128)H[h + 1].x - H[h].x;
-				__int128 qq = num / den;
-
-				if (num % den != 0 && num < 0)
-					qq--;	/* floor */
-				f = sat64(H[h].y + qq);
-			}
-			if (f > 0 && sadd(te, f) > out[e]) {
-				if (out[e] == te)
-					x->res->amortized++;
-				out[e] = sadd(te, f);
-			}
-		}
-	}
-	return 0;
-}
-
-int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
-		     int64_t *times, struct sh5_clc_result *res,
-		     struct sh5_error *errp)
-{
-	struct clc x;
-	struct sh5_clc_result dummy;
-	struct hpt *hull = NULL;
-	uint32_t *evs = NULL;
-	size_t hcap = 0, ecap = 0, i, maxsize = 1;
-	int rc = -1;
-
-	if (!res)
-		res = &dummy;
-	memset(res, 0, sizeof(*res));
-	memset(&x, 0, sizeof(x));
-	if (!(p->gamma > 0 && p->gamma <= 1) || p->mu_intra < 0 ||
-	    p->mu_inter < 0) {
-		errno = EINVAL;
-		return sh5_errprintf(errp, "controlled logical clock: gamma "
-				     "must be in (0,1] and mu >= 0");
-	}
-	x.t = t;
-	x.p = p;
-	x.c = times;
-	x.res = res;
-	for (i = 0; i < t->ninst; i++)
-		if (t->inst[i].size > maxsize)
-			maxsize = t->inst[i].size;
-	x.lcp = p->work ? p->work : malloc((t->nev + 1) * sizeof(*x.lcp));
-	x.ls = malloc((t->nloc + 1) * sizeof(*x.ls));
-	x.bset = calloc(t->nev / 64 + 1, sizeof(*x.bset));
-	x.bdone = calloc(t->nev / 64 + 1, sizeof(*x.bdone));
-	x.stack = malloc((t->nloc + 1) * sizeof(*x.stack));
-	x.nb_done = calloc(t->ninst + 1, sizeof(*x.nb_done));
-	x.prefix = calloc(t->ninst + 1, sizeof(*x.prefix));
-	x.bound = malloc(maxsize * sizeof(*x.bound));
-	if (!x.lcp || !x.ls || !x.bset || !x.bdone || !x.stack || !x.nb_done ||
-	    !x.prefix || !x.bound || nodescratch_init(&x.ns, t->nnode) < 0) {
-		x.ns.max = NULL;
-		x.ns.touched = NULL;
-		errno = ENOMEM;
-		sh5_errprintf(errp, "controlled logical clock: %s",
-			      strerror(errno));
-		goto out;
-	}
-	for (i = 0; i < t->nloc; i++) {
-		x.ls[i].cur = t->loc_first[i];
-		x.ls[i].wait = SH5_TRACE_NONE;
-		x.ls[i].has_prev = 0;
-		x.ls[i].plc = x.ls[i].pc = 0;
-	}
-	if (forward(&x, errp) < 0)
-		goto out;
-	/* times[] is free now: it gets LC', then LC' plus the backward
-	 * shift where there is one. */
-	memcpy(times, x.lcp, t->nev * sizeof(*times));
-	if (p->rate > 0 && x.njumps) {
-		x.emin = calloc(t->ninst + 1, sizeof(*x.emin));
-		if (!x.emin) {
-			errno = ENOMEM;
-			sh5_errprintf(errp, "controlled logical clock: %s",
-				      strerror(errno));
-			goto out;
-		}
-		for (i = 0; i < x.njumps; i++) {
-			/* Prefetch ahead: the positions before a later jump,
-			 * and the events before a nearer one. */
-			if (i + 16 < x.njumps)
-				__builtin_prefetch(&t->loc_order[
-					x.jumps[i + 16].pos - 1]);
-			if (i + 8 < x.njumps) {
-				const struct jump *jn = &x.jumps[i + 8];
-				uint32_t q = jn->pos, f = t->loc_first[
-					t->loc[jn->ev]];
-
-				__builtin_prefetch(&x.lcp[jn->ev]);
-				if (q > f) {
-					uint32_t e = t->loc_order[q - 1];
-
-					__builtin_prefetch(&x.lcp[e]);
-					__builtin_prefetch(&t->ev[e]);
-					__builtin_prefetch(&times[e], 1);
-				}
-			}
-			if (backward_one(&x, &x.jumps[i], times, &hull, &hcap,
-					 &evs, &ecap) < 0) {
-				errno = ENOMEM;
-				sh5_errprintf(errp, "controlled logical clock: "
-					      "%s", strerror(errno));
-				goto out;
-			}
-		}
-	}
-	rc = 0;
-out:
-	if (x.lcp != p->work)
-		free(x.lcp);
-	free(x.ls);
-	free(x.bset);
-	free(x.bdone);
-	free(x.stack);
-	free(x.nb_done);
-	free(x.prefix);
-	free(x.bound);
-	free(x.jumps);
-	free(x.emin);
-	free(hull);
-	free(evs);
-	nodescratch_free(&x.ns);
-	return rc;
 }

@@ -14,7 +14,7 @@
 #include <hdf5.h>
 
 #include "events/evstore.h"
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 
 struct in {
 	const uint8_t *p;

@@ -55,7 +55,7 @@ echo "sanitizer build: $(( $(date +%s) - t0 )) s ($dir)"
 
 TESTS_DEFAULT="tests/unit/common/test_outfile \
 tests/unit/common/test_runstats tests/unit/common/test_csvfmt tests/unit/profile/test_series \
-tests/unit/events/test_evspill tests/unit/events/test_evstore tests/unit/events/test_jobevents \
+tests/unit/events/test_evspill tests/unit/events/test_evstore tests/unit/sync/test_jobevents \
 tests/unit/export/test_evlb tests/unit/export/test_lbdata tests/unit/sync/test_trace \
 tests/unit/sync/test_timesync tests/unit/sync/test_mergesync \
 tests/tools/harden_sweep.sh tests/tools/merge_faults.sh \

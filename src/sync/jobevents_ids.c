@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events/jobevents.h"
-#include "events/jobevents_int.h"
+#include "sync/jobevents.h"
+#include "sync/jobevents_int.h"
 #include "sync/trace.h"	/* sh5_trace_op_class() */
 #include "common/sort.h"
 

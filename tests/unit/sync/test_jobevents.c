@@ -1,4 +1,4 @@
-/* test_jobevents.c - the job-file event reader (events/jobevents.h) and
+/* test_jobevents.c - the job-file event reader (sync/jobevents.h) and
  * its event-trace CSV: a small job file written here with HDF5 calls in
  * the layout of events/evstore.h, read back, written as CSV and compared
  * with the exact text; damaged content fails naming the dataset. */
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 
 static char path[64];
 

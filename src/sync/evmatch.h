@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 
 /* The key and order of a message; the first member of the caller's
  * message type. */

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 
 /* Sizes beyond these are refused as damage, not allocated. */
 #define MAX_RECS (UINT64_C(1) << 28)	/* per task: 10 GiB of records */

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events/jobevents.h"
-#include "events/jobevents_int.h"
-#include "sync/mergesync.h"	/* sh5_clock_points_read() */
+#include "sync/jobevents.h"
+#include "sync/jobevents_int.h"
+#include "sync/clockpoints.h"	/* sh5_clock_points_read() */
 #include "profile/reader.h"	/* sh5_attr_get_int(), sh5_attr_get_str() */
 #include "common/sort.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events/jobevents.h"
+#include "sync/jobevents.h"
 #include "sync/trace.h"	/* sh5_trace_op_name(), sh5_trace_op_class() */
 
 static int rooted(unsigned op)

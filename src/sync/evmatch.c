@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "events/evmatch.h"
+#include "sync/evmatch.h"
 #include "common/sort.h"
 
 void sh5_evmsg_set(struct sh5_evmsg *m, const struct sh5_evtask *t,

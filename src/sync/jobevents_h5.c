@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events/jobevents.h"
-#include "events/jobevents_int.h"
+#include "sync/jobevents.h"
+#include "sync/jobevents_int.h"
 #include "merge/merge.h"	/* sh5_step_cmp() */
 #include "common/sort.h"
 

@@ -1,4 +1,4 @@
-/* test_evmatch.c - message matching (events/evmatch.h): messages from
+/* test_evmatch.c - message matching (sync/evmatch.h): messages from
  * SEND/RECV records, pairing in order per (src, dst, comm, tag) whatever
  * the input order, unmatched counts, the callback stopping the walk. */
 #include "config.h"
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "events/evmatch.h"
+#include "sync/evmatch.h"
 
 struct m {
 	struct sh5_evmsg k;
