@@ -72,8 +72,8 @@ static int hmap_grow(struct hmap *m)
  * Returns the value, NONE when absent (and not inserted), or HMAP_NOMEM
  * on memory error. */
 #define HMAP_NOMEM (UINT32_MAX - 1)
-static uint32_t hmap_get(struct hmap *m, uint64_t a, uint64_t b, uint64_t c,
-			 uint32_t val_new)
+static uint32_t trace_hmap_get(struct hmap *m, uint64_t a, uint64_t b,
+			       uint64_t c, uint32_t val_new)
 {
 	size_t j;
 
@@ -101,7 +101,7 @@ static uint32_t hmap_get(struct hmap *m, uint64_t a, uint64_t b, uint64_t c,
 	return val_new;
 }
 
-static void hmap_free(struct hmap *m)
+static void trace_hmap_free(struct hmap *m)
 {
 	free(m->slot);
 	memset(m, 0, sizeof(*m));
@@ -132,7 +132,8 @@ struct csrc {
 };
 
 /* Returns 1 with a block, 0 at the end, -1 with errno set. */
-static int csrc_next(struct csrc *s, const char **b, size_t *n, int *virt)
+static int trace_csrc_next(struct csrc *s, const char **b, size_t *n,
+			   int *virt)
 {
 	const char *q;
 	ssize_t r;
@@ -213,7 +214,7 @@ static int csrc_next(struct csrc *s, const char **b, size_t *n, int *virt)
 }
 
 /* A source reading the file at path (opened here). */
-static int csrc_open(struct csrc *s, const char *path)
+static int trace_csrc_open(struct csrc *s, const char *path)
 {
 	memset(s, 0, sizeof(*s));
 	s->fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -230,7 +231,7 @@ static int csrc_open(struct csrc *s, const char *path)
 	return 0;
 }
 
-static void csrc_mem(struct csrc *s, const char *buf, size_t len)
+static void trace_csrc_mem(struct csrc *s, const char *buf, size_t len)
 {
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
@@ -239,7 +240,7 @@ static void csrc_mem(struct csrc *s, const char *buf, size_t len)
 }
 
 /* Closes the file (when any); keeps errno. */
-static void csrc_close(struct csrc *s)
+static void trace_csrc_close(struct csrc *s)
 {
 	int saved = errno;
 
@@ -253,14 +254,14 @@ static void csrc_close(struct csrc *s)
 
 /* ------------------------------------------------------------- helpers */
 
-static const char *const op_names[SH5_OP_COUNT] = {
+static const char *const trace_op_names[SH5_OP_COUNT] = {
 	"?", "BARRIER", "BCAST", "SCATTER", "GATHER", "REDUCE", "ALLREDUCE",
 	"ALLGATHER", "ALLTOALL", "REDUCE_SCATTER", "SCAN", "EXSCAN",
 };
 
 const char *sh5_trace_op_name(unsigned op)
 {
-	return op < SH5_OP_COUNT ? op_names[op] : "?";
+	return op < SH5_OP_COUNT ? trace_op_names[op] : "?";
 }
 
 enum sh5_coll_class sh5_trace_op_class(unsigned op)
@@ -323,7 +324,7 @@ static unsigned op_lookup(const char *s, size_t len)
 	default:
 		return SH5_OP_NONE;
 	}
-	return memcmp(op_names[op], s, len) ? SH5_OP_NONE : op;
+	return memcmp(trace_op_names[op], s, len) ? SH5_OP_NONE : op;
 }
 
 void sh5_trace_problem_add(struct sh5_trace *t, uint32_t line,
@@ -479,12 +480,12 @@ struct parser {
 #define NOMEM(p) do { errno = ENOMEM; goto nomem; } while (0)
 
 /* loc_index() of a location not in the direct table. */
-static uint32_t loc_index_slow(struct parser *p, int64_t id)
+static uint32_t trace_loc_index_slow(struct parser *p, int64_t id)
 {
 	struct sh5_trace *t = p->t;
 	uint32_t v;
 
-	v = hmap_get(&p->locmap, (uint64_t)id, 0, 0, (uint32_t)t->nloc);
+	v = trace_hmap_get(&p->locmap, (uint64_t)id, 0, 0, (uint32_t)t->nloc);
 	if (v != HMAP_NOMEM && id >= 0 && id < LOC_DIRECT)
 		p->locdirect[id] = v;
 
@@ -524,15 +525,15 @@ static inline uint32_t loc_index(struct parser *p, int64_t id)
 	/* Small location numbers: a direct table in front of the map. */
 	if (id >= 0 && id < LOC_DIRECT && p->locdirect[id] != SH5_TRACE_NONE)
 		return p->locdirect[id];
-	return loc_index_slow(p, id);
+	return trace_loc_index_slow(p, id);
 }
 
-static int comm_add(struct parser *p, int64_t id, uint32_t *idx)
+static int trace_comm_add(struct parser *p, int64_t id, uint32_t *idx)
 {
 	struct sh5_trace *t = p->t;
 	size_t c = p->commcap;
-	uint32_t v = hmap_get(&p->commmap, (uint64_t)id, 0, 0,
-			      (uint32_t)t->ncomm);
+	uint32_t v = trace_hmap_get(&p->commmap, (uint64_t)id, 0, 0,
+				    (uint32_t)t->ncomm);
 
 	if (v == HMAP_NOMEM)
 		return -1;
@@ -657,9 +658,9 @@ static int parse_directive(struct parser *p, const char *s, size_t len,
 							"communicator id");
 						return 0;
 					}
-					if (hmap_get(&p->commmap,
-						     (uint64_t)cid, 0, 0,
-						     SH5_TRACE_NONE) !=
+					if (trace_hmap_get(&p->commmap,
+							   (uint64_t)cid, 0, 0,
+							   SH5_TRACE_NONE) !=
 					    SH5_TRACE_NONE) {
 						sh5_trace_problem_add(t, line,
 							"communicator %lld "
@@ -667,7 +668,7 @@ static int parse_directive(struct parser *p, const char *s, size_t len,
 							(long long)cid);
 						return 0;
 					}
-					if (comm_add(p, cid, &cidx) < 0)
+					if (trace_comm_add(p, cid, &cidx) < 0)
 						return -1;
 					if (cid == 0) {
 						p->comm0 = (int)cidx;
@@ -680,8 +681,9 @@ static int parse_directive(struct parser *p, const char *s, size_t len,
 					for (q = b; q < e; q++)
 						h = (h ^ (unsigned char)s[q]) *
 						    1099511628211ULL;
-					nidx = hmap_get(&p->nodemap, h, e - b,
-						0, (uint32_t)p->nnode_named);
+					nidx = trace_hmap_get(&p->nodemap, h,
+						e - b, 0,
+						(uint32_t)p->nnode_named);
 					if (nidx == HMAP_NOMEM)
 						return -1;
 					if (nidx == p->nnode_named)
@@ -702,7 +704,8 @@ static int parse_directive(struct parser *p, const char *s, size_t len,
 			if (li == SH5_TRACE_NONE)
 				return -1;
 			if (is_comm) {
-				uint32_t r = hmap_get(&p->rankmap, cidx, li, 0,
+				uint32_t r = trace_hmap_get(&p->rankmap, cidx,
+					li, 0,
 					(uint32_t)(p->ncmem -
 						   t->comm_first[cidx]));
 				if (r == HMAP_NOMEM)
@@ -889,12 +892,13 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 				sh5_trace_problem_add(t, line, "malformed "
 						      "line: %s needs a root "
 						      "location",
-						      op_names[op]);
+						      trace_op_names[op]);
 				return 0;
 			}
 		} else if (fl[6]) {
 			sh5_trace_problem_add(t, line, "malformed line: %s "
-					      "takes no root", op_names[op]);
+					      "takes no root",
+					      trace_op_names[op]);
 			return 0;
 		}
 		if (fl[4]) {
@@ -1029,9 +1033,9 @@ static inline int add_event(struct parser *p, const struct rec *r,
 		e->aux = pi;
 		src = kind == SH5_EV_SEND ? li : pi;
 		dst = kind == SH5_EV_SEND ? pi : li;
-		c = hmap_get(&p->chanmap, ((uint64_t)src << 32) | dst,
-			     (uint64_t)tag, (uint64_t)comm,
-			     (uint32_t)p->nchan);
+		c = trace_hmap_get(&p->chanmap, ((uint64_t)src << 32) | dst,
+				   (uint64_t)tag, (uint64_t)comm,
+				   (uint32_t)p->nchan);
 		if (c == HMAP_NOMEM)
 			return -1;
 		if (c == p->nchan) {
@@ -1050,10 +1054,10 @@ static inline int add_event(struct parser *p, const struct rec *r,
 	} else if (kind == SH5_EV_CBEGIN || kind == SH5_EV_CEND) {
 		uint32_t cidx = p->lastcomm_idx != SH5_TRACE_NONE &&
 				p->lastcomm == comm ? p->lastcomm_idx :
-				hmap_get(&p->commmap, (uint64_t)comm, 0, 0,
-					 SH5_TRACE_NONE);
+				trace_hmap_get(&p->commmap, (uint64_t)comm,
+					       0, 0, SH5_TRACE_NONE);
 		if (cidx == SH5_TRACE_NONE && comm == 0) {
-			if (comm_add(p, 0, &cidx) < 0)
+			if (trace_comm_add(p, 0, &cidx) < 0)
 				return -1;
 			p->comm0 = (int)cidx;
 		}
@@ -1427,9 +1431,9 @@ static void op_desc(const struct sh5_trace *t, const struct sh5_trace_event *e,
 		    char *buf, size_t len)
 {
 	if (e->aux == SH5_TRACE_NONE)
-		snprintf(buf, len, "%s", op_names[e->op]);
+		snprintf(buf, len, "%s", trace_op_names[e->op]);
 	else
-		snprintf(buf, len, "%s root %lld", op_names[e->op],
+		snprintf(buf, len, "%s root %lld", trace_op_names[e->op],
 			 (long long)t->loc_id[e->aux]);
 }
 
@@ -1467,8 +1471,9 @@ static int assemble_colls(struct parser *p)
 			cmp_loc_id, t->loc_id);
 		t->comm_first[p->comm0 + 1] = (uint32_t)p->ncmem;
 		for (i = t->comm_first[p->comm0]; i < p->ncmem; i++)
-			if (hmap_get(&p->rankmap, (uint64_t)p->comm0, m[i], 0,
-				     (uint32_t)(i - t->comm_first[p->comm0])) ==
+			if (trace_hmap_get(&p->rankmap, (uint64_t)p->comm0,
+					   m[i], 0, (uint32_t)(i -
+					   t->comm_first[p->comm0])) ==
 			    HMAP_NOMEM)
 				return -1;
 	}
@@ -1486,7 +1491,7 @@ static int assemble_colls(struct parser *p)
 					(uint32_t)(i - t->comm_first[c]);
 	}
 #define RANK(c, l) (rtab ? rtab[(size_t)(c) * t->nloc + (l)] : \
-		    hmap_get(&p->rankmap, (c), (l), 0, SH5_TRACE_NONE))
+		    trace_hmap_get(&p->rankmap, (c), (l), 0, SH5_TRACE_NONE))
 	/* Check every member and root; assign slots. */
 	nslot = p->ncmem;
 	cnt = calloc(nslot + 1, sizeof(*cnt));
@@ -1537,7 +1542,8 @@ static int assemble_colls(struct parser *p)
 			sh5_trace_problem_add(t, sh5_trace_line(t, i),
 				"root %lld of %s is "
 				"not a member of communicator %lld",
-				(long long)t->loc_id[e->aux], op_names[e->op],
+				(long long)t->loc_id[e->aux],
+				trace_op_names[e->op],
 				(long long)t->comm_id[e->ref]);
 			free_flag_coll(t, (uint32_t)i);
 			continue;
@@ -1610,7 +1616,7 @@ static int assemble_colls(struct parser *p)
 				sh5_trace_problem_add(t, sh5_trace_line(t, fi),
 					"collective #%zu (%s) on communicator "
 					"%lld: member %lld never calls it",
-					k + 1, op_names[fe->op],
+					k + 1, trace_op_names[fe->op],
 					(long long)t->comm_id[c],
 					(long long)t->loc_id[
 						t->comm_members[f + r]]);
@@ -1683,7 +1689,7 @@ out:
 	return rc;
 }
 
-static int finish(struct parser *p)
+static int trace_finish(struct parser *p)
 {
 	struct sh5_trace *t = p->t;
 	size_t i, nextnode;
@@ -1752,8 +1758,8 @@ static int finish(struct parser *p)
 
 /* Any line but the common event lines (s without its '\n').  Returns 0,
  * -1 on memory error, -2 on a fatal error (errno set, errp filled). */
-static int read_line(struct parser *p, const char *s, size_t len,
-		     uint32_t line, struct sh5_error *errp)
+static int trace_read_line(struct parser *p, const char *s, size_t len,
+			   uint32_t line, struct sh5_error *errp)
 {
 	size_t q;
 
@@ -1849,7 +1855,7 @@ static struct sh5_trace *read_src(struct csrc *src, const char *name,
 		if (!t->ev || !t->time || !t->loc)
 			NOMEM(p);
 	}
-	while ((r = csrc_next(src, &blk, &n, &virt)) > 0) {
+	while ((r = trace_csrc_next(src, &blk, &n, &virt)) > 0) {
 		for (bend = blk + n; blk < bend;) {
 			if (line == UINT32_MAX - 1) {
 				errno = EFBIG;
@@ -1874,8 +1880,8 @@ static struct sh5_trace *read_src(struct csrc *src, const char *name,
 					NOMEM(p);
 			}
 			nl = memchr(blk, '\n', (size_t)(bend - blk));
-			rl = read_line(&p, blk, (size_t)(nl - blk), line,
-				       errp);
+			rl = trace_read_line(&p, blk, (size_t)(nl - blk),
+					     line, errp);
 			if (rl == -1 || line_done(&p, line, nev0) < 0)
 				NOMEM(p);
 			if (rl < 0)
@@ -1893,7 +1899,7 @@ static struct sh5_trace *read_src(struct csrc *src, const char *name,
 		goto fail;
 	}
 	t->nlines = line;
-	if (finish(&p) < 0)
+	if (trace_finish(&p) < 0)
 		NOMEM(p);
 	goto done;
 nomem:
@@ -1909,11 +1915,11 @@ done:
 	free(p.p2p);
 	free(p.cbl);
 	free(p.loc_node_named);
-	hmap_free(&p.locmap);
-	hmap_free(&p.commmap);
-	hmap_free(&p.chanmap);
-	hmap_free(&p.nodemap);
-	hmap_free(&p.rankmap);
+	trace_hmap_free(&p.locmap);
+	trace_hmap_free(&p.commmap);
+	trace_hmap_free(&p.chanmap);
+	trace_hmap_free(&p.nodemap);
+	trace_hmap_free(&p.rankmap);
 	return t;
 }
 
@@ -1923,14 +1929,14 @@ struct sh5_trace *sh5_trace_read(const char *path, struct sh5_error *errp)
 	struct sh5_trace *t;
 	struct stat st;
 
-	if (csrc_open(&src, path) < 0) {
+	if (trace_csrc_open(&src, path) < 0) {
 		sh5_errprintf(errp, "%s: %s", path, strerror(errno));
 		return NULL;
 	}
 	t = read_src(&src, path,
 		     fstat(src.fd, &st) == 0 && S_ISREG(st.st_mode) ?
 		     (size_t)st.st_size : 0, errp);
-	csrc_close(&src);
+	trace_csrc_close(&src);
 	return t;
 }
 
@@ -1941,9 +1947,9 @@ struct sh5_trace *sh5_trace_read_mem(const char *buf, size_t len,
 	struct csrc src;
 	struct sh5_trace *t;
 
-	csrc_mem(&src, buf, len);
+	trace_csrc_mem(&src, buf, len);
 	t = read_src(&src, name, 0, errp);
-	csrc_close(&src);
+	trace_csrc_close(&src);
 	return t;
 }
 
@@ -2351,7 +2357,7 @@ static int write_src(const struct sh5_trace *t, struct csrc *src,
 	int r, w, virt;
 
 	wcur_init(t, &c);
-	while ((r = csrc_next(src, &p, &n, &virt)) > 0) {
+	while ((r = trace_csrc_next(src, &p, &n, &virt)) > 0) {
 		/* an fd source's blocks are in its own buffer; the last
 		 * line with its '\n' added goes through o's buffer */
 		w = src->fd >= 0 && !virt ?
@@ -2396,7 +2402,7 @@ int sh5_trace_write(const struct sh5_trace *t, const char *in_path,
 
 	memset(&o, 0, sizeof(o));
 	o.fd = -1;
-	if (csrc_open(&src, in_path) < 0)
+	if (trace_csrc_open(&src, in_path) < 0)
 		return sh5_errprintf(errp, "%s: %s", in_path, strerror(errno));
 	o.cap = CSRC_CHUNK;
 	o.buf = malloc(o.cap);
@@ -2424,7 +2430,7 @@ int sh5_trace_write(const struct sh5_trace *t, const char *in_path,
 out:
 	saved = errno;
 	sh5_outfile_abort(&out);
-	csrc_close(&src);
+	trace_csrc_close(&src);
 	free(o.buf);
 	errno = saved;
 	return rc;
@@ -2440,9 +2446,9 @@ int sh5_trace_write_mem(const struct sh5_trace *t, const char *in,
 
 	memset(&o, 0, sizeof(o));
 	o.fd = -1;
-	csrc_mem(&src, in, inlen);
+	trace_csrc_mem(&src, in, inlen);
 	rc = write_src(t, &src, times, &o, "(memory)", errp);
-	csrc_close(&src);
+	trace_csrc_close(&src);
 	if (rc < 0) {
 		free(o.buf);
 		return -1;
