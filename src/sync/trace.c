@@ -756,10 +756,10 @@ struct rec {
 static inline int add_event(struct parser *p, const struct rec *r,
 			    uint32_t line) __attribute__((always_inline));
 
-/* Parse one data line.  Returns 0 (event added, or problem recorded), -1
- * on memory error. */
+/* Parse one data line.  Returns 1 with its fields in *r (the caller adds
+ * the event), 0 when it is not valid (problem recorded). */
 static int parse_data(struct parser *p, const char *s, size_t len,
-		      uint32_t line)
+		      uint32_t line, struct rec *r)
 {
 	struct sh5_trace *t = p->t;
 	const char *f[8];
@@ -767,7 +767,6 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 	int64_t lid, tm, peer = 0, tag = 0, comm = 0, root = 0, bytes;
 	unsigned kind, op = 0;
 	int is_offset = 0;
-	struct rec r;
 
 	/* Find the commas eight bytes at a time (exact per-byte test). */
 	f[0] = s;
@@ -908,16 +907,16 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 		}
 	}
 
-	r.lid = lid;
-	r.tm = tm;
-	r.peer = peer;
-	r.tag = tag;
-	r.comm = comm;
-	r.root = root;
-	r.kind = kind;
-	r.op = op;
-	r.is_offset = is_offset;
-	return add_event(p, &r, line);
+	r->lid = lid;
+	r->tm = tm;
+	r->peer = peer;
+	r->tag = tag;
+	r->comm = comm;
+	r->root = root;
+	r->kind = kind;
+	r->op = op;
+	r->is_offset = is_offset;
+	return 1;
 }
 
 /* Add the event (or OFFSET measurement) of a valid data line.  Returns 0
@@ -1757,9 +1756,11 @@ static int trace_finish(struct parser *p)
 }
 
 /* Any line but the common event lines (s without its '\n').  Returns 0,
- * -1 on memory error, -2 on a fatal error (errno set, errp filled). */
+ * 1 with a valid data line's fields in *r (the caller adds the event), -1
+ * on memory error, -2 on a fatal error (errno set, errp filled). */
 static int trace_read_line(struct parser *p, const char *s, size_t len,
-			   uint32_t line, struct sh5_error *errp)
+			   uint32_t line, struct sh5_error *errp,
+			   struct rec *r)
 {
 	size_t q;
 
@@ -1800,7 +1801,7 @@ static int trace_read_line(struct parser *p, const char *s, size_t len,
 		;
 	if (q == len)
 		return 0;
-	return parse_data(p, s, len, line) < 0 ? -1 : 0;
+	return parse_data(p, s, len, line, r);
 }
 
 /* Line `line` is done: note it in t->other unless it added an event
@@ -1819,6 +1820,20 @@ static inline int line_done(struct parser *p, uint32_t line, size_t nev0)
 	t->other = o;
 	o[t->nother++] = line;
 	return 0;
+}
+
+/* A line that is not of the common shapes: trace_read_line(), then
+ * add_event() for a valid data line.  Returns as trace_read_line() but
+ * never 1.  Not inlined: keeps the loop of read_src() small. */
+static __attribute__((noinline)) int read_other(struct parser *p,
+						const char *s, size_t len,
+						uint32_t line,
+						struct sh5_error *errp)
+{
+	struct rec r;
+	int rl = trace_read_line(p, s, len, line, errp, &r);
+
+	return rl == 1 ? add_event(p, &r, line) : rl;
 }
 
 static struct sh5_trace *read_src(struct csrc *src, const char *name,
@@ -1880,8 +1895,8 @@ static struct sh5_trace *read_src(struct csrc *src, const char *name,
 					NOMEM(p);
 			}
 			nl = memchr(blk, '\n', (size_t)(bend - blk));
-			rl = trace_read_line(&p, blk, (size_t)(nl - blk),
-					     line, errp);
+			rl = read_other(&p, blk, (size_t)(nl - blk), line,
+					errp);
 			if (rl == -1 || line_done(&p, line, nev0) < 0)
 				NOMEM(p);
 			if (rl < 0)
