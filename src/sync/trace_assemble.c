@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sync/timesync.h"	/* struct sh5_offset_point */
 #include "sync/trace_int.h"
 
 /* ---------------------------------------------------------- post-passes */
