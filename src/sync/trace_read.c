@@ -11,8 +11,232 @@
 
 #define NOMEM(p) do { errno = ENOMEM; goto nomem; } while (0)
 
+/* The steps of add_event(), inlined into it as it is into the loop (the
+ * compiler would keep some apart). */
+#define HOT inline __attribute__((always_inline))
+
 static inline int add_event(struct parser *p, const struct rec *r,
 			    uint32_t line) __attribute__((always_inline));
+
+/* Report the time of a line at location li going backwards (below the
+ * location's last time).  Returns -1 for an OFFSET line (to be ignored),
+ * 0 for an event (to be clamped). */
+static int time_backwards(struct parser *p, const struct rec *r,
+			  uint32_t li, uint32_t line)
+{
+	struct sh5_trace *t = p->t;
+
+	if (r->is_offset) {
+		sh5_trace_problem_add(t, line, "time goes backwards at "
+				      "location %lld (%lld after "
+				      "%lld); OFFSET line ignored",
+				      (long long)r->lid, (long long)r->tm,
+				      (long long)p->ls[li].last);
+		return -1;
+	}
+	sh5_trace_problem_add(t, line, "time goes backwards at "
+			      "location %lld (%lld after %lld)",
+			      (long long)r->lid, (long long)r->tm,
+			      (long long)p->ls[li].last);
+	return 0;
+}
+
+/* The OFFSET measurement of line at location li, local time tm.  0, or
+ * -1 on memory error. */
+static int add_offset(struct parser *p, const struct rec *r, uint32_t li,
+		      int64_t tm, uint32_t line)
+{
+	struct sh5_trace *t = p->t;
+	struct offrec *o = grow(p->offs, &p->offcap, t->noff + 1, sizeof(*o));
+
+	if (!o)
+		return -1;
+	p->offs = o;
+	o[t->noff].local = tm;
+	o[t->noff].offset = r->peer;
+	o[t->noff].loc = li;
+	o[t->noff].line = line;
+	t->noff++;
+	return 0;
+}
+
+/* Room for more events in t->ev, t->time and t->loc (full now).  0, or
+ * -1 on memory error. */
+static int grow_events(struct parser *p)
+{
+	struct sh5_trace *t = p->t;
+	size_t c = p->evcap;
+	void *ne = grow(t->ev, &c, t->nev + 1, sizeof(*t->ev));
+
+	if (!ne)
+		return -1;
+	t->ev = ne;
+	c = p->evcap;
+	void *nt = grow(t->time, &c, t->nev + 1, sizeof(*t->time));
+	if (!nt)
+		return -1;
+	t->time = nt;
+	c = p->evcap;
+	nt = grow(t->loc, &c, t->nev + 1, sizeof(*t->loc));
+	if (!nt)
+		return -1;
+	t->loc = nt;
+	p->evcap = c;
+	return 0;
+}
+
+/* A SEND or RECV e at location li: on the list of p2p events, its peer
+ * and its channel (source, destination, tag, communicator).  0, or -1 on
+ * memory error. */
+static HOT int p2p_event(struct parser *p, struct sh5_trace_event *e,
+			 const struct rec *r, uint32_t li)
+{
+	uint32_t *l2 = p->np2p < p->p2pcap ? p->p2p :
+		       grow(p->p2p, &p->p2pcap, p->np2p + 1, sizeof(*l2));
+	uint32_t pi, src, dst, c;
+
+	if (!l2)
+		return -1;
+	p->p2p = l2;
+	l2[p->np2p++] = (uint32_t)p->t->nev;
+	pi = loc_index(p, r->peer);
+	if (pi == SH5_TRACE_NONE)
+		return -1;
+	e->aux = pi;
+	src = r->kind == SH5_EV_SEND ? li : pi;
+	dst = r->kind == SH5_EV_SEND ? pi : li;
+	c = trace_hmap_get(&p->chanmap, ((uint64_t)src << 32) | dst,
+			   (uint64_t)r->tag, (uint64_t)r->comm,
+			   (uint32_t)p->nchan);
+	if (c == HMAP_NOMEM)
+		return -1;
+	if (c == p->nchan) {
+		struct chan *ch = grow(p->chans, &p->chancap, p->nchan + 1,
+				       sizeof(*ch));
+		if (!ch)
+			return -1;
+		p->chans = ch;
+		ch[c].src = src;
+		ch[c].dst = dst;
+		ch[c].tag = r->tag;
+		ch[c].comm = r->comm;
+		p->nchan++;
+	}
+	e->ref = c;
+	return 0;
+}
+
+/* The index of communicator comm in *cidx: NONE when undeclared
+ * (communicator 0 is created on first use).  0, or -1 on memory error. */
+static HOT int coll_comm(struct parser *p, int64_t comm, uint32_t *cidx)
+{
+	uint32_t c = p->lastcomm_idx != SH5_TRACE_NONE &&
+		     p->lastcomm == comm ? p->lastcomm_idx :
+		     trace_hmap_get(&p->commmap, (uint64_t)comm, 0, 0,
+				    SH5_TRACE_NONE);
+
+	if (c == SH5_TRACE_NONE && comm == 0) {
+		if (trace_comm_add(p, 0, &c) < 0)
+			return -1;
+		p->comm0 = (int)c;
+	}
+	if (c != SH5_TRACE_NONE) {
+		p->lastcomm = comm;
+		p->lastcomm_idx = c;
+	}
+	*cidx = c;
+	return 0;
+}
+
+/* A CBEGIN at location li: the location's open collective (one left
+ * open before is left out). */
+static HOT void coll_begin(struct parser *p, const struct rec *r,
+			   uint32_t li, uint32_t line)
+{
+	struct sh5_trace *t = p->t;
+
+	if (p->ls[li].open != SH5_TRACE_NONE) {
+		struct sh5_trace_event *o = &t->ev[p->ls[li].open];
+
+		sh5_trace_problem_add(t, line, "CBEGIN at location %lld "
+				      "before the CEND of the collective "
+				      "begun at line %u", (long long)r->lid,
+				      sh5_trace_line(t, p->ls[li].open));
+		o->flags |= SH5_EVF_FREE;
+	}
+	p->ls[li].open = (uint32_t)t->nev;
+}
+
+/* A CEND e at location li: linked with the location's open CBEGIN when
+ * it repeats its operation, communicator and root. */
+static HOT void coll_end(struct parser *p, struct sh5_trace_event *e,
+			 const struct rec *r, uint32_t li, uint32_t line)
+{
+	struct sh5_trace *t = p->t;
+	uint32_t bi = p->ls[li].open;
+	struct sh5_trace_event *o;
+
+	p->ls[li].open = SH5_TRACE_NONE;
+	if (bi == SH5_TRACE_NONE) {
+		sh5_trace_problem_add(t, line, "CEND at location %lld "
+				      "without a CBEGIN", (long long)r->lid);
+		e->flags |= SH5_EVF_FREE;
+	} else {
+		o = &t->ev[bi];
+		if (o->op != e->op || o->ref != e->ref || o->aux != e->aux) {
+			sh5_trace_problem_add(t, line, "CEND does not repeat "
+					      "the operation, communicator "
+					      "and root of its CBEGIN (line "
+					      "%u)", sh5_trace_line(t, bi));
+			o->flags |= SH5_EVF_FREE;
+			e->flags |= SH5_EVF_FREE;
+		} else {
+			o->link = (uint32_t)t->nev;
+			e->link = bi;
+			if (o->flags & SH5_EVF_FREE)
+				e->flags |= SH5_EVF_FREE;
+		}
+	}
+	if (e->flags & SH5_EVF_FREE)
+		e->ref = SH5_TRACE_NONE;
+}
+
+/* A CBEGIN or CEND e at location li: a CBEGIN on the list of them;
+ * communicator, root, pairing.  0, or -1 on memory error. */
+static HOT int coll_event(struct parser *p, struct sh5_trace_event *e,
+			  const struct rec *r, uint32_t li, uint32_t line)
+{
+	uint32_t cidx;
+
+	if (r->kind == SH5_EV_CBEGIN) {
+		uint32_t *l2 = p->ncb < p->cbcap ? p->cbl :
+			       grow(p->cbl, &p->cbcap, p->ncb + 1,
+				    sizeof(*l2));
+		if (!l2)
+			return -1;
+		p->cbl = l2;
+		l2[p->ncb++] = (uint32_t)p->t->nev;
+	}
+	if (coll_comm(p, r->comm, &cidx) < 0)
+		return -1;
+	if (op_rooted(r->op)) {
+		e->aux = loc_index(p, r->root);
+		if (e->aux == SH5_TRACE_NONE)
+			return -1;
+	}
+	e->ref = cidx;	/* comm index until assembly */
+	if (cidx == SH5_TRACE_NONE) {
+		sh5_trace_problem_add(p->t, line, "collective on undeclared "
+				      "communicator %lld",
+				      (long long)r->comm);
+		e->flags |= SH5_EVF_FREE;
+	}
+	if (r->kind == SH5_EV_CBEGIN)
+		coll_begin(p, r, li, line);
+	else
+		coll_end(p, e, r, li, line);
+	return 0;
+}
 
 /* Add the event (or OFFSET measurement) of a valid data line.  Returns 0
  * (added, or problem recorded), -1 on memory error. */
@@ -20,32 +244,20 @@ static inline int add_event(struct parser *p, const struct rec *r,
 			    uint32_t line)
 {
 	struct sh5_trace *t = p->t;
-	int64_t lid = r->lid, tm = r->tm, peer = r->peer, tag = r->tag;
-	int64_t comm = r->comm, root = r->root;
-	unsigned kind = r->kind, op = r->op;
-	int is_offset = r->is_offset;
+	int64_t tm = r->tm;
+	unsigned kind = r->kind;
 	struct sh5_trace_event *e;
 	uint32_t li;
 	size_t b;
 
 	p->seen_data = 1;
-	li = loc_index(p, lid);
+	li = loc_index(p, r->lid);
 	if (li == SH5_TRACE_NONE)
 		return -1;
 	p->ls[li].has_line = 1;
 	if (p->ls[li].has_time && tm < p->ls[li].last) {
-		if (is_offset) {
-			sh5_trace_problem_add(t, line, "time goes backwards at "
-					      "location %lld (%lld after "
-					      "%lld); OFFSET line ignored",
-					      (long long)lid, (long long)tm,
-					      (long long)p->ls[li].last);
+		if (time_backwards(p, r, li, line) < 0)
 			return 0;
-		}
-		sh5_trace_problem_add(t, line, "time goes backwards at "
-				      "location %lld (%lld after %lld)",
-				      (long long)lid, (long long)tm,
-				      (long long)p->ls[li].last);
 		tm = p->ls[li].last;
 		b = SH5_EVF_CLAMPED;
 	} else {
@@ -53,167 +265,31 @@ static inline int add_event(struct parser *p, const struct rec *r,
 	}
 	p->ls[li].last = tm;
 	p->ls[li].has_time = 1;
-
-	if (is_offset) {
-		struct offrec *o = grow(p->offs, &p->offcap, t->noff + 1,
-					sizeof(*o));
-		if (!o)
-			return -1;
-		p->offs = o;
-		o[t->noff].local = tm;
-		o[t->noff].offset = peer;
-		o[t->noff].loc = li;
-		o[t->noff].line = line;
-		t->noff++;
-		return 0;
-	}
+	if (r->is_offset)
+		return add_offset(p, r, li, tm, line);
 
 	if (t->nev >= UINT32_MAX - 2) {
 		errno = EFBIG;
 		return -1;
 	}
-	if (t->nev == p->evcap) {
-		size_t c = p->evcap;
-		void *ne = grow(t->ev, &c, t->nev + 1, sizeof(*t->ev));
-
-		if (!ne)
-			return -1;
-		t->ev = ne;
-		c = p->evcap;
-		void *nt = grow(t->time, &c, t->nev + 1, sizeof(*t->time));
-		if (!nt)
-			return -1;
-		t->time = nt;
-		c = p->evcap;
-		nt = grow(t->loc, &c, t->nev + 1, sizeof(*t->loc));
-		if (!nt)
-			return -1;
-		t->loc = nt;
-		p->evcap = c;
-	}
+	if (t->nev == p->evcap && grow_events(p) < 0)
+		return -1;
 	e = &t->ev[t->nev];
 	t->loc[t->nev] = li;
 	e->link = SH5_TRACE_NONE;
 	e->ref = SH5_TRACE_NONE;
 	e->aux = SH5_TRACE_NONE;
 	e->kind = (uint8_t)kind;
-	e->op = (uint8_t)op;
+	e->op = (uint8_t)r->op;
 	e->flags = (uint16_t)b;
 	t->time[t->nev] = tm;
 	p->ls[li].count++;
 	if (kind == SH5_EV_SEND || kind == SH5_EV_RECV) {
-		uint32_t *l2 = p->np2p < p->p2pcap ? p->p2p :
-			       grow(p->p2p, &p->p2pcap, p->np2p + 1,
-				    sizeof(*l2));
-		if (!l2)
+		if (p2p_event(p, e, r, li) < 0)
 			return -1;
-		p->p2p = l2;
-		l2[p->np2p++] = (uint32_t)t->nev;
-	} else if (kind == SH5_EV_CBEGIN) {
-		uint32_t *l2 = p->ncb < p->cbcap ? p->cbl :
-			       grow(p->cbl, &p->cbcap, p->ncb + 1,
-				    sizeof(*l2));
-		if (!l2)
-			return -1;
-		p->cbl = l2;
-		l2[p->ncb++] = (uint32_t)t->nev;
-	}
-
-	if (kind == SH5_EV_SEND || kind == SH5_EV_RECV) {
-		uint32_t pi = loc_index(p, peer), src, dst, c;
-
-		if (pi == SH5_TRACE_NONE)
-			return -1;
-		e->aux = pi;
-		src = kind == SH5_EV_SEND ? li : pi;
-		dst = kind == SH5_EV_SEND ? pi : li;
-		c = trace_hmap_get(&p->chanmap, ((uint64_t)src << 32) | dst,
-				   (uint64_t)tag, (uint64_t)comm,
-				   (uint32_t)p->nchan);
-		if (c == HMAP_NOMEM)
-			return -1;
-		if (c == p->nchan) {
-			struct chan *ch = grow(p->chans, &p->chancap,
-					       p->nchan + 1, sizeof(*ch));
-			if (!ch)
-				return -1;
-			p->chans = ch;
-			ch[c].src = src;
-			ch[c].dst = dst;
-			ch[c].tag = tag;
-			ch[c].comm = comm;
-			p->nchan++;
-		}
-		e->ref = c;
 	} else if (kind == SH5_EV_CBEGIN || kind == SH5_EV_CEND) {
-		uint32_t cidx = p->lastcomm_idx != SH5_TRACE_NONE &&
-				p->lastcomm == comm ? p->lastcomm_idx :
-				trace_hmap_get(&p->commmap, (uint64_t)comm,
-					       0, 0, SH5_TRACE_NONE);
-		if (cidx == SH5_TRACE_NONE && comm == 0) {
-			if (trace_comm_add(p, 0, &cidx) < 0)
-				return -1;
-			p->comm0 = (int)cidx;
-		}
-		if (cidx != SH5_TRACE_NONE) {
-			p->lastcomm = comm;
-			p->lastcomm_idx = cidx;
-		}
-		if (op_rooted(op)) {
-			e->aux = loc_index(p, root);
-			if (e->aux == SH5_TRACE_NONE)
-				return -1;
-		}
-		e->ref = cidx;	/* comm index until assembly */
-		if (cidx == SH5_TRACE_NONE) {
-			sh5_trace_problem_add(t, line, "collective on "
-					      "undeclared communicator %lld",
-					      (long long)comm);
-			e->flags |= SH5_EVF_FREE;
-		}
-		if (kind == SH5_EV_CBEGIN) {
-			if (p->ls[li].open != SH5_TRACE_NONE) {
-				struct sh5_trace_event *o =
-					&t->ev[p->ls[li].open];
-				sh5_trace_problem_add(t, line, "CBEGIN at "
-					"location %lld before the CEND of the "
-					"collective begun at line %u",
-					(long long)lid,
-					sh5_trace_line(t, p->ls[li].open));
-				o->flags |= SH5_EVF_FREE;
-			}
-			p->ls[li].open = (uint32_t)t->nev;
-		} else {
-			uint32_t bi = p->ls[li].open;
-			struct sh5_trace_event *o;
-
-			p->ls[li].open = SH5_TRACE_NONE;
-			if (bi == SH5_TRACE_NONE) {
-				sh5_trace_problem_add(t, line, "CEND at "
-					"location %lld without a CBEGIN",
-					(long long)lid);
-				e->flags |= SH5_EVF_FREE;
-			} else {
-				o = &t->ev[bi];
-				if (o->op != e->op || o->ref != e->ref ||
-				    o->aux != e->aux) {
-					sh5_trace_problem_add(t, line,
-						"CEND does not repeat the "
-						"operation, communicator and "
-						"root of its CBEGIN (line %u)",
-						sh5_trace_line(t, bi));
-					o->flags |= SH5_EVF_FREE;
-					e->flags |= SH5_EVF_FREE;
-				} else {
-					o->link = (uint32_t)t->nev;
-					e->link = bi;
-					if (o->flags & SH5_EVF_FREE)
-						e->flags |= SH5_EVF_FREE;
-				}
-			}
-			if (e->flags & SH5_EVF_FREE)
-				e->ref = SH5_TRACE_NONE;
-		}
+		if (coll_event(p, e, r, li, line) < 0)
+			return -1;
 	}
 	t->nev++;
 	return 0;
