@@ -11,8 +11,8 @@
 
 #define NOMEM(p) do { errno = ENOMEM; goto nomem; } while (0)
 
-/* The steps of add_event(), inlined into it as it is into the loop (the
- * compiler would keep some apart). */
+/* The steps of add_event() and parse_fast(), inlined into them as they
+ * are into the loop (the compiler would keep some apart). */
 #define HOT inline __attribute__((always_inline))
 
 static inline int add_event(struct parser *p, const struct rec *r,
@@ -409,6 +409,35 @@ static inline unsigned op_at(const char *q, size_t *len)
 #undef OP_IS
 }
 
+/* A CBEGIN or CEND line from its kind at q on: kind, operation,
+ * communicator and root in *r.  Returns the start of the next line, or
+ * NULL when the line is not of the simple shape. */
+static HOT const char *fast_coll(const char *q, const char *end,
+				 struct rec *r)
+{
+	size_t ol;
+
+	if (end - q >= 7 && !memcmp(q, "CBEGIN,", 7)) {
+		r->kind = SH5_EV_CBEGIN;
+		q += 7;
+	} else if (end - q >= 5 && !memcmp(q, "CEND,", 5)) {
+		r->kind = SH5_EV_CEND;
+		q += 5;
+	} else {
+		return NULL;
+	}
+	if (end - q < 16 || (r->op = op_at(q, &ol)) == SH5_OP_NONE ||
+	    q[ol + 1] != ',' || !(q = fld_int(q + ol + 2, 1, ',', &r->comm)))
+		return NULL;
+	if (op_rooted(r->op)) {
+		if (!(q = fld_int(q, 0, ',', &r->root)))
+			return NULL;
+	} else if (*q++ != ',') {
+		return NULL;
+	}
+	return fld_bytes_eol(q);
+}
+
 /* Returns the start of the next line when the line at s was parsed and
  * added; NULL when parse_data() must see it, or on a memory error (*nomem
  * set). */
@@ -447,32 +476,10 @@ static const char *parse_fast(struct parser *p, const char *s,
 		    !(q = fld_bytes_eol(q + 1)))
 			return NULL;
 		break;
-	case 'C': {
-		size_t ol;
-
-		if (end - q >= 7 && !memcmp(q, "CBEGIN,", 7)) {
-			r.kind = SH5_EV_CBEGIN;
-			q += 7;
-		} else if (end - q >= 5 && !memcmp(q, "CEND,", 5)) {
-			r.kind = SH5_EV_CEND;
-			q += 5;
-		} else {
-			return NULL;
-		}
-		if (end - q < 16 || (r.op = op_at(q, &ol)) == SH5_OP_NONE ||
-		    q[ol + 1] != ',' ||
-		    !(q = fld_int(q + ol + 2, 1, ',', &r.comm)))
-			return NULL;
-		if (op_rooted(r.op)) {
-			if (!(q = fld_int(q, 0, ',', &r.root)))
-				return NULL;
-		} else if (*q++ != ',') {
-			return NULL;
-		}
-		if (!(q = fld_bytes_eol(q)))
+	case 'C':
+		if (!(q = fast_coll(q, end, &r)))
 			return NULL;
 		break;
-	}
 	case 'O':
 		if (end - q < 7 || memcmp(q, "OFFSET,", 7))
 			return NULL;
