@@ -533,73 +533,133 @@ static __attribute__((noinline)) int read_other(struct parser *p,
 	return rl == 1 ? add_event(p, &r, line) : rl;
 }
 
+/* A parser with a new, empty trace in p->t (NULL when that failed);
+ * sizehint: the size of the file, to allocate the event arrays at once.
+ * 0, or -1 on memory error. */
+static int parser_init(struct parser *p, const char *name, size_t sizehint)
+{
+	struct sh5_trace *t;
+
+	memset(p, 0, sizeof(*p));
+	p->comm0 = -1;
+	p->lastcomm_idx = SH5_TRACE_NONE;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -1;
+	p->t = t;
+	p->name = name;
+	p->locdirect = malloc(LOC_DIRECT * sizeof(*p->locdirect));
+	if (!p->locdirect)
+		return -1;
+	memset(p->locdirect, 0xff, LOC_DIRECT * sizeof(*p->locdirect));
+	t->mu_inter = -1;
+	t->mu_intra = -1;
+	if (sizehint) {
+		p->evcap = sizehint / 24 + 16;
+		t->ev = malloc(p->evcap * sizeof(*t->ev));
+		t->time = malloc(p->evcap * sizeof(*t->time));
+		t->loc = malloc(p->evcap * sizeof(*t->loc));
+		if (!t->ev || !t->time || !t->loc)
+			return -1;
+	}
+	return 0;
+}
+
+/* The parser's own arrays and maps (not the trace). */
+static void parser_free(struct parser *p)
+{
+	free(p->locdirect);
+	free(p->ls);
+	free(p->offs);
+	free(p->chans);
+	free(p->p2p);
+	free(p->cbl);
+	free(p->loc_node_named);
+	trace_hmap_free(&p->locmap);
+	trace_hmap_free(&p->commmap);
+	trace_hmap_free(&p->chanmap);
+	trace_hmap_free(&p->nodemap);
+	trace_hmap_free(&p->rankmap);
+}
+
+/* The whole lines [blk, bend) of one block; *linep: the lines before it
+ * (updated).  Returns 0, -1 on memory error, -2 on a fatal error (errno
+ * set, errp filled). */
+static int read_block(struct parser *p, const char *blk, const char *bend,
+		      uint32_t *linep, struct sh5_error *errp)
+{
+	struct sh5_trace *t = p->t;
+	uint32_t line = *linep;
+	const char *nl;
+	size_t nev0;
+	int rl, nomem = 0, rc = 0;
+
+	while (blk < bend) {
+		if (line == UINT32_MAX - 1) {
+			errno = EFBIG;
+			sh5_errprintf(errp, "%s: too many lines", p->name);
+			rc = -2;
+			break;
+		}
+		line++;
+		nev0 = t->nev;
+		/* Most lines: an event of a simple shape. */
+		if ((unsigned)((unsigned char)*blk - '0') <= 9 && line > 1) {
+			const char *next = parse_fast(p, blk, bend, line,
+						      &nomem);
+			if (next) {
+				blk = next;
+				if (line_done(p, line, nev0) < 0) {
+					rc = -1;
+					break;
+				}
+				continue;
+			}
+			if (nomem) {
+				rc = -1;
+				break;
+			}
+		}
+		nl = memchr(blk, '\n', (size_t)(bend - blk));
+		rl = read_other(p, blk, (size_t)(nl - blk), line, errp);
+		if (rl == -1 || line_done(p, line, nev0) < 0) {
+			rc = -1;
+			break;
+		}
+		if (rl < 0) {
+			rc = -2;
+			break;
+		}
+		blk = nl + 1;
+	}
+	*linep = line;
+	return rc;
+}
+
 static struct sh5_trace *read_src(struct csrc *src, const char *name,
 				  size_t sizehint, struct sh5_error *errp)
 {
 	struct parser p;
 	struct sh5_trace *t;
-	const char *blk, *bend, *nl;
-	size_t n, nev0;
+	const char *blk;
+	size_t n;
 	uint32_t line = 0;
-	int r, rl, virt, nomem = 0;
+	int r, rb, virt;
 
-	memset(&p, 0, sizeof(p));
-	p.comm0 = -1;
-	p.lastcomm_idx = SH5_TRACE_NONE;
-	t = calloc(1, sizeof(*t));
+	rb = parser_init(&p, name, sizehint);
+	t = p.t;
 	if (!t) {
 		sh5_errprintf(errp, "%s: %s", name, strerror(errno));
 		return NULL;
 	}
-	p.t = t;
-	p.name = name;
-	p.locdirect = malloc(LOC_DIRECT * sizeof(*p.locdirect));
-	if (!p.locdirect)
+	if (rb < 0)
 		NOMEM(p);
-	memset(p.locdirect, 0xff, LOC_DIRECT * sizeof(*p.locdirect));
-	t->mu_inter = -1;
-	t->mu_intra = -1;
-	if (sizehint) {
-		p.evcap = sizehint / 24 + 16;
-		t->ev = malloc(p.evcap * sizeof(*t->ev));
-		t->time = malloc(p.evcap * sizeof(*t->time));
-		t->loc = malloc(p.evcap * sizeof(*t->loc));
-		if (!t->ev || !t->time || !t->loc)
-			NOMEM(p);
-	}
 	while ((r = trace_csrc_next(src, &blk, &n, &virt)) > 0) {
-		for (bend = blk + n; blk < bend;) {
-			if (line == UINT32_MAX - 1) {
-				errno = EFBIG;
-				sh5_errprintf(errp, "%s: too many lines",
-					      name);
-				goto fail;
-			}
-			line++;
-			nev0 = t->nev;
-			/* Most lines: an event of a simple shape. */
-			if ((unsigned)((unsigned char)*blk - '0') <= 9 &&
-			    line > 1) {
-				const char *next = parse_fast(&p, blk, bend,
-							      line, &nomem);
-				if (next) {
-					blk = next;
-					if (line_done(&p, line, nev0) < 0)
-						NOMEM(p);
-					continue;
-				}
-				if (nomem)
-					NOMEM(p);
-			}
-			nl = memchr(blk, '\n', (size_t)(bend - blk));
-			rl = read_other(&p, blk, (size_t)(nl - blk), line,
-					errp);
-			if (rl == -1 || line_done(&p, line, nev0) < 0)
-				NOMEM(p);
-			if (rl < 0)
-				goto fail;
-			blk = nl + 1;
-		}
+		rb = read_block(&p, blk, blk + n, &line, errp);
+		if (rb == -1)
+			NOMEM(p);
+		if (rb < 0)
+			goto fail;
 	}
 	if (r < 0) {
 		sh5_errprintf(errp, "%s: %s", name, strerror(errno));
@@ -620,18 +680,7 @@ fail:
 	sh5_trace_destroy(t);
 	t = NULL;
 done:
-	free(p.locdirect);
-	free(p.ls);
-	free(p.offs);
-	free(p.chans);
-	free(p.p2p);
-	free(p.cbl);
-	free(p.loc_node_named);
-	trace_hmap_free(&p.locmap);
-	trace_hmap_free(&p.commmap);
-	trace_hmap_free(&p.chanmap);
-	trace_hmap_free(&p.nodemap);
-	trace_hmap_free(&p.rankmap);
+	parser_free(&p);
 	return t;
 }
 
