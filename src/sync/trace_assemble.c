@@ -11,6 +11,44 @@
 
 /* ---------------------------------------------------------- post-passes */
 
+/* Channel i: its SENDs sl[sf[i] .. sf[i + 1]) and RECVs rl[rf[i] ..
+ * rf[i + 1]) in file order, matched in that order (MPI's non-overtaking
+ * rule); the ones left over are left out. */
+static void match_chan(struct parser *p, size_t i, const uint32_t *sf,
+		       const uint32_t *sl, const uint32_t *rf,
+		       const uint32_t *rl)
+{
+	struct sh5_trace *t = p->t;
+	uint32_t a = sf[i], ae = sf[i + 1], b = rf[i], be = rf[i + 1];
+	const struct chan *ch = &p->chans[i];
+
+	for (; a < ae && b < be; a++, b++) {
+		t->ev[sl[a]].link = rl[b];
+		t->ev[rl[b]].link = sl[a];
+		t->nmsg++;
+	}
+	for (; a < ae; a++) {
+		sh5_trace_problem_add(t, sh5_trace_line(t, sl[a]),
+			"unmatched SEND from %lld to %lld (tag %lld, comm "
+			"%lld): no matching RECV",
+			(long long)t->loc_id[ch->src],
+			(long long)t->loc_id[ch->dst],
+			(long long)ch->tag, (long long)ch->comm);
+		t->ev[sl[a]].flags |= SH5_EVF_FREE;
+	}
+	for (; b < be; b++) {
+		sh5_trace_problem_add(t, sh5_trace_line(t, rl[b]),
+			"unmatched RECV at %lld from %lld (tag %lld, comm "
+			"%lld): no matching SEND",
+			(long long)t->loc_id[ch->dst],
+			(long long)t->loc_id[ch->src],
+			(long long)ch->tag, (long long)ch->comm);
+		t->ev[rl[b]].flags |= SH5_EVF_FREE;
+	}
+}
+
+/* Point-to-point messages: SENDs and RECVs sorted by channel, then
+ * matched.  0, or -1 on memory error. */
 static int match_p2p(struct parser *p)
 {
 	struct sh5_trace *t = p->t;
@@ -56,34 +94,8 @@ static int match_p2p(struct parser *p)
 		rf[i] = rf[i - 1];
 	}
 	sf[0] = rf[0] = 0;
-	for (i = 0; i < nc; i++) {
-		uint32_t a = sf[i], ae = sf[i + 1], b = rf[i], be = rf[i + 1];
-		const struct chan *ch = &p->chans[i];
-
-		for (; a < ae && b < be; a++, b++) {
-			t->ev[sl[a]].link = rl[b];
-			t->ev[rl[b]].link = sl[a];
-			t->nmsg++;
-		}
-		for (; a < ae; a++) {
-			sh5_trace_problem_add(t, sh5_trace_line(t, sl[a]),
-				"unmatched SEND from %lld to %lld (tag %lld, "
-				"comm %lld): no matching RECV",
-				(long long)t->loc_id[ch->src],
-				(long long)t->loc_id[ch->dst],
-				(long long)ch->tag, (long long)ch->comm);
-			t->ev[sl[a]].flags |= SH5_EVF_FREE;
-		}
-		for (; b < be; b++) {
-			sh5_trace_problem_add(t, sh5_trace_line(t, rl[b]),
-				"unmatched RECV at %lld from %lld (tag %lld, "
-				"comm %lld): no matching SEND",
-				(long long)t->loc_id[ch->dst],
-				(long long)t->loc_id[ch->src],
-				(long long)ch->tag, (long long)ch->comm);
-			t->ev[rl[b]].flags |= SH5_EVF_FREE;
-		}
-	}
+	for (i = 0; i < nc; i++)
+		match_chan(p, i, sf, sl, rf, rl);
 	rc = 0;
 out:
 	free(sf);
