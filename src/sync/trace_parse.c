@@ -336,17 +336,13 @@ static int parse_directive(struct parser *p, const char *s, size_t len,
 	return 0;
 }
 
-/* Parse one data line.  Returns 1 with its fields in *r (the caller adds
- * the event), 0 when it is not valid (problem recorded). */
-static int parse_data(struct parser *p, const char *s, size_t len,
-		      uint32_t line, struct rec *r)
+/* The comma-separated fields of the line s (len bytes, no '\n') in f[],
+ * their lengths in fl[]: returns how many (9: more than 8; only the
+ * first 8 are set). */
+static size_t split_fields(const char *s, size_t len, const char **f,
+			   size_t *fl)
 {
-	struct sh5_trace *t = p->t;
-	const char *f[8];
-	size_t fl[8], nf = 0, i;
-	int64_t lid, tm, peer = 0, tag = 0, comm = 0, root = 0, bytes;
-	unsigned kind, op = 0;
-	int is_offset = 0;
+	size_t nf, i;
 
 	/* Find the commas eight bytes at a time (exact per-byte test). */
 	f[0] = s;
@@ -382,6 +378,121 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 	}
 	if (nf <= 8)
 		fl[nf - 1] = (size_t)(s + len - f[nf - 1]);
+	return nf;
+}
+
+/* The kind field (s, len bytes) into r->kind and r->is_offset.  0, or -1
+ * when unknown. */
+static int data_kind(const char *s, size_t len, struct rec *r)
+{
+#define KIND_IS(w) (len == sizeof(w) - 1 && !memcmp(s, w, len))
+	r->is_offset = 0;
+	if (KIND_IS("INT"))
+		r->kind = SH5_EV_INT;
+	else if (KIND_IS("SEND"))
+		r->kind = SH5_EV_SEND;
+	else if (KIND_IS("RECV"))
+		r->kind = SH5_EV_RECV;
+	else if (KIND_IS("CBEGIN"))
+		r->kind = SH5_EV_CBEGIN;
+	else if (KIND_IS("CEND"))
+		r->kind = SH5_EV_CEND;
+	else if (KIND_IS("OFFSET")) {
+		r->kind = SH5_EV_INT;
+		r->is_offset = 1;
+	} else {
+		return -1;
+	}
+#undef KIND_IS
+	return 0;
+}
+
+/* The fields after the kind of an OFFSET, INT, SEND or RECV line into *r.
+ * 1 when valid, 0 when not (problem recorded). */
+static int plain_fields(struct sh5_trace *t, uint32_t line,
+			const char **f, const size_t *fl, struct rec *r)
+{
+	if (r->is_offset) {
+		if (parse_i64(f[3], fl[3], &r->peer) < 0 ||
+		    parse_i64(f[4], fl[4], &r->tag) < 0 || r->tag < 0 ||
+		    fl[5] || fl[6] || fl[7]) {
+			sh5_trace_problem_add(t, line, "malformed OFFSET line "
+					      "(want loc,time,OFFSET,offset,"
+					      "rtt,,,)");
+			return 0;
+		}
+	} else if (r->kind == SH5_EV_INT) {
+		if (fl[3] || fl[4] || fl[5] || fl[6] || fl[7]) {
+			sh5_trace_problem_add(t, line, "malformed INT line: "
+					      "fields after the kind must be "
+					      "empty");
+			return 0;
+		}
+	} else {
+		if (parse_i64(f[3], fl[3], &r->peer) < 0 || r->peer < 0 ||
+		    parse_i64(f[4], fl[4], &r->tag) < 0 ||
+		    parse_i64(f[5], fl[5], &r->comm) < 0 || fl[6]) {
+			sh5_trace_problem_add(t, line, "malformed %s line "
+					      "(want peer,tag,comm and an "
+					      "empty root)", r->kind ==
+					      SH5_EV_SEND ? "SEND" : "RECV");
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* The fields after the kind of a CBEGIN or CEND line into *r.  1 when
+ * valid, 0 when not (problem recorded). */
+static int coll_fields(struct sh5_trace *t, uint32_t line, const char **f,
+		       const size_t *fl, struct rec *r)
+{
+	unsigned op = op_lookup(f[3], fl[3]);
+
+	if (op == SH5_OP_NONE) {
+		sh5_trace_problem_add(t, line, "unknown collective "
+				      "operation '%.*s'",
+				      (int)(fl[3] > 40 ? 40 : fl[3]), f[3]);
+		return 0;
+	}
+	if (parse_i64(f[5], fl[5], &r->comm) < 0) {
+		sh5_trace_problem_add(t, line, "malformed %s line: "
+				      "bad communicator", r->kind ==
+				      SH5_EV_CBEGIN ? "CBEGIN" : "CEND");
+		return 0;
+	}
+	if (op_rooted(op)) {
+		if (parse_i64(f[6], fl[6], &r->root) < 0 || r->root < 0) {
+			sh5_trace_problem_add(t, line, "malformed line: %s "
+					      "needs a root location",
+					      trace_op_names[op]);
+			return 0;
+		}
+	} else if (fl[6]) {
+		sh5_trace_problem_add(t, line, "malformed line: %s takes no "
+				      "root", trace_op_names[op]);
+		return 0;
+	}
+	if (fl[4]) {
+		sh5_trace_problem_add(t, line, "malformed line: collectives "
+				      "take no tag");
+		return 0;
+	}
+	r->op = op;
+	return 1;
+}
+
+/* Parse one data line.  Returns 1 with its fields in *r (the caller adds
+ * the event), 0 when it is not valid (problem recorded). */
+static int parse_data(struct parser *p, const char *s, size_t len,
+		      uint32_t line, struct rec *r)
+{
+	struct sh5_trace *t = p->t;
+	const char *f[8];
+	size_t fl[8], nf;
+	int64_t bytes;
+
+	nf = split_fields(s, len, f, fl);
 	if (nf != 8) {
 		sh5_trace_problem_add(t, line, "malformed line: want 8 "
 				      "comma-separated fields, got %s%zu",
@@ -389,114 +500,31 @@ static int parse_data(struct parser *p, const char *s, size_t len,
 				      nf > 8 ? (size_t)8 : nf);
 		return 0;
 	}
-	if (parse_i64(f[0], fl[0], &lid) < 0 || lid < 0) {
+	if (parse_i64(f[0], fl[0], &r->lid) < 0 || r->lid < 0) {
 		sh5_trace_problem_add(t, line, "malformed line: bad location "
 				      "'%.*s'", (int)fl[0], f[0]);
 		return 0;
 	}
-	if (parse_i64(f[1], fl[1], &tm) < 0) {
+	if (parse_i64(f[1], fl[1], &r->tm) < 0) {
 		sh5_trace_problem_add(t, line, "malformed line: bad time "
 				      "'%.*s'", (int)fl[1], f[1]);
 		return 0;
 	}
-#define KIND_IS(w) (fl[2] == sizeof(w) - 1 && !memcmp(f[2], w, fl[2]))
-	if (KIND_IS("INT"))
-		kind = SH5_EV_INT;
-	else if (KIND_IS("SEND"))
-		kind = SH5_EV_SEND;
-	else if (KIND_IS("RECV"))
-		kind = SH5_EV_RECV;
-	else if (KIND_IS("CBEGIN"))
-		kind = SH5_EV_CBEGIN;
-	else if (KIND_IS("CEND"))
-		kind = SH5_EV_CEND;
-	else if (KIND_IS("OFFSET")) {
-		kind = SH5_EV_INT;
-		is_offset = 1;
-	} else {
+	if (data_kind(f[2], fl[2], r) < 0) {
 		sh5_trace_problem_add(t, line, "unknown kind '%.*s'",
 				      (int)(fl[2] > 40 ? 40 : fl[2]), f[2]);
 		return 0;
 	}
-#undef KIND_IS
 	if (fl[7] && parse_i64(f[7], fl[7], &bytes) < 0) {
 		sh5_trace_problem_add(t, line, "malformed line: bad bytes "
 				      "'%.*s'", (int)fl[7], f[7]);
 		return 0;
 	}
-	if (is_offset) {
-		if (parse_i64(f[3], fl[3], &peer) < 0 ||
-		    parse_i64(f[4], fl[4], &tag) < 0 || tag < 0 || fl[5] ||
-		    fl[6] || fl[7]) {
-			sh5_trace_problem_add(t, line, "malformed OFFSET line "
-					      "(want loc,time,OFFSET,offset,"
-					      "rtt,,,)");
-			return 0;
-		}
-	} else if (kind == SH5_EV_INT) {
-		if (fl[3] || fl[4] || fl[5] || fl[6] || fl[7]) {
-			sh5_trace_problem_add(t, line, "malformed INT line: "
-					      "fields after the kind must be "
-					      "empty");
-			return 0;
-		}
-	} else if (kind == SH5_EV_SEND || kind == SH5_EV_RECV) {
-		if (parse_i64(f[3], fl[3], &peer) < 0 || peer < 0 ||
-		    parse_i64(f[4], fl[4], &tag) < 0 ||
-		    parse_i64(f[5], fl[5], &comm) < 0 || fl[6]) {
-			sh5_trace_problem_add(t, line, "malformed %s line "
-					      "(want peer,tag,comm and an "
-					      "empty root)", kind ==
-					      SH5_EV_SEND ? "SEND" : "RECV");
-			return 0;
-		}
-	} else {
-		op = op_lookup(f[3], fl[3]);
-		if (op == SH5_OP_NONE) {
-			sh5_trace_problem_add(t, line, "unknown collective "
-					      "operation '%.*s'",
-					      (int)(fl[3] > 40 ? 40 : fl[3]),
-					      f[3]);
-			return 0;
-		}
-		if (parse_i64(f[5], fl[5], &comm) < 0) {
-			sh5_trace_problem_add(t, line, "malformed %s line: "
-					      "bad communicator", kind ==
-					      SH5_EV_CBEGIN ? "CBEGIN" :
-					      "CEND");
-			return 0;
-		}
-		if (op_rooted(op)) {
-			if (parse_i64(f[6], fl[6], &root) < 0 || root < 0) {
-				sh5_trace_problem_add(t, line, "malformed "
-						      "line: %s needs a root "
-						      "location",
-						      trace_op_names[op]);
-				return 0;
-			}
-		} else if (fl[6]) {
-			sh5_trace_problem_add(t, line, "malformed line: %s "
-					      "takes no root",
-					      trace_op_names[op]);
-			return 0;
-		}
-		if (fl[4]) {
-			sh5_trace_problem_add(t, line, "malformed line: "
-					      "collectives take no tag");
-			return 0;
-		}
-	}
-
-	r->lid = lid;
-	r->tm = tm;
-	r->peer = peer;
-	r->tag = tag;
-	r->comm = comm;
-	r->root = root;
-	r->kind = kind;
-	r->op = op;
-	r->is_offset = is_offset;
-	return 1;
+	r->peer = r->tag = r->comm = r->root = 0;
+	r->op = SH5_OP_NONE;
+	if (r->kind == SH5_EV_CBEGIN || r->kind == SH5_EV_CEND)
+		return coll_fields(t, line, f, fl, r);
+	return plain_fields(t, line, f, fl, r);
 }
 
 /* Any line but the common event lines (s without its '\n').  Returns 0,
