@@ -181,159 +181,204 @@ static int word_is(const char *s, size_t len, const char *w)
 	       (len == wl || s[wl] == ' ' || s[wl] == '\t');
 }
 
+/* A #mu or #mu-intra directive.  Returns 0. */
+static int parse_mu(struct parser *p, const char *s, size_t len,
+		    uint32_t line)
+{
+	struct sh5_trace *t = p->t;
+	int intra = word_is(s, len, "#mu-intra");
+	const char *tok[4];
+	size_t tl[4], n;
+	int64_t v;
+
+	if (p->seen_data) {
+		sh5_trace_problem_add(t, line, "directive after the first "
+				      "data line");
+		return 0;
+	}
+	n = split_ws(s, len, tok, tl, 4);
+	if (n != 2 || parse_i64(tok[1], tl[1], &v) < 0 || v < 0) {
+		sh5_trace_problem_add(t, line, "malformed %s directive (want "
+				      "one integer >= 0)", intra ?
+				      "#mu-intra" : "#mu");
+		return 0;
+	}
+	if (intra)
+		t->mu_intra = v;
+	else
+		t->mu_inter = v;
+	return 0;
+}
+
+/* The next blank-separated token of s from *pos on in [*b, *e), *pos
+ * after it.  0 when there is none. */
+static int next_token(const char *s, size_t len, size_t *pos, size_t *b,
+		      size_t *e)
+{
+	size_t q = *pos;
+
+	while (q < len && (s[q] == ' ' || s[q] == '\t'))
+		q++;
+	*pos = q;
+	if (q == len)
+		return 0;
+	*b = q;
+	while (q < len && s[q] != ' ' && s[q] != '\t')
+		q++;
+	*e = q;
+	*pos = q;
+	return 1;
+}
+
+/* The id of a #comm (tok, len bytes) into *cid, the new communicator's
+ * index into *cidx.  1, 0 when bad (problem recorded), -1 on memory
+ * error. */
+static int comm_head(struct parser *p, const char *tok, size_t len,
+		     uint32_t line, int64_t *cid, uint32_t *cidx)
+{
+	if (parse_i64(tok, len, cid) < 0) {
+		sh5_trace_problem_add(p->t, line, "malformed #comm: bad "
+				      "communicator id");
+		return 0;
+	}
+	if (trace_hmap_get(&p->commmap, (uint64_t)*cid, 0, 0,
+			   SH5_TRACE_NONE) != SH5_TRACE_NONE) {
+		sh5_trace_problem_add(p->t, line, "communicator %lld declared "
+				      "twice", (long long)*cid);
+		return 0;
+	}
+	if (trace_comm_add(p, *cid, cidx) < 0)
+		return -1;
+	if (*cid == 0) {
+		p->comm0 = (int)*cidx;
+		p->comm0_declared = 1;
+	}
+	return 1;
+}
+
+/* The name of a #node (tok, len bytes): its index into *nidx (new or
+ * not).  1, or -1 on memory error. */
+static int node_head(struct parser *p, const char *tok, size_t len,
+		     uint32_t *nidx)
+{
+	uint64_t h = 1469598103934665603ULL;
+	size_t q;
+
+	for (q = 0; q < len; q++)
+		h = (h ^ (unsigned char)tok[q]) * 1099511628211ULL;
+	*nidx = trace_hmap_get(&p->nodemap, h, len, 0,
+			       (uint32_t)p->nnode_named);
+	if (*nidx == HMAP_NOMEM)
+		return -1;
+	if (*nidx == p->nnode_named)
+		p->nnode_named++;
+	return 1;
+}
+
+/* Location li (number lid) the next member of communicator cidx (id
+ * cid).  0, 1 when listed twice (problem recorded), -1 on memory
+ * error. */
+static int comm_member(struct parser *p, uint32_t cidx, int64_t cid,
+		       int64_t lid, uint32_t li, uint32_t line)
+{
+	struct sh5_trace *t = p->t;
+	size_t c = p->cmemcap;
+	uint32_t *m, r;
+
+	r = trace_hmap_get(&p->rankmap, cidx, li, 0,
+			   (uint32_t)(p->ncmem - t->comm_first[cidx]));
+	if (r == HMAP_NOMEM)
+		return -1;
+	if (r != p->ncmem - t->comm_first[cidx]) {
+		sh5_trace_problem_add(t, line, "location %lld listed twice "
+				      "in communicator %lld", (long long)lid,
+				      (long long)cid);
+		return 1;
+	}
+	m = grow(t->comm_members, &c, p->ncmem + 1, sizeof(*m));
+	if (!m)
+		return -1;
+	t->comm_members = m;
+	p->cmemcap = c;
+	m[p->ncmem++] = li;
+	t->comm_first[cidx + 1] = (uint32_t)p->ncmem;
+	return 0;
+}
+
+/* Location li (number lid) on node nidx.  0, or 1 when it is on another
+ * one already (problem recorded). */
+static int node_member(struct parser *p, uint32_t nidx, int64_t lid,
+		       uint32_t li, uint32_t line)
+{
+	if (p->loc_node_named[li] != SH5_TRACE_NONE &&
+	    p->loc_node_named[li] != nidx) {
+		sh5_trace_problem_add(p->t, line, "location %lld is on two "
+				      "nodes", (long long)lid);
+		return 1;
+	}
+	p->loc_node_named[li] = nidx;
+	return 0;
+}
+
+/* A #comm or #node directive (is_comm): the id or name, then the
+ * locations (long lists: tokens walked without a fixed limit).  0, or -1
+ * on memory error. */
+static int parse_members(struct parser *p, const char *s, size_t len,
+			 uint32_t line, int is_comm)
+{
+	size_t pos = 5, k = 0, b, e;
+	uint32_t cidx = 0, nidx = 0, li;
+	int64_t cid = 0, lid;
+	int r;
+
+	while (next_token(s, len, &pos, &b, &e)) {
+		if (k == 0) {
+			r = is_comm ? comm_head(p, s + b, e - b, line, &cid,
+						&cidx) :
+			    node_head(p, s + b, e - b, &nidx);
+			if (r <= 0)
+				return r;
+			k++;
+			continue;
+		}
+		if (parse_i64(s + b, e - b, &lid) < 0 || lid < 0) {
+			sh5_trace_problem_add(p->t, line, "malformed %s: bad "
+					      "location '%.*s'", is_comm ?
+					      "#comm" : "#node", (int)(e - b),
+					      s + b);
+			return 0;
+		}
+		li = loc_index(p, lid);
+		if (li == SH5_TRACE_NONE)
+			return -1;
+		r = is_comm ? comm_member(p, cidx, cid, lid, li, line) :
+		    node_member(p, nidx, lid, li, line);
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			k++;
+	}
+	if (k == 0)
+		sh5_trace_problem_add(p->t, line, "malformed %s directive",
+				      is_comm ? "#comm" : "#node");
+	return 0;
+}
+
 /* A directive line (#comm, #node, #mu, #mu-intra).  Returns 0, 1 when the
  * line is an ordinary comment, -1 on memory error. */
 static int parse_directive(struct parser *p, const char *s, size_t len,
 			   uint32_t line)
 {
-	struct sh5_trace *t = p->t;
-	const char *tok[4];
-	size_t tl[4], n;
-	int64_t v;
-
-	if (word_is(s, len, "#mu") || word_is(s, len, "#mu-intra")) {
-		int intra = word_is(s, len, "#mu-intra");
-
-		if (p->seen_data) {
-			sh5_trace_problem_add(t, line, "directive after the "
-					      "first data line");
-			return 0;
-		}
-		n = split_ws(s, len, tok, tl, 4);
-		if (n != 2 || parse_i64(tok[1], tl[1], &v) < 0 || v < 0) {
-			sh5_trace_problem_add(t, line, "malformed %s "
-					      "directive (want one integer "
-					      ">= 0)", intra ? "#mu-intra" :
-					      "#mu");
-			return 0;
-		}
-		if (intra)
-			t->mu_intra = v;
-		else
-			t->mu_inter = v;
-		return 0;
-	}
+	if (word_is(s, len, "#mu") || word_is(s, len, "#mu-intra"))
+		return parse_mu(p, s, len, line);
 	if (!word_is(s, len, "#comm") && !word_is(s, len, "#node"))
 		return 1;
 	if (p->seen_data) {
-		sh5_trace_problem_add(t, line,
+		sh5_trace_problem_add(p->t, line,
 				      "directive after the first data line");
 		return 0;
 	}
-	/* Long member lists: walk tokens without a fixed limit. */
-	{
-		int is_comm = word_is(s, len, "#comm");
-		size_t pos = 5, k = 0;
-		uint32_t cidx = 0, nidx = 0;
-		int64_t cid = 0;
-
-		while (pos < len) {
-			size_t b, e;
-			int64_t lid;
-			uint32_t li;
-
-			while (pos < len && (s[pos] == ' ' || s[pos] == '\t'))
-				pos++;
-			if (pos == len)
-				break;
-			b = pos;
-			while (pos < len && s[pos] != ' ' && s[pos] != '\t')
-				pos++;
-			e = pos;
-			if (k == 0) {
-				if (is_comm) {
-					if (parse_i64(s + b, e - b, &cid) < 0) {
-						sh5_trace_problem_add(t, line,
-							"malformed #comm: bad "
-							"communicator id");
-						return 0;
-					}
-					if (trace_hmap_get(&p->commmap,
-							   (uint64_t)cid, 0, 0,
-							   SH5_TRACE_NONE) !=
-					    SH5_TRACE_NONE) {
-						sh5_trace_problem_add(t, line,
-							"communicator %lld "
-							"declared twice",
-							(long long)cid);
-						return 0;
-					}
-					if (trace_comm_add(p, cid, &cidx) < 0)
-						return -1;
-					if (cid == 0) {
-						p->comm0 = (int)cidx;
-						p->comm0_declared = 1;
-					}
-				} else {
-					uint64_t h = 1469598103934665603ULL;
-					size_t q;
-
-					for (q = b; q < e; q++)
-						h = (h ^ (unsigned char)s[q]) *
-						    1099511628211ULL;
-					nidx = trace_hmap_get(&p->nodemap, h,
-						e - b, 0,
-						(uint32_t)p->nnode_named);
-					if (nidx == HMAP_NOMEM)
-						return -1;
-					if (nidx == p->nnode_named)
-						p->nnode_named++;
-				}
-				k++;
-				continue;
-			}
-			if (parse_i64(s + b, e - b, &lid) < 0 || lid < 0) {
-				sh5_trace_problem_add(t, line, "malformed %s: "
-						      "bad location '%.*s'",
-						      is_comm ? "#comm" :
-						      "#node", (int)(e - b),
-						      s + b);
-				return 0;
-			}
-			li = loc_index(p, lid);
-			if (li == SH5_TRACE_NONE)
-				return -1;
-			if (is_comm) {
-				uint32_t r = trace_hmap_get(&p->rankmap, cidx,
-					li, 0,
-					(uint32_t)(p->ncmem -
-						   t->comm_first[cidx]));
-				if (r == HMAP_NOMEM)
-					return -1;
-				if (r != p->ncmem - t->comm_first[cidx]) {
-					sh5_trace_problem_add(t, line,
-						"location %lld listed twice in "
-						"communicator %lld",
-						(long long)lid,
-						(long long)cid);
-					continue;
-				}
-				size_t c = p->cmemcap;
-				uint32_t *m = grow(t->comm_members, &c,
-						   p->ncmem + 1, sizeof(*m));
-				if (!m)
-					return -1;
-				t->comm_members = m;
-				p->cmemcap = c;
-				m[p->ncmem++] = li;
-				t->comm_first[cidx + 1] = (uint32_t)p->ncmem;
-			} else {
-				if (p->loc_node_named[li] != SH5_TRACE_NONE &&
-				    p->loc_node_named[li] != nidx) {
-					sh5_trace_problem_add(t, line,
-						"location %lld is on two nodes",
-						(long long)lid);
-					continue;
-				}
-				p->loc_node_named[li] = nidx;
-			}
-			k++;
-		}
-		if (k == 0)
-			sh5_trace_problem_add(t, line, "malformed %s directive",
-					      is_comm ? "#comm" : "#node");
-	}
-	return 0;
+	return parse_members(p, s, len, line, word_is(s, len, "#comm"));
 }
 
 /* The comma-separated fields of the line s (len bytes, no '\n') in f[],
