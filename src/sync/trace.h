@@ -36,7 +36,11 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sync/timesync.h"	/* struct sh5_offset_point */
+
+/* The OFFSET measurements of a location (trace->off) are timesync.h's
+ * points; only a pointer here, so that timesync.h (which includes this
+ * header) is not included back. */
+struct sh5_offset_point;
 
 #define SH5_TRACE_NONE UINT32_MAX
 

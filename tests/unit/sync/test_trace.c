@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sync/timesync.h"	/* struct sh5_offset_point */
 #include "sync/trace.h"
 
 static struct sh5_trace *rd(const char *s, struct sh5_error *err)
