@@ -73,10 +73,9 @@ void sh5_options_declare(s_p_options_t **full_options,
 	transfer_s_p_options(full_options, options, full_options_cnt);
 }
 
-void sh5_options_set(s_p_hashtbl_t *tbl)
+/* The defaults of every option (conf_set may be called again). */
+static void options_defaults(void)
 {
-	char *tmp = NULL;
-
 	xfree(cfg.dir);
 	cfg.def = ACCT_GATHER_PROFILE_NONE;
 	cfg.compression = 4;
@@ -99,84 +98,108 @@ void sh5_options_set(s_p_hashtbl_t *tbl)
 	cfg.stream_insecure = false;
 	cfg.events = true;
 	cfg.events_max = 1024;
-	if (tbl) {
-		s_p_get_string(&cfg.dir, "ProfileSH5Dir", tbl);
-		if (s_p_get_string(&tmp, "ProfileSH5Default", tbl)) {
-			cfg.def = acct_gather_profile_from_string(tmp);
-			if (cfg.def == ACCT_GATHER_PROFILE_NOT_SET)
-				fatal("%s: ProfileSH5Default=%s is not one of "
-				      "none, energy, task, lustre, network, "
-				      "all", plugin_type, tmp);
-			xfree(tmp);
-		}
-		if (s_p_get_uint32(&cfg.compression, "ProfileSH5Compression",
-				   tbl) && cfg.compression > 9)
-			fatal("%s: ProfileSH5Compression=%u is not a deflate "
-			      "level 0-9", plugin_type, cfg.compression);
-		if (s_p_get_uint32(&cfg.flush_interval,
-				   "ProfileSH5FlushInterval", tbl) &&
-		    (cfg.flush_interval < 1 || cfg.flush_interval > 3600))
-			fatal("%s: ProfileSH5FlushInterval=%u is not 1-3600 "
-			      "seconds", plugin_type, cfg.flush_interval);
-		s_p_get_string(&cfg.clock_server, "ProfileSH5ClockServer", tbl);
-		if (s_p_get_uint32(&cfg.clock_interval,
-				   "ProfileSH5ClockInterval", tbl) &&
-		    (cfg.clock_interval < 1 || cfg.clock_interval > 86400))
-			fatal("%s: ProfileSH5ClockInterval=%u is not 1-86400 "
-			      "seconds", plugin_type, cfg.clock_interval);
-		if (s_p_get_uint32(&cfg.clock_samples, "ProfileSH5ClockSamples",
-				   tbl) &&
-		    (cfg.clock_samples < 1 ||
-		     cfg.clock_samples > SH5_NTP_MAX_SAMPLES))
-			fatal("%s: ProfileSH5ClockSamples=%u is not 1-%d",
-			      plugin_type, cfg.clock_samples,
-			      SH5_NTP_MAX_SAMPLES);
-		if (s_p_get_uint32(&cfg.clock_timeout, "ProfileSH5ClockTimeout",
-				   tbl) &&
-		    (cfg.clock_timeout < 10 || cfg.clock_timeout > 10000))
-			fatal("%s: ProfileSH5ClockTimeout=%u is not 10-10000 "
-			      "ms", plugin_type, cfg.clock_timeout);
-		s_p_get_string(&cfg.stream_url, "ProfileSH5StreamURL", tbl);
-		if (s_p_get_string(&tmp, "ProfileSH5StreamFormat", tbl)) {
-			cfg.stream_format = sh5_stream_format_from_string(tmp);
-			if (cfg.stream_format < 0)
-				fatal("%s: ProfileSH5StreamFormat=%s is not one "
-				      "of influx1, influx2, json", plugin_type,
-				      tmp);
-			xfree(tmp);
-		}
-		s_p_get_string(&cfg.stream_user, "ProfileSH5StreamUser", tbl);
-		s_p_get_string(&cfg.stream_pass, "ProfileSH5StreamPass", tbl);
-		s_p_get_string(&cfg.stream_token, "ProfileSH5StreamToken", tbl);
-		s_p_get_uint32(&cfg.stream_timeout, "ProfileSH5StreamTimeout",
-			       tbl);
-		s_p_get_uint32(&cfg.stream_connect_timeout,
-			       "ProfileSH5StreamConnectTimeout", tbl);
-		s_p_get_string(&cfg.stream_spool, "ProfileSH5StreamSpoolDir",
-			       tbl);
-		s_p_get_uint64(&cfg.stream_spool_max,
-			       "ProfileSH5StreamSpoolMax", tbl);
-		s_p_get_uint32(&cfg.stream_queue, "ProfileSH5StreamQueue", tbl);
-		s_p_get_uint32(&cfg.stream_batch, "ProfileSH5StreamBatch", tbl);
-		s_p_get_uint32(&cfg.stream_flush, "ProfileSH5StreamFlush", tbl);
-		if (s_p_get_uint32(&cfg.stream_deadline,
-				   "ProfileSH5StreamDeadline", tbl) &&
-		    (cfg.stream_deadline < 100 || cfg.stream_deadline > 60000))
-			fatal("%s: ProfileSH5StreamDeadline=%u is not "
-			      "100-60000 ms", plugin_type, cfg.stream_deadline);
-		s_p_get_string(&cfg.stream_ca, "ProfileSH5StreamCAFile", tbl);
-		s_p_get_boolean(&cfg.stream_insecure,
-				"ProfileSH5StreamInsecure", tbl);
-		s_p_get_boolean(&cfg.events, "ProfileSH5Events", tbl);
-		if (s_p_get_uint32(&cfg.events_max, "ProfileSH5EventsMax",
-				   tbl) &&
-		    (cfg.events_max < 1 || cfg.events_max > 1048576))
-			fatal("%s: ProfileSH5EventsMax=%u is not 1-1048576 MiB",
-			      plugin_type, cfg.events_max);
-		if (cfg.stream_spool && cfg.stream_spool[0] != '/')
-			fatal("%s: ProfileSH5StreamSpoolDir=%s is not an "
-			      "absolute path", plugin_type, cfg.stream_spool);
+}
+
+/* ProfileSH5Dir, Default, Compression, FlushInterval. */
+static void options_read_general(s_p_hashtbl_t *tbl)
+{
+	char *tmp = NULL;
+
+	s_p_get_string(&cfg.dir, "ProfileSH5Dir", tbl);
+	if (s_p_get_string(&tmp, "ProfileSH5Default", tbl)) {
+		cfg.def = acct_gather_profile_from_string(tmp);
+		if (cfg.def == ACCT_GATHER_PROFILE_NOT_SET)
+			fatal("%s: ProfileSH5Default=%s is not one of "
+			      "none, energy, task, lustre, network, "
+			      "all", plugin_type, tmp);
+		xfree(tmp);
 	}
+	if (s_p_get_uint32(&cfg.compression, "ProfileSH5Compression",
+			   tbl) && cfg.compression > 9)
+		fatal("%s: ProfileSH5Compression=%u is not a deflate "
+		      "level 0-9", plugin_type, cfg.compression);
+	if (s_p_get_uint32(&cfg.flush_interval,
+			   "ProfileSH5FlushInterval", tbl) &&
+	    (cfg.flush_interval < 1 || cfg.flush_interval > 3600))
+		fatal("%s: ProfileSH5FlushInterval=%u is not 1-3600 "
+		      "seconds", plugin_type, cfg.flush_interval);
+}
+
+/* ProfileSH5Clock*. */
+static void options_read_clock(s_p_hashtbl_t *tbl)
+{
+	s_p_get_string(&cfg.clock_server, "ProfileSH5ClockServer", tbl);
+	if (s_p_get_uint32(&cfg.clock_interval,
+			   "ProfileSH5ClockInterval", tbl) &&
+	    (cfg.clock_interval < 1 || cfg.clock_interval > 86400))
+		fatal("%s: ProfileSH5ClockInterval=%u is not 1-86400 "
+		      "seconds", plugin_type, cfg.clock_interval);
+	if (s_p_get_uint32(&cfg.clock_samples, "ProfileSH5ClockSamples",
+			   tbl) &&
+	    (cfg.clock_samples < 1 ||
+	     cfg.clock_samples > SH5_NTP_MAX_SAMPLES))
+		fatal("%s: ProfileSH5ClockSamples=%u is not 1-%d",
+		      plugin_type, cfg.clock_samples,
+		      SH5_NTP_MAX_SAMPLES);
+	if (s_p_get_uint32(&cfg.clock_timeout, "ProfileSH5ClockTimeout",
+			   tbl) &&
+	    (cfg.clock_timeout < 10 || cfg.clock_timeout > 10000))
+		fatal("%s: ProfileSH5ClockTimeout=%u is not 10-10000 "
+		      "ms", plugin_type, cfg.clock_timeout);
+}
+
+/* ProfileSH5Stream*. */
+static void options_read_stream(s_p_hashtbl_t *tbl)
+{
+	char *tmp = NULL;
+
+	s_p_get_string(&cfg.stream_url, "ProfileSH5StreamURL", tbl);
+	if (s_p_get_string(&tmp, "ProfileSH5StreamFormat", tbl)) {
+		cfg.stream_format = sh5_stream_format_from_string(tmp);
+		if (cfg.stream_format < 0)
+			fatal("%s: ProfileSH5StreamFormat=%s is not one "
+			      "of influx1, influx2, json", plugin_type,
+			      tmp);
+		xfree(tmp);
+	}
+	s_p_get_string(&cfg.stream_user, "ProfileSH5StreamUser", tbl);
+	s_p_get_string(&cfg.stream_pass, "ProfileSH5StreamPass", tbl);
+	s_p_get_string(&cfg.stream_token, "ProfileSH5StreamToken", tbl);
+	s_p_get_uint32(&cfg.stream_timeout, "ProfileSH5StreamTimeout",
+		       tbl);
+	s_p_get_uint32(&cfg.stream_connect_timeout,
+		       "ProfileSH5StreamConnectTimeout", tbl);
+	s_p_get_string(&cfg.stream_spool, "ProfileSH5StreamSpoolDir",
+		       tbl);
+	s_p_get_uint64(&cfg.stream_spool_max,
+		       "ProfileSH5StreamSpoolMax", tbl);
+	s_p_get_uint32(&cfg.stream_queue, "ProfileSH5StreamQueue", tbl);
+	s_p_get_uint32(&cfg.stream_batch, "ProfileSH5StreamBatch", tbl);
+	s_p_get_uint32(&cfg.stream_flush, "ProfileSH5StreamFlush", tbl);
+	if (s_p_get_uint32(&cfg.stream_deadline,
+			   "ProfileSH5StreamDeadline", tbl) &&
+	    (cfg.stream_deadline < 100 || cfg.stream_deadline > 60000))
+		fatal("%s: ProfileSH5StreamDeadline=%u is not "
+		      "100-60000 ms", plugin_type, cfg.stream_deadline);
+	s_p_get_string(&cfg.stream_ca, "ProfileSH5StreamCAFile", tbl);
+	s_p_get_boolean(&cfg.stream_insecure,
+			"ProfileSH5StreamInsecure", tbl);
+}
+
+/* ProfileSH5Events*. */
+static void options_read_events(s_p_hashtbl_t *tbl)
+{
+	s_p_get_boolean(&cfg.events, "ProfileSH5Events", tbl);
+	if (s_p_get_uint32(&cfg.events_max, "ProfileSH5EventsMax",
+			   tbl) &&
+	    (cfg.events_max < 1 || cfg.events_max > 1048576))
+		fatal("%s: ProfileSH5EventsMax=%u is not 1-1048576 MiB",
+		      plugin_type, cfg.events_max);
+}
+
+/* Resolve ProfileSH5ClockServer into clock_addr (once per value). */
+static void options_resolve_clock(void)
+{
 	/* slurmstepd (23.02 on) calls conf_set twice: from its own read of
 	 * acct_gather.conf, then with slurmd's copy.  Resolve a server once. */
 	if (xstrcmp(cfg.clock_server, clock_resolved)) {
@@ -203,6 +226,21 @@ void sh5_options_set(s_p_hashtbl_t *tbl)
 			      cfg.clock_server, err.text);
 		}
 	}
+}
+
+void sh5_options_set(s_p_hashtbl_t *tbl)
+{
+	options_defaults();
+	if (tbl) {
+		options_read_general(tbl);
+		options_read_clock(tbl);
+		options_read_stream(tbl);
+		options_read_events(tbl);
+		if (cfg.stream_spool && cfg.stream_spool[0] != '/')
+			fatal("%s: ProfileSH5StreamSpoolDir=%s is not an "
+			      "absolute path", plugin_type, cfg.stream_spool);
+	}
+	options_resolve_clock();
 	if (!cfg.dir && running_in_slurmstepd()) {
 		/* The first of the two calls, without a local file: slurmd's
 		 * copy follows; node_step_start checks again. */
@@ -273,7 +311,6 @@ static char *masked_url(const char *url)
 	}
 	return out;
 }
-
 
 /* What `scontrol show config` prints.  Never credentials. */
 void sh5_options_values(list_t **data)

@@ -87,15 +87,44 @@ static void free_str_array(char **v, int n)
 	free(v);
 }
 
+/* Our own attributes override the built-in knowledge of s: Field Kinds
+ * and Field Units of dset, one entry per member of its file type ft (nm
+ * members). */
+static void read_field_attrs(struct sh5_series *s, hid_t dset, hid_t ft,
+			     int nm)
+{
+	char **kinds = NULL, **units = NULL;
+	int nk, nu, i;
+
+	nk = read_str_array(dset, "Field Kinds", &kinds);
+	nu = read_str_array(dset, "Field Units", &units);
+	if (nk == nm || nu == nm) {
+		for (i = 0; i < nm; i++) {
+			char *mn = H5Tget_member_name(ft, (unsigned)i);
+			int fi = mn ? sh5_series_field_index(s, mn) : -1;
+
+			if (fi >= 0 && nk == nm && kinds[i])
+				sh5_fkind_from_name(kinds[i],
+						    &s->fields[fi].kind);
+			if (fi >= 0 && nu == nm && units[i])
+				snprintf(s->fields[fi].unit,
+					 sizeof(s->fields[fi].unit), "%s",
+					 units[i]);
+			H5free_memory(mn);
+		}
+	}
+	free_str_array(kinds, nk);
+	free_str_array(units, nu);
+}
+
 struct sh5_series *sh5_series_from_dataset(const char *parent,
 					   const char *name, hid_t dset,
 					   struct sh5_error *errp)
 {
 	struct sh5_series *s = NULL;
 	hid_t ft = -1;
-	int nm, i, have_elapsed = 0, have_epoch = 0, nk = -1, nu = -1;
+	int nm, i, have_elapsed = 0, have_epoch = 0;
 	size_t nf = 0;
-	char **kinds = NULL, **units = NULL;
 
 	if ((ft = H5Dget_type(dset)) < 0) {
 		sh5_errprintf_h5(errp, "%s: cannot read the datatype", name);
@@ -152,27 +181,7 @@ struct sh5_series *sh5_series_from_dataset(const char *parent,
 		H5free_memory(mn);
 	}
 	sh5_series_apply_known(s);
-	/* Our own attributes override the built-in knowledge; they hold one
-	 * entry per member of the file type. */
-	nk = read_str_array(dset, "Field Kinds", &kinds);
-	nu = read_str_array(dset, "Field Units", &units);
-	if (nk == nm || nu == nm) {
-		for (i = 0; i < nm; i++) {
-			char *mn = H5Tget_member_name(ft, (unsigned)i);
-			int fi = mn ? sh5_series_field_index(s, mn) : -1;
-
-			if (fi >= 0 && nk == nm && kinds[i])
-				sh5_fkind_from_name(kinds[i],
-						    &s->fields[fi].kind);
-			if (fi >= 0 && nu == nm && units[i])
-				snprintf(s->fields[fi].unit,
-					 sizeof(s->fields[fi].unit), "%s",
-					 units[i]);
-			H5free_memory(mn);
-		}
-	}
-	free_str_array(kinds, nk);
-	free_str_array(units, nu);
+	read_field_attrs(s, dset, ft, nm);
 	H5Tclose(ft);
 	return s;
 einval:

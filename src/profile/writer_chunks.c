@@ -1,4 +1,4 @@
-/* writer_chunks.c - the writer's datasets, chunk assembly and flush (writer.h) */
+/* writer_chunks.c - the writer's datasets, chunk assembly, flush (writer.h) */
 #include "config.h"
 
 #include <errno.h>

@@ -37,6 +37,27 @@ static hid_t total_type(struct sh5_writer *w, const struct sh5_series *s,
 	return t;
 }
 
+/* Totals/<parent> for each parent group of a series dataset (in g, with
+ * gcpl); -1 on an HDF5 error. */
+static int make_total_groups(struct sh5_writer *w, hid_t g, hid_t gcpl)
+{
+	size_t i;
+
+	for (i = 0; i < w->ntables; i++) {
+		struct table *t = w->tables[i];
+		hid_t sub;
+
+		if (!t->series || t->dset < 0 || !t->parent[0] ||
+		    H5Lexists(g, t->parent, H5P_DEFAULT) > 0)
+			continue;
+		if ((sub = H5Gcreate2(g, t->parent, H5P_DEFAULT, gcpl,
+				      H5P_DEFAULT)) < 0)
+			return -1;
+		H5Gclose(sub);
+	}
+	return 0;
+}
+
 /*
  * /<node>/Totals: the total of every series dataset as sh5merge writes it
  * in a job file (Totals/<path>, and Totals/AllTasks over the tasks), each
@@ -67,18 +88,8 @@ static int write_totals(struct sh5_writer *w, struct sh5_error *errp)
 	    (g = H5Gcreate2(w->node_grp, "Totals", H5P_DEFAULT, gcpl,
 			    H5P_DEFAULT)) < 0)
 		goto h5error;
-	for (i = 0; i < w->ntables; i++) {
-		struct table *t = w->tables[i];
-		hid_t sub;
-
-		if (!t->series || t->dset < 0 || !t->parent[0] ||
-		    H5Lexists(g, t->parent, H5P_DEFAULT) > 0)
-			continue;
-		if ((sub = H5Gcreate2(g, t->parent, H5P_DEFAULT, gcpl,
-				      H5P_DEFAULT)) < 0)
-			goto h5error;
-		H5Gclose(sub);
-	}
+	if (make_total_groups(w, g, gcpl) < 0)
+		goto h5error;
 	for (i = 0; i < w->ntables; i++) {
 		struct table *t = w->tables[i];
 		char path[3 * SH5_NAME_MAX];
