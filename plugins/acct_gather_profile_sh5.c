@@ -2,12 +2,21 @@
  * acct_gather_profile_sh5.c - Slurm profile plugin writing sh5 node-step
  * files (HDF5), one per node and step.
  *
- * This file is only the glue between slurmstepd and the sh5 library
+ * The plugin is only the glue between slurmstepd and the sh5 library
  * (src/): it translates Slurm's calls and types, keeps the per-step state,
  * runs the flush thread and logs.  It never calls fatal() after start-up
  * (only conf_set, at daemon start, may refuse a broken configuration) and
  * never does file I/O while Slurm holds its profile lock: add_sample_data
  * only copies a record into memory.
+ *
+ * This file holds the Slurm entry points and the step state; the rest is
+ * in files of their own:
+ *   sh5_options.c  the ProfileSH5* keys: defaults, validation, display
+ *   sh5_worker.c   the periodic step threads (flush, clock)
+ *   sh5_clock.c    clock-offset measurements (ProfileSH5Clock*)
+ *   sh5_stream.c   live streaming (ProfileSH5Stream*)
+ *   sh5_events.c   application events: the tasks' spill files absorbed
+ *   sh5_plugin_int.h  the state they share
  *
  * Built against a configured Slurm source tree (configure
  * --with-slurm-source) of the release it will be loaded into: 22.05 to
