@@ -131,11 +131,107 @@ static int create_as_user(int udfd, const char *fname, uid_t uid, gid_t gid)
 	return fd;
 }
 
+/* Open the profile directory dir, creating its last component if missing
+ * (the admin's directory: symlinks there are allowed); -1 on error. */
+static int open_profile_dir(const char *dir, struct sh5_error *errp)
+{
+	int dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+
+	if (dfd < 0 && errno == ENOENT) {
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return sh5_errprintf(errp, "cannot create %s: %s", dir,
+					     strerror(errno));
+		dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	}
+	if (dfd < 0)
+		sh5_errprintf(errp, "cannot open %s: %s", dir, strerror(errno));
+	return dfd;
+}
+
+/* Make dir/user (in dfd) for uid:gid unless it exists; *made set if we
+ * made it.  -1 on error. */
+static int make_user_dir(int dfd, const char *dir, const char *user,
+			 uid_t uid, gid_t gid, int *made,
+			 struct sh5_error *errp)
+{
+	if (mkdirat(dfd, user, 0700) == 0) {
+		*made = 1;
+		if (fchownat(dfd, user, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 &&
+		    geteuid() == 0)
+			return sh5_errprintf(errp, "cannot chown %s/%s: %s",
+					     dir, user, strerror(errno));
+	} else if (errno != EEXIST) {
+		return sh5_errprintf(errp, "cannot create %s/%s: %s", dir,
+				     user, strerror(errno));
+	}
+	return 0;
+}
+
+/* Refuse the user directory udfd unless uid owns it; -1 (EPERM) then. */
+static int check_user_dir(int udfd, const char *dir, const char *user,
+			  uid_t uid, int made, struct sh5_error *errp)
+{
+	struct stat st;
+	int tries;
+
+	/* Another step of the user starting at the same moment (another
+	 * node on a shared directory, or this one) may have made the
+	 * directory and not yet given it to the user: ours until then.
+	 * Wait a little (at most 0.2 s) for it, never for anyone else's. */
+	for (tries = 0; !made && tries < 100 && fstat(udfd, &st) == 0 &&
+	     st.st_uid != uid && st.st_uid == geteuid() && geteuid() == 0;
+	     tries++)
+		usleep(2000);
+	if (fstat(udfd, &st) < 0 || st.st_uid != uid) {
+		errno = EPERM;
+		return sh5_errprintf(errp, "%s/%s is not owned by uid %u: "
+				     "refused", dir, user, (unsigned)uid);
+	}
+	return 0;
+}
+
+/* Create fname in the user directory udfd, replacing only a regular file
+ * of the user's own (a requeued or restarted job); the fd or -1. */
+static int create_node_file(int udfd, const char *dir, const char *user,
+			    const char *fname, uid_t uid, gid_t gid,
+			    struct sh5_error *errp)
+{
+	struct stat st;
+	int tries, fd = -1;
+
+	for (tries = 0; tries < 2; tries++) {
+		fd = create_as_user(udfd, fname, uid, gid);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+		/* Something is there: replace only a regular file of the
+		 * user's own (a requeued or restarted job). */
+		if (fstatat(udfd, fname, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (!S_ISREG(st.st_mode) || st.st_uid != uid) {
+			errno = EEXIST;
+			return sh5_errprintf(errp, "%s/%s/%s exists and is %s: "
+					     "refused", dir, user, fname,
+					     S_ISLNK(st.st_mode) ? "a symlink" :
+					     !S_ISREG(st.st_mode) ?
+						     "not a regular file" :
+						     "owned by another user");
+		}
+		if (unlinkat(udfd, fname, 0) < 0)
+			return sh5_errprintf(errp, "cannot replace %s/%s/%s: "
+					     "%s", dir, user, fname,
+					     strerror(errno));
+	}
+	if (fd < 0)
+		sh5_errprintf(errp, "cannot create %s/%s/%s: %s", dir, user,
+			      fname, strerror(errno));
+	return fd;
+}
+
 int sh5_layout_open_node_file(const char *dir, const char *user, uid_t uid,
 			      gid_t gid, const char *fname,
 			      struct sh5_error *errp)
 {
-	int dfd = -1, udfd = -1, fd = -1, tries, made = 0;
+	int dfd = -1, udfd = -1, fd = -1, made = 0;
 	struct stat st;
 
 	if (!dir || dir[0] != '/') {
@@ -148,80 +244,13 @@ int sh5_layout_open_node_file(const char *dir, const char *user, uid_t uid,
 		return sh5_errprintf(errp, "invalid user name '%s'",
 				     user ? user : "");
 	}
-	/* The configured directory is the admin's: symlinks there are
-	 * allowed.  Create its last component if missing. */
-	dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-	if (dfd < 0 && errno == ENOENT) {
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-			sh5_errprintf(errp, "cannot create %s: %s", dir,
-				      strerror(errno));
-			goto error;
-		}
-		dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-	}
-	if (dfd < 0) {
-		sh5_errprintf(errp, "cannot open %s: %s", dir, strerror(errno));
+	if ((dfd = open_profile_dir(dir, errp)) < 0 ||
+	    make_user_dir(dfd, dir, user, uid, gid, &made, errp) < 0 ||
+	    (udfd = sh5_layout_open_user_dir(dfd, dir, user, errp)) < 0 ||
+	    check_user_dir(udfd, dir, user, uid, made, errp) < 0 ||
+	    (fd = create_node_file(udfd, dir, user, fname, uid, gid,
+				   errp)) < 0)
 		goto error;
-	}
-	if (mkdirat(dfd, user, 0700) == 0) {
-		made = 1;
-		if (fchownat(dfd, user, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 &&
-		    geteuid() == 0) {
-			sh5_errprintf(errp, "cannot chown %s/%s: %s", dir,
-				      user, strerror(errno));
-			goto error;
-		}
-	} else if (errno != EEXIST) {
-		sh5_errprintf(errp, "cannot create %s/%s: %s", dir, user,
-			      strerror(errno));
-		goto error;
-	}
-	udfd = sh5_layout_open_user_dir(dfd, dir, user, errp);
-	if (udfd < 0)
-		goto error;
-	/* Another step of the user starting at the same moment (another
-	 * node on a shared directory, or this one) may have made the
-	 * directory and not yet given it to the user: ours until then.
-	 * Wait a little (at most 0.2 s) for it, never for anyone else's. */
-	for (tries = 0; !made && tries < 100 && fstat(udfd, &st) == 0 &&
-	     st.st_uid != uid && st.st_uid == geteuid() && geteuid() == 0;
-	     tries++)
-		usleep(2000);
-	if (fstat(udfd, &st) < 0 || st.st_uid != uid) {
-		errno = EPERM;
-		sh5_errprintf(errp, "%s/%s is not owned by uid %u: refused",
-			      dir, user, (unsigned)uid);
-		goto error;
-	}
-	for (tries = 0; tries < 2; tries++) {
-		fd = create_as_user(udfd, fname, uid, gid);
-		if (fd >= 0 || errno != EEXIST)
-			break;
-		/* Something is there: replace only a regular file of the
-		 * user's own (a requeued or restarted job). */
-		if (fstatat(udfd, fname, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		if (!S_ISREG(st.st_mode) || st.st_uid != uid) {
-			errno = EEXIST;
-			sh5_errprintf(errp, "%s/%s/%s exists and is %s: refused",
-				      dir, user, fname,
-				      S_ISLNK(st.st_mode) ? "a symlink" :
-				      !S_ISREG(st.st_mode) ?
-					      "not a regular file" :
-					      "owned by another user");
-			goto error;
-		}
-		if (unlinkat(udfd, fname, 0) < 0) {
-			sh5_errprintf(errp, "cannot replace %s/%s/%s: %s", dir,
-				      user, fname, strerror(errno));
-			goto error;
-		}
-	}
-	if (fd < 0) {
-		sh5_errprintf(errp, "cannot create %s/%s/%s: %s", dir, user,
-			      fname, strerror(errno));
-		goto error;
-	}
 	/* Created as the user when we could switch; make sure either way. */
 	if (fstat(fd, &st) == 0 && st.st_uid != uid && geteuid() == 0 &&
 	    fchown(fd, uid, gid) < 0) {

@@ -344,18 +344,123 @@ static void keep_best(struct sh5_ntp_result *best, const struct exchange *x,
 	best->refid = get32(p + OFF_REFID);
 }
 
+/* One measurement's state: the socket, the requests sent, the best
+ * exchange so far and what went wrong. */
+struct probe {
+	int fd;
+	struct requests rq;
+	struct sh5_ntp_result best;
+	char why[96];
+	int kod, refused, invalid;
+};
+
+/* Send the next request; 0, or -1 with errno (ECONNREFUSED: p->refused
+ * is set instead and 0 returned). */
+static int send_request(struct probe *p)
+{
+	unsigned char req[NTP_PACKET];
+	struct requests *rq = &p->rq;
+
+	memset(req, 0, sizeof(req));
+	req[OFF_LVM] = 0 << 6 | 4 << 3 | MODE_CLIENT;
+	rq->t1[rq->n] = now_ns(CLOCK_REALTIME);
+	rq->nonce[rq->n] = nonce(rq->t1[rq->n]);
+	put64(req + OFF_TRANSMIT, rq->nonce[rq->n]);
+	rq->n++;
+	if (send(p->fd, req, sizeof(req), 0) < 0) {
+		if (errno != ECONNREFUSED)
+			return -1;
+		p->refused = 1;
+		return 0;
+	}
+	p->best.sent++;
+	return 0;
+}
+
+/* Wait until `until` (CLOCK_MONOTONIC ns) for the reply to the last
+ * request; replies to earlier ones arriving late are still good
+ * exchanges.  0, or -1 with errno on a socket error. */
+static int await_reply(struct probe *p, int64_t until)
+{
+	unsigned char buf[512];
+	struct exchange x;
+	ssize_t n;
+	int k;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+		int64_t left = until - now_ns(CLOCK_MONOTONIC);
+		int ms, rc;
+
+		if (left <= 0)
+			return 0;
+		ms = (int)((left + 999999) / 1000000);
+		rc = poll(&pfd, 1, ms);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0)
+			return -1;
+		if (rc == 0)
+			continue;	/* re-check the bound */
+		n = recv(p->fd, buf, sizeof(buf), 0);
+		x.t4 = now_ns(CLOCK_REALTIME);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK ||
+			    errno == EINTR)
+				continue;
+			if (errno != ECONNREFUSED)
+				return -1;
+			p->refused = 1;
+			return 0;
+		}
+		k = check_reply(buf, n, &p->rq, &x, p->why, sizeof(p->why),
+				&p->kod);
+		if (k == -2)
+			continue;	/* duplicate */
+		if (k == -1) {
+			/* Taken as this request's answer. */
+			p->invalid++;
+			return 0;
+		}
+		keep_best(&p->best, &x, buf);
+		if (k == p->rq.n - 1)
+			return 0;
+	}
+}
+
+/* The error of a measurement without a valid exchange; -1. */
+static int probe_failed(const struct probe *p, const char *who,
+			int timeout_ms, struct sh5_error *errp)
+{
+	if (p->kod) {
+		errno = EACCES;
+		return sh5_errprintf(errp, "%s: NTP server refused us: %s",
+				     who, p->why);
+	}
+	if (p->refused) {
+		errno = ECONNREFUSED;
+		return sh5_errprintf(errp, "%s: no NTP server (port unreachable)",
+				     who);
+	}
+	if (p->invalid) {
+		errno = EPROTO;
+		return sh5_errprintf(errp,
+			"%s: no valid NTP reply (%d invalid, %d requests; last: %s)",
+			who, p->invalid, p->best.sent, p->why);
+	}
+	errno = ETIMEDOUT;
+	return sh5_errprintf(errp, "%s: no NTP reply within %d ms (%d requests)",
+			     who, timeout_ms, p->best.sent);
+}
+
 int sh5_ntp_measure_addr(const struct sockaddr *sa, socklen_t len,
 			 int samples, int timeout_ms,
 			 struct sh5_ntp_result *out, struct sh5_error *errp)
 {
-	unsigned char req[NTP_PACKET], buf[512];
-	char who[96], why[96] = "";
-	struct sh5_ntp_result best;
-	struct requests rq;
-	struct exchange x;
+	char who[96];
+	struct probe p;
 	int64_t deadline, now, until;
-	int fd = -1, i, k, kod = 0, refused = 0, invalid = 0, err;
-	ssize_t n;
+	int i, err;
 
 	if (!sa || !out || samples < 1 || samples > SH5_NTP_MAX_SAMPLES ||
 	    timeout_ms < 1) {
@@ -366,122 +471,45 @@ int sh5_ntp_measure_addr(const struct sockaddr *sa, socklen_t len,
 	}
 	format_addr(sa, who, sizeof(who));
 	deadline = now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000;
-	memset(&best, 0, sizeof(best));
-	memset(&rq, 0, sizeof(rq));
-	best.rtt_ns = -1;
+	memset(&p, 0, sizeof(p));
+	p.best.rtt_ns = -1;
 
-	fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
-	if (fd < 0) {
+	p.fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		      0);
+	if (p.fd < 0) {
 		err = errno;
 		goto fail_errno;
 	}
 	/* Connected: the kernel drops datagrams from other peers and
 	   reports ICMP port unreachable as ECONNREFUSED. */
-	if (connect(fd, sa, len) < 0) {
+	if (connect(p.fd, sa, len) < 0) {
 		err = errno;
 		goto fail_errno;
 	}
 
-	for (i = 0; i < samples && !kod && !refused; i++) {
+	for (i = 0; i < samples && !p.kod && !p.refused; i++) {
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= deadline)
 			break;
 		/* This exchange's share of the time left. */
 		until = now + (deadline - now) / (samples - i);
-
-		memset(req, 0, sizeof(req));
-		req[OFF_LVM] = 0 << 6 | 4 << 3 | MODE_CLIENT;
-		rq.t1[rq.n] = now_ns(CLOCK_REALTIME);
-		rq.nonce[rq.n] = nonce(rq.t1[rq.n]);
-		put64(req + OFF_TRANSMIT, rq.nonce[rq.n]);
-		rq.n++;
-		if (send(fd, req, sizeof(req), 0) < 0) {
-			if (errno == ECONNREFUSED) {
-				refused = 1;
-				break;
-			}
+		if (send_request(&p) < 0 ||
+		    (!p.refused && await_reply(&p, until) < 0)) {
 			err = errno;
 			goto fail_errno;
 		}
-		best.sent++;
-
-		/* Wait for the reply to this request; replies to earlier
-		   ones arriving late are still good exchanges. */
-		for (;;) {
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
-			int64_t left = until - now_ns(CLOCK_MONOTONIC);
-			int ms, rc;
-
-			if (left <= 0)
-				break;
-			ms = (int)((left + 999999) / 1000000);
-			rc = poll(&pfd, 1, ms);
-			if (rc < 0 && errno == EINTR)
-				continue;
-			if (rc < 0) {
-				err = errno;
-				goto fail_errno;
-			}
-			if (rc == 0)
-				continue;	/* re-check the bound */
-			n = recv(fd, buf, sizeof(buf), 0);
-			x.t4 = now_ns(CLOCK_REALTIME);
-			if (n < 0) {
-				if (errno == EAGAIN || errno == EWOULDBLOCK ||
-				    errno == EINTR)
-					continue;
-				if (errno == ECONNREFUSED) {
-					refused = 1;
-					break;
-				}
-				err = errno;
-				goto fail_errno;
-			}
-			k = check_reply(buf, n, &rq, &x, why, sizeof(why),
-					&kod);
-			if (k == -2)
-				continue;	/* duplicate */
-			if (k == -1) {
-				/* Taken as this request's answer. */
-				invalid++;
-				break;
-			}
-			keep_best(&best, &x, buf);
-			if (k == rq.n - 1)
-				break;
-		}
 	}
-	close(fd);
-	fd = -1;
+	close(p.fd);
 
-	if (best.valid > 0) {
-		*out = best;
+	if (p.best.valid > 0) {
+		*out = p.best;
 		return 0;
 	}
-	if (kod) {
-		errno = EACCES;
-		return sh5_errprintf(errp, "%s: NTP server refused us: %s",
-				     who, why);
-	}
-	if (refused) {
-		errno = ECONNREFUSED;
-		return sh5_errprintf(errp, "%s: no NTP server (port unreachable)",
-				     who);
-	}
-	if (invalid) {
-		errno = EPROTO;
-		return sh5_errprintf(errp,
-			"%s: no valid NTP reply (%d invalid, %d requests; last: %s)",
-			who, invalid, best.sent, why);
-	}
-	errno = ETIMEDOUT;
-	return sh5_errprintf(errp, "%s: no NTP reply within %d ms (%d requests)",
-			     who, timeout_ms, best.sent);
+	return probe_failed(&p, who, timeout_ms, errp);
 
 fail_errno:
-	if (fd >= 0)
-		close(fd);
+	if (p.fd >= 0)
+		close(p.fd);
 	errno = err;
 	return sh5_errprintf(errp, "%s: NTP socket: %s", who, strerror(err));
 }

@@ -19,7 +19,7 @@ SH5MERGE=$top_builddir/sh5merge/sh5merge
 MAN1=$S/doc/sh5merge.1
 MAN5=$S/doc/acct_gather_profile_sh5.5
 CONF=$S/conf/acct_gather.conf.example
-PLUGIN=$S/plugins/acct_gather_profile_sh5.c
+PLUGIN=$S/plugins/sh5_options.c
 COMMANDS="merge extract list sync events lbdata counters report otf2"
 # Options of other programs the man page may name.
 FOREIGN="--profile --data-binary"

@@ -14,7 +14,7 @@
 need_cmd nm gcc make
 work=$(mktemp -d "${TMPDIR:-/tmp}/sh5-releases.XXXXXX") || fail "mktemp"
 trap 'rm -rf "$work"' EXIT
-plugin=$top_srcdir/plugins/acct_gather_profile_sh5.c
+plugins=("$top_srcdir"/plugins/*.c)
 read -r -a cc <<<"$(make -s --no-print-directory -C "$top_builddir" print-plugin-compile)"
 [ ${#cc[@]} -gt 0 ] || fail "make print-plugin-compile printed nothing"
 printf '%s\n' "${cc[@]}" | grep -qx -- -Werror || fail "plugin flags lack -Werror: ${cc[*]}"
@@ -47,16 +47,20 @@ interface_syms() {
 		grep -o '"acct_gather_profile_p_[a-z_]*"' | tr -d '"'
 }
 
-# compile NAME TREE [CPPFLAGS...]: the plugin object against TREE.
+# compile NAME TREE [CPPFLAGS...]: the plugin's objects against TREE.
 compile() {
-	local name=$1 tree=$2 s n=0
+	local name=$1 tree=$2 s n=0 src o
 	shift 2
-	"${cc[@]}" -DHAVE_CONFIG_H "$@" -I"$tree" -I"$top_srcdir/src" \
-		-DPLUGIN_PACKAGE_VERSION='"check"' -c "$plugin" \
-		-o "$work/$name.o" 2>"$work/$name.err" ||
-		fail "$name: the plugin does not compile against $tree:" \
-			"$(grep -m5 -E 'error' "$work/$name.err")"
-	nm --defined-only "$work/$name.o" | awk '{ print $3 }' >"$work/$name.syms"
+	: >"$work/$name.syms"
+	for src in "${plugins[@]}"; do
+		o=$work/$name.$(basename "$src" .c).o
+		"${cc[@]}" -DHAVE_CONFIG_H "$@" -I"$tree" -I"$top_srcdir/src" \
+			-DPLUGIN_PACKAGE_VERSION='"check"' -c "$src" \
+			-o "$o" 2>"$work/$name.err" ||
+			fail "$name: ${src##*/} does not compile against $tree:" \
+				"$(grep -m5 -E 'error' "$work/$name.err")"
+		nm --defined-only "$o" | awk '{ print $3 }' >>"$work/$name.syms"
+	done
 	for s in plugin_name plugin_type plugin_version init fini \
 		$(interface_syms "$tree"); do
 		grep -qx -- "$s" "$work/$name.syms" ||

@@ -1,0 +1,30 @@
+/*
+ * sh5_worker.h - the plugin's periodic step threads (flush, clock).
+ */
+#ifndef SH5_PLUGIN_WORKER_H
+#define SH5_PLUGIN_WORKER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * A periodic worker thread of the step: tick(0) when it starts, tick(1)
+ * every interval seconds (CLOCK_MONOTONIC), tick(2) when stopped.  Used
+ * for flushing the file and for clock-offset measurements.
+ */
+struct worker {
+	pthread_t tid;
+	bool running, stop;
+	pthread_mutex_t mutex;
+	pthread_cond_t cond;
+	uint32_t interval;
+	void (*tick)(int phase);
+};
+
+/* Start wk; false (logged) when the thread cannot be created. */
+bool worker_start(struct worker *wk, const char *what);
+/* Stop wk after its final tick; no-op when not running. */
+void worker_stop(struct worker *wk);
+
+#endif

@@ -1,0 +1,478 @@
+/* writer_chunks.c - the writer's datasets, chunk assembly, flush (writer.h) */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <endian.h>
+#include <hdf5.h>
+#include <zlib.h>
+
+#include "common/checksum.h"
+#include "profile/writer.h"
+#include "profile/writer_int.h"
+#include "profile/zdeflate.h"
+#include "profile/zpartial.h"
+
+static hid_t clock_type(int file)
+{
+	hid_t t = H5Tcreate(H5T_COMPOUND, file ? 32 :
+					   sizeof(struct sh5_clock_sample));
+	hid_t i64 = file ? H5T_STD_I64LE : H5T_NATIVE_INT64;
+	hid_t u32 = file ? H5T_STD_U32LE : H5T_NATIVE_UINT32;
+
+	H5Tinsert(t, "LocalTimeNs", file ? 0 :
+		  offsetof(struct sh5_clock_sample, local_ns), i64);
+	H5Tinsert(t, "OffsetNs", file ? 8 :
+		  offsetof(struct sh5_clock_sample, offset_ns), i64);
+	H5Tinsert(t, "RoundTripNs", file ? 16 :
+		  offsetof(struct sh5_clock_sample, rtt_ns), i64);
+	H5Tinsert(t, "Stratum", file ? 24 :
+		  offsetof(struct sh5_clock_sample, stratum), u32);
+	H5Tinsert(t, "Phase", file ? 28 :
+		  offsetof(struct sh5_clock_sample, phase), u32);
+	return t;
+}
+
+/* Create the dataset of t; io_lock held. */
+static int create_dataset(struct sh5_writer *w, struct table *t,
+			  struct sh5_error *errp)
+{
+	hid_t parent = w->node_grp, grp = -1, ftype = -1, sp = -1, dcpl = -1;
+	hsize_t dim = 0, maxdim = H5S_UNLIMITED, chunk = t->chunk_rows;
+	int rc = -1;
+
+	if (t->parent[0]) {
+		htri_t ex = H5Lexists(w->node_grp, t->parent, H5P_DEFAULT);
+
+		grp = ex > 0 ? H5Gopen2(w->node_grp, t->parent, H5P_DEFAULT) :
+			       H5Gcreate2(w->node_grp, t->parent, H5P_DEFAULT,
+					  H5P_DEFAULT, H5P_DEFAULT);
+		if (grp < 0) {
+			sh5_errprintf_h5(errp, "%s: cannot create group %s/%s",
+					 w->path, w->node, t->parent);
+			return -1;
+		}
+		parent = grp;
+	}
+	ftype = t->series ? t->series->ops->file_type(t->series) :
+			    clock_type(1);
+	if (ftype < 0 || (sp = H5Screate_simple(1, &dim, &maxdim)) < 0 ||
+	    (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
+	    H5Pset_chunk(dcpl, 1, &chunk) < 0)
+		goto h5error;
+	if (w->opts.shuffle && H5Pset_shuffle(dcpl) < 0)
+		goto h5error;
+	if (w->opts.compression > 0 &&
+	    H5Pset_deflate(dcpl, (unsigned)w->opts.compression) < 0)
+		goto h5error;
+	/* Last in the pipeline: a checksum of each stored (compressed)
+	 * chunk, which sh5merge checks without decoding the chunk. */
+	if ((w->opts.shuffle || w->opts.compression > 0) &&
+	    H5Pset_fletcher32(dcpl) < 0)
+		goto h5error;
+	t->dset = H5Dcreate2(parent, t->name, ftype, sp, H5P_DEFAULT, dcpl,
+			     H5P_DEFAULT);
+	if (t->dset < 0)
+		goto h5error;
+	if (t->series && sh5_series_write_attrs(t->series, t->dset, errp) < 0)
+		goto out;
+	rc = 0;
+	goto out;
+h5error:
+	sh5_errprintf_h5(errp, "%s: cannot create dataset %s/%s%s%s", w->path,
+			 w->node, t->parent, t->parent[0] ? "/" : "", t->name);
+out:
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ftype >= 0)
+		H5Tclose(ftype);
+	if (grp >= 0)
+		H5Gclose(grp);
+	return rc;
+}
+
+/*
+ * Direct chunk writes (series tables).  HDF5 filters a chunk as a whole:
+ * through H5Dwrite, the last (partial) chunk of every series was
+ * converted, shuffled, deflated at the configured level and checksummed
+ * again at every flush, however few records it gained -- measured with
+ * callgrind, deflate was most of the plugin's cost per sample.  Here the
+ * writer keeps the last chunk itself and writes it with H5Dwrite_chunk:
+ *
+ * - a complete chunk, and the last one when the file is closed: the
+ *   whole declared pipeline (shuffle, deflate at the configured level,
+ *   fletcher32), filter mask 0, from the shuffled copy in t->cur (each
+ *   record's bytes scattered to their shuffle positions as it arrives);
+ * - the partial chunk of an intermediate flush: unshuffled (filter mask
+ *   bit of the shuffle filter set, which HDF5 and every reader honour),
+ *   deflated from a stream kept open across flushes (src/profile/
+ *   zpartial.h: each flush compresses only its own records, the chunk's
+ *   zero tail is one hand-coded block), then fletcher32.  Its cost is
+ *   proportional to the records added, where recompressing the whole
+ *   partial chunk at every flush was quadratic in the chunk.
+ *
+ * Only a file whose writer never closed it (a killed slurmstepd) keeps
+ * masked chunks.  bench/sh5_replay, 2 tasks x 600 samples flushed every
+ * 10 s, under callgrind: 711 M instructions through H5Dwrite, 235 M with
+ * direct level-1 partial chunks, less with the open stream
+ * (doc/performance.md).
+ */
+
+/* Store row r of the last chunk from the memory record rec; the row's
+ * file bytes (unshuffled) also into row if not NULL. */
+static void put_row(struct sh5_writer *w, struct table *t, size_t r,
+		    const union sh5_value *rec, unsigned char *row)
+{
+	const struct sh5_series *s = t->series;
+	size_t n = t->chunk_rows, nslots = 0, i, j;
+	uint64_t v[SH5_TIME_SLOTS + 128 + 1];
+	unsigned char b[8 * (SH5_TIME_SLOTS + 128 + 1)];
+
+	/* File order: ElapsedTime, EpochTime, the fields, EpochTimeNs,
+	 * SyncTimeNs; the ns times stored unsigned (HDF5's conversion
+	 * clamps a negative to 0). */
+	v[nslots++] = rec[0].u;
+	v[nslots++] = rec[1].u;
+	for (i = 0; i < s->nfields && nslots < 2 + 128; i++)
+		v[nslots++] = rec[SH5_TIME_SLOTS + i].u;
+	if (s->has_time_ns)
+		v[nslots++] = rec[2].i < 0 ? 0 : (uint64_t)rec[2].i;
+	if (s->has_sync_ns)
+		v[nslots++] = rec[SH5_SLOT_SYNC(s)].i < 0 ? 0 :
+			      (uint64_t)rec[SH5_SLOT_SYNC(s)].i;
+	for (i = 0; i < nslots; i++) {
+		uint64_t le = htole64(v[i]);
+
+		memcpy(b + 8 * i, &le, 8);
+	}
+	if (row)
+		memcpy(row, b, t->fsize);
+	if (!w->opts.shuffle) {
+		memcpy(t->cur + r * t->fsize, b, t->fsize);
+		return;
+	}
+	for (j = 0; j < t->fsize; j++)
+		t->cur[j * n + r] = b[j];
+}
+
+/* Append HDF5's fletcher32 (little-endian) after len bytes; new length. */
+static size_t add_fletcher(unsigned char *z, size_t len)
+{
+	uint32_t c = sh5_fletcher32(z, len);
+
+	z[len++] = (unsigned char)c;
+	z[len++] = (unsigned char)(c >> 8);
+	z[len++] = (unsigned char)(c >> 16);
+	z[len++] = (unsigned char)(c >> 24);
+	return len;
+}
+
+static int chunk_error(struct sh5_writer *w, struct table *t,
+		       struct sh5_error *errp)
+{
+	return sh5_errprintf_h5(errp, "%s: cannot write a chunk of %s/%s%s%s",
+				w->path, w->node, t->parent,
+				t->parent[0] ? "/" : "", t->name);
+}
+
+/* Write the partial last chunk (rows t->done ..) from its stored form:
+ * unshuffled, so with the shuffle filter's bit in the filter mask. */
+static int put_partial(struct sh5_writer *w, struct table *t, size_t used,
+		       struct sh5_error *errp)
+{
+	size_t out;
+	hsize_t off = t->done;
+	unsigned mask = w->opts.shuffle ? 1u : 0u; /* shuffle is filter 0 */
+
+	if (!(out = sh5_zpartial_chunk(&t->zp,
+				       (t->chunk_rows - used) * t->fsize)))
+		return sh5_errprintf(errp, "%s: out of memory", w->path);
+	if (H5Dwrite_chunk(t->dset, H5P_DEFAULT, mask, &off, out,
+			   t->zp.out) < 0)
+		return chunk_error(w, t, errp);
+	t->cur_final = 0;
+	return 0;
+}
+
+/* Write the last chunk (starting at row t->done) in final form: the
+ * whole pipeline, deflate at the configured level. */
+static int put_chunk(struct sh5_writer *w, struct table *t,
+		     struct sh5_error *errp)
+{
+	size_t bytes = t->chunk_rows * t->fsize, out = bytes;
+	hsize_t off = t->done;
+	unsigned char *z = NULL;
+	const unsigned char *data = t->cur;
+	int fletcher = w->opts.shuffle || w->opts.compression > 0, rc = -1;
+
+	if (w->opts.compression > 0 || fletcher) {
+		size_t zlen = w->opts.compression > 0 ?
+			      sh5_zdeflate_bound(bytes) : bytes;
+
+		if (!(z = malloc(zlen + 4)))
+			return sh5_errprintf(errp, "%s: out of memory",
+					     w->path);
+		if (w->opts.compression > 0) {
+			if ((!w->zd && !(w->zd = sh5_zdeflate_create(
+						 w->opts.compression))) ||
+			    sh5_zdeflate(w->zd, z, &zlen, t->cur, bytes) < 0) {
+				sh5_errprintf(errp, "%s: %s: deflate failed",
+					      w->path, t->name);
+				goto out;
+			}
+		} else {
+			memcpy(z, t->cur, bytes);
+		}
+		out = zlen;
+		if (fletcher)
+			out = add_fletcher(z, out);
+		data = z;
+	}
+	if (H5Dwrite_chunk(t->dset, H5P_DEFAULT, 0, &off, out, data) < 0) {
+		chunk_error(w, t, errp);
+		goto out;
+	}
+	t->cur_final = 1;
+	rc = 0;
+out:
+	free(z);
+	return rc;
+}
+
+/* The partial last chunk recompressed whole (shuffled, level 1,
+ * run-length strategy, filter mask 0): quadratic in the chunk, but its
+ * copy in the file stays small. */
+static int put_recompressed(struct sh5_writer *w, struct table *t,
+			    struct sh5_error *errp)
+{
+	size_t bytes = t->chunk_rows * t->fsize;
+	uLongf zlen = compressBound(bytes);
+	hsize_t off = t->done;
+	unsigned char *z = malloc(zlen + 4);
+	z_stream s;
+	int rc = -1;
+
+	if (!z)
+		return sh5_errprintf(errp, "%s: out of memory", w->path);
+	memset(&s, 0, sizeof(s));
+	if (deflateInit2(&s, 1, Z_DEFLATED, 15, 8, Z_RLE) != Z_OK) {
+		sh5_errprintf(errp, "%s: %s: deflate failed", w->path,
+			      t->name);
+		goto out;
+	}
+	s.next_in = t->cur;
+	s.avail_in = (uInt)bytes;
+	s.next_out = z;
+	s.avail_out = (uInt)zlen;
+	rc = deflate(&s, Z_FINISH) == Z_STREAM_END ? 0 : -1;
+	zlen = s.total_out;
+	deflateEnd(&s);
+	if (rc < 0) {
+		sh5_errprintf(errp, "%s: %s: deflate failed", w->path,
+			      t->name);
+		goto out;
+	}
+	zlen = add_fletcher(z, zlen);
+	rc = -1;
+	if (H5Dwrite_chunk(t->dset, H5P_DEFAULT, 0, &off, zlen, z) < 0) {
+		chunk_error(w, t, errp);
+		goto out;
+	}
+	t->cur_final = 0;
+	rc = 0;
+out:
+	free(z);
+	return rc;
+}
+
+/* The rows rows[0 .. n) (file bytes, unshuffled) of the last chunk go
+ * into its open stream, if partial chunks are deflated. */
+static int stream_rows(struct sh5_writer *w, struct table *t,
+		       const unsigned char *rows, size_t n,
+		       struct sh5_error *errp)
+{
+	if (w->opts.compression <= 0 || !w->opts.append_partial || !n)
+		return 0;
+	if (sh5_zpartial_add(&t->zp, rows, n * t->fsize) < 0)
+		return sh5_errprintf(errp, "%s: out of memory", w->path);
+	return 0;
+}
+
+/* Append n memory records to a series table; io_lock held.  With n == 0
+ * on a closed writer, rewrites a partial chunk in final form. */
+static int write_direct(struct sh5_writer *w, struct table *t,
+			const void *buf, size_t n, struct sh5_error *errp)
+{
+	const unsigned char *p = buf;
+	size_t cr = t->chunk_rows, used = (size_t)(t->rows - t->done), i;
+	size_t first = used;     /* first row of this call in the chunk */
+	int closed, rc = -1;
+	hsize_t newdim = t->rows + n;
+	unsigned char *rows = NULL;
+
+	if (!n && !t->cur)
+		return 0;
+	if (!t->cur && !(t->cur = calloc(cr, t->fsize)))
+		return sh5_errprintf(errp, "%s: out of memory", w->path);
+	if (n && w->opts.compression > 0 && w->opts.append_partial &&
+	    !(rows = malloc((n < cr ? n : cr) * t->fsize)))
+		return sh5_errprintf(errp, "%s: out of memory", w->path);
+	if (n && H5Dset_extent(t->dset, &newdim) < 0) {
+		sh5_errprintf_h5(errp, "%s: cannot extend %s/%s%s%s", w->path,
+				 w->node, t->parent, t->parent[0] ? "/" : "",
+				 t->name);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		put_row(w, t, used, (const union sh5_value *)
+			(const void *)(p + i * t->rec_size),
+			rows ? rows + (used - first) * t->fsize : NULL);
+		if (++used < cr)
+			continue;
+		if (put_chunk(w, t, errp) < 0)
+			goto out;
+		t->done += cr;
+		memset(t->cur, 0, cr * t->fsize);
+		sh5_zpartial_reset(&t->zp);
+		t->cur_final = 0;
+		used = first = 0;
+	}
+	pthread_mutex_lock(&w->lock);
+	closed = w->closed;
+	pthread_mutex_unlock(&w->lock);
+	if (used && !closed && stream_rows(w, t, rows, used - first,
+					   errp) < 0)
+		goto out;
+	if (used && (closed ? !t->cur_final : n > 0) &&
+	    (closed || w->opts.compression <= 0 ? put_chunk(w, t, errp) :
+	     w->opts.append_partial ? put_partial(w, t, used, errp) :
+	     put_recompressed(w, t, errp)) < 0)
+		goto out;
+	t->rows = newdim;
+	if (n)
+		t->series->ops->total_add(t->series, t->total, buf, n);
+	rc = 0;
+out:
+	free(rows);
+	return rc;
+}
+
+static int write_rows(struct sh5_writer *w, struct table *t,
+		      const void *buf, size_t n, struct sh5_error *errp)
+{
+	hsize_t start = t->rows, count = n, newdim = t->rows + n;
+	hid_t fsp = -1, msp = -1, mtype = -1, dxpl = -1;
+	int rc = -1;
+
+	if (t->dset < 0 && create_dataset(w, t, errp) < 0)
+		return -1;
+	if (t->series)
+		return write_direct(w, t, buf, n, errp);
+	if (!n)
+		return 0;
+	mtype = t->series ? t->series->ops->mem_type(t->series) :
+			    clock_type(0);
+	/*
+	 * The memory and file layouts differ (member order), so HDF5
+	 * converts through a type-conversion buffer and a background
+	 * buffer.  By default both are 1 MiB, and the background buffer is
+	 * zeroed (calloc) at every H5Dwrite: measured with callgrind, that
+	 * memset was a third of the writer's instructions and kept 2 MiB
+	 * resident.  Sized to the records written (a record's memory
+	 * layout is at least as large as its file layout), both cost what
+	 * the data does.
+	 */
+	if ((dxpl = H5Pcreate(H5P_DATASET_XFER)) < 0 ||
+	    H5Pset_buffer(dxpl, n * t->rec_size, NULL, NULL) < 0)
+		goto h5error;
+	if (mtype < 0 || H5Dset_extent(t->dset, &newdim) < 0 ||
+	    (fsp = H5Dget_space(t->dset)) < 0 ||
+	    H5Sselect_hyperslab(fsp, H5S_SELECT_SET, &start, NULL, &count,
+				NULL) < 0 ||
+	    (msp = H5Screate_simple(1, &count, NULL)) < 0 ||
+	    H5Dwrite(t->dset, mtype, msp, fsp, dxpl, buf) < 0)
+		goto h5error;
+	t->rows = newdim;
+	if (t->series)
+		t->series->ops->total_add(t->series, t->total, buf, n);
+	rc = 0;
+	goto out;
+h5error:
+	sh5_errprintf_h5(errp, "%s: cannot append to %s/%s%s%s", w->path,
+			 w->node, t->parent, t->parent[0] ? "/" : "", t->name);
+out:
+	if (dxpl >= 0)
+		H5Pclose(dxpl);
+	if (msp >= 0)
+		H5Sclose(msp);
+	if (fsp >= 0)
+		H5Sclose(fsp);
+	if (mtype >= 0)
+		H5Tclose(mtype);
+	return rc;
+}
+
+int sh5_writer_flush(struct sh5_writer *w, struct sh5_error *errp)
+{
+	size_t i, ntables;
+	int rc = 0, closed;
+
+	pthread_mutex_lock(&w->io_lock);
+	if (w->failed) {
+		pthread_mutex_unlock(&w->io_lock);
+		errno = EIO;
+		return sh5_errprintf(errp, "%s: an earlier write failed",
+				     w->path);
+	}
+	pthread_mutex_lock(&w->lock);
+	ntables = w->ntables;
+	pthread_mutex_unlock(&w->lock);
+	/* New datasets first, then the chunks: the object headers stay
+	 * together at the front of the file, the samples after them (as
+	 * when HDF5 wrote the chunks at H5Fflush), which is what a
+	 * truncated file keeps best. */
+	for (i = 0; i < ntables && !rc; i++) {
+		struct table *t;
+
+		pthread_mutex_lock(&w->lock);
+		t = w->tables[i];
+		pthread_mutex_unlock(&w->lock);
+		if (t->dset < 0)
+			rc = create_dataset(w, t, errp);
+	}
+	for (i = 0; i < ntables && !rc; i++) {
+		struct table *t;
+		unsigned char *buf;
+		size_t n;
+
+		/* Take the pending records; appends go to a fresh buffer. */
+		pthread_mutex_lock(&w->lock);
+		t = w->tables[i];
+		buf = t->buf;
+		n = t->n;
+		t->buf = NULL;
+		t->n = t->cap = 0;
+		closed = w->closed;
+		pthread_mutex_unlock(&w->lock);
+		if (n || t->dset < 0 || (closed && t->cur))
+			rc = write_rows(w, t, buf, n, errp);
+		if (!rc)
+			w->st.written += n;
+		free(buf);
+	}
+	if (!rc && H5Fflush(w->file, H5F_SCOPE_GLOBAL) < 0)
+		rc = sh5_errprintf_h5(errp, "%s: cannot flush", w->path);
+	if (rc)
+		w->failed = 1;
+	else
+		w->st.flushes++;
+	pthread_mutex_unlock(&w->io_lock);
+	return rc;
+}

@@ -1,0 +1,59 @@
+/*
+ * writer_int.h - the node-step writer's state, shared by writer.c (set-up,
+ * attributes, appends), writer_chunks.c (datasets, chunks, flush) and
+ * writer_close.c (totals, close).
+ */
+#ifndef SH5_PROFILE_WRITER_INT_H
+#define SH5_PROFILE_WRITER_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include <hdf5.h>
+
+#include "profile/writer.h"
+#include "profile/zdeflate.h"
+#include "profile/zpartial.h"
+
+/* A table: one dataset fed from a pending buffer. */
+struct table {
+	char parent[SH5_NAME_MAX]; /* "" for the node group */
+	char name[SH5_NAME_MAX];
+	struct sh5_series *series; /* NULL for ClockOffsets */
+	size_t rec_size;
+	size_t chunk_rows;
+	hid_t dset;                /* -1 until created */
+	hsize_t rows;              /* rows in the file */
+	void *total;               /* ops total of those rows (series) */
+	/* Series tables: chunks written by write_direct(). */
+	size_t fsize;              /* file record size */
+	hsize_t done;              /* rows in complete chunks (the file's) */
+	unsigned char *cur;        /* the last chunk's rows, filtered layout
+				    * (shuffled), zero padded; NULL if none */
+	int cur_final;             /* it was last written in final form
+				    * (configured level), not partial */
+	struct sh5_zpartial zp;    /* the last chunk's rows, unshuffled,
+				    * deflated as they come (partial
+				    * chunks of intermediate flushes) */
+	/* pending, protected by w->lock */
+	unsigned char *buf;
+	size_t n, cap;
+};
+
+struct sh5_writer {
+	char path[4096];
+	char node[SH5_NAME_MAX];
+	struct sh5_writer_opts opts;
+	hid_t file, node_grp;
+	pthread_mutex_t lock;      /* tables array, pending buffers, flags */
+	pthread_mutex_t io_lock;   /* every HDF5 call */
+	struct table **tables;     /* stable pointers: flush keeps one
+				    * while adds may grow the array */
+	size_t ntables, cap;
+	int clock_id;              /* table of ClockOffsets, or -1 */
+	struct sh5_zdeflate *zd;   /* final chunks' compressor (io_lock) */
+	int closed, failed;
+	struct sh5_writer_stats st;
+};
+
+#endif
