@@ -213,21 +213,12 @@ static void kv_tag(struct sh5_json *j, const char *key, const char *val)
 	}
 }
 
-/* One counter-statistics packet: running statistics of every counter so
- * far (updated with this batch) and the batch's raw samples. */
-int format_json(struct sh5_stream *s, const struct slot *batch,
-		size_t n, struct buf *b, uint64_t *nsamples)
+/* Add the batch's samples to the running statistics of their series. */
+static void json_update_stats(struct sh5_stream *s, const struct slot *batch,
+			      size_t n)
 {
-	struct sh5_error err;
-	struct sh5_json *j;
-	char app[2 * SH5_STREAM_MAX_NAME + 2];
-	char counter[2 * SH5_STREAM_MAX_NAME + 2];
-	size_t i, k, nsch;
-	int rc;
+	size_t i, k;
 
-	pthread_mutex_lock(&s->lock);
-	nsch = s->nschemas;
-	pthread_mutex_unlock(&s->lock);
 	for (i = 0; i < n; i++) {
 		struct schema *sc = s->schemas[batch[i].schema];
 
@@ -238,17 +229,19 @@ int format_json(struct sh5_stream *s, const struct slot *batch,
 						  (double)batch[i].v[k].u :
 						  batch[i].v[k].d);
 	}
+}
+
+/* The "counter_stats" array: one entry per counter of the first nsch
+ * series that have samples. */
+static void json_counter_stats(struct sh5_json *j, struct sh5_stream *s,
+			       size_t nsch)
+{
+	char app[2 * SH5_STREAM_MAX_NAME + 2];
+	char counter[2 * SH5_STREAM_MAX_NAME + 2];
+	size_t i, k;
+
 	snprintf(app, sizeof(app), "%s.%s", s->job ? s->job : "",
 		 s->step ? s->step : "");
-	j = sh5_json_create_cb(json_sink, b, 0, &err);
-	if (!j)
-		return -1;
-	sh5_json_object_open(j);
-	sh5_json_kv_int(j, "version", 2);
-	sh5_json_kv_int(j, "created_at", real_ns() / 1000000);
-	kv_tag(j, "job", s->job);
-	kv_tag(j, "step", s->step);
-	kv_tag(j, "node", s->node);
 	sh5_json_key(j, "counter_stats");
 	sh5_json_array_open(j);
 	for (i = 0; i < nsch; i++) {
@@ -268,6 +261,14 @@ int format_json(struct sh5_stream *s, const struct slot *batch,
 		}
 	}
 	sh5_json_array_close(j);
+}
+
+/* The "samples" array: the batch's raw samples. */
+static void json_samples(struct sh5_json *j, const struct sh5_stream *s,
+			 const struct slot *batch, size_t n)
+{
+	size_t i, k;
+
 	sh5_json_key(j, "samples");
 	sh5_json_array_open(j);
 	for (i = 0; i < n; i++) {
@@ -294,6 +295,33 @@ int format_json(struct sh5_stream *s, const struct slot *batch,
 		sh5_json_object_close(j);
 	}
 	sh5_json_array_close(j);
+}
+
+/* One counter-statistics packet: running statistics of every counter so
+ * far (updated with this batch) and the batch's raw samples. */
+int format_json(struct sh5_stream *s, const struct slot *batch,
+		size_t n, struct buf *b, uint64_t *nsamples)
+{
+	struct sh5_error err;
+	struct sh5_json *j;
+	size_t nsch;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	nsch = s->nschemas;
+	pthread_mutex_unlock(&s->lock);
+	json_update_stats(s, batch, n);
+	j = sh5_json_create_cb(json_sink, b, 0, &err);
+	if (!j)
+		return -1;
+	sh5_json_object_open(j);
+	sh5_json_kv_int(j, "version", 2);
+	sh5_json_kv_int(j, "created_at", real_ns() / 1000000);
+	kv_tag(j, "job", s->job);
+	kv_tag(j, "step", s->step);
+	kv_tag(j, "node", s->node);
+	json_counter_stats(j, s, nsch);
+	json_samples(j, s, batch, n);
 	sh5_json_object_close(j);
 	rc = sh5_json_finish(j, &err);
 	sh5_json_destroy(j);

@@ -103,15 +103,64 @@ static int keep_param(const char *p)
 	return 0;
 }
 
+/* Influx formats: require precision=ns in the query, or append it; then
+ * fetch the query again into *query.  0, or -1 (errno, errp set). */
+static int url_precision(CURLU *h, char **query, struct sh5_error *errp)
+{
+	char *prec = *query ? strstr(*query, "precision=") : NULL;
+
+	if (prec && (prec == *query || prec[-1] == '&')) {
+		if (strncmp(prec + 10, "ns", 2) ||
+		    (prec[12] && prec[12] != '&')) {
+			errno = EINVAL;
+			return sh5_errprintf(errp,
+					     "stream: URL must use precision=ns (or none)");
+		}
+	} else if (curl_url_set(h, CURLUPART_QUERY, "precision=ns",
+				CURLU_APPENDQUERY) != CURLUE_OK) {
+		errno = ENOMEM;
+		return sh5_errprintf(errp, "stream: out of memory");
+	}
+	curl_free(*query);
+	*query = NULL;
+	curl_url_get(h, CURLUPART_QUERY, query, 0);
+	return 0;
+}
+
+/* The URL shown in messages: scheme, host, port, path and the harmless
+ * query parameters only (query is consumed by strtok_r). */
+static void url_safe(char *safe, size_t size, const char *scheme,
+		     const char *host, const char *port, const char *path,
+		     char *query)
+{
+	char *tok, *save = NULL;
+	size_t len;
+
+	snprintf(safe, size, "%s://%s%s%s%s", scheme, host,
+		 port ? ":" : "", port ? port : "", path ? path : "/");
+	if (query) {
+		char sep = '?';
+
+		for (tok = strtok_r(query, "&", &save); tok;
+		     tok = strtok_r(NULL, "&", &save)) {
+			if (!keep_param(tok))
+				continue;
+			len = strlen(safe);
+			snprintf(safe + len, size - len, "%c%s", sep,
+				 tok);
+			sep = '&';
+		}
+	}
+}
+
 /* Final URL (precision=ns for influx) and its credential-free form. */
 int make_urls(struct sh5_stream *s, const char *url,
 	      struct sh5_error *errp)
 {
 	CURLU *h = curl_url();
 	char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL,
-	     *query = NULL, *full = NULL, *prec;
-	char safe[1024], *tok, *save = NULL;
-	size_t len;
+	     *query = NULL, *full = NULL;
+	char safe[1024];
 	int rc = -1;
 
 	if (!h) {
@@ -134,46 +183,15 @@ int make_urls(struct sh5_stream *s, const char *url,
 	curl_url_get(h, CURLUPART_PORT, &port, 0);
 	curl_url_get(h, CURLUPART_PATH, &path, 0);
 	curl_url_get(h, CURLUPART_QUERY, &query, 0);
-	if (s->format != SH5_STREAM_JSON) {
-		prec = query ? strstr(query, "precision=") : NULL;
-		if (prec && (prec == query || prec[-1] == '&')) {
-			if (strncmp(prec + 10, "ns", 2) ||
-			    (prec[12] && prec[12] != '&')) {
-				errno = EINVAL;
-				sh5_errprintf(errp,
-					      "stream: URL must use precision=ns (or none)");
-				goto out;
-			}
-		} else if (curl_url_set(h, CURLUPART_QUERY, "precision=ns",
-					CURLU_APPENDQUERY) != CURLUE_OK) {
-			errno = ENOMEM;
-			sh5_errprintf(errp, "stream: out of memory");
-			goto out;
-		}
-		curl_free(query);
-		query = NULL;
-		curl_url_get(h, CURLUPART_QUERY, &query, 0);
-	}
+	if (s->format != SH5_STREAM_JSON &&
+	    url_precision(h, &query, errp) < 0)
+		goto out;
 	if (curl_url_get(h, CURLUPART_URL, &full, 0) != CURLUE_OK) {
 		errno = EINVAL;
 		sh5_errprintf(errp, "stream: URL is not valid");
 		goto out;
 	}
-	snprintf(safe, sizeof(safe), "%s://%s%s%s%s", scheme, host,
-		 port ? ":" : "", port ? port : "", path ? path : "/");
-	if (query) {
-		char sep = '?';
-
-		for (tok = strtok_r(query, "&", &save); tok;
-		     tok = strtok_r(NULL, "&", &save)) {
-			if (!keep_param(tok))
-				continue;
-			len = strlen(safe);
-			snprintf(safe + len, sizeof(safe) - len, "%c%s", sep,
-				 tok);
-			sep = '&';
-		}
-	}
+	url_safe(safe, sizeof(safe), scheme, host, port, path, query);
 	s->url = strdup(full);
 	s->safe_url = strdup(safe);
 	if (!s->url || !s->safe_url) {
