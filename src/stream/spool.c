@@ -267,120 +267,138 @@ struct dead_owner {
 	int fd;
 };
 
-/*
- * Scan the spool directory: adopt files of dead owners (same format),
- * remove their lock files and the temporary files of dead owners and of
- * this stream, count this stream's files and bytes of all spool files,
- * remember the oldest own file.  With evict > 0, afterwards delete
- * oldest spool files until evict more bytes fit under the bound.  When
- * the directory cannot be read, what was known stays (tried again soon).
- */
-void spool_scan(struct sh5_stream *s, uint64_t evict)
+/* What a scan of the spool directory found. */
+struct scan {
+	struct dead_owner owners[16]; /* owners of other files, looked up */
+	size_t nowners;
+	uint64_t total;	   /* bytes of all spool files */
+	size_t own;	   /* files of this stream (adopted ones included) */
+	char oldest[256];  /* the oldest of them */
+};
+
+/* Is this owner of spool files gone?  Looked up once per scan, for 16
+ * owners at most (later ones count as alive until the next scan). */
+static int scan_owner_dead(struct sh5_stream *s, struct scan *sc,
+			   const char *owner)
 {
-	struct dead_owner owners[16];
-	size_t nowners = 0, i;
-	char path[PATH_MAX], path2[PATH_MAX], name[256], oldest[256] = "";
+	size_t i;
+
+	for (i = 0; i < sc->nowners; i++)
+		if (!strcmp(sc->owners[i].owner, owner))
+			break;
+	if (i == sc->nowners) {
+		if (sc->nowners == 16)
+			return 0;
+		snprintf(sc->owners[i].owner, sizeof(sc->owners[i].owner),
+			 "%s", owner);
+		sc->owners[i].fd = -1;
+		sc->owners[i].dead = owner_dead(s, owner, &sc->owners[i].fd);
+		sc->nowners++;
+	}
+	return sc->owners[i].dead;
+}
+
+/* Adopt spool file path (parsed as sn) when its owner is gone: rename it
+ * to a name of this stream, returned in name.  0 adopted, -1 not. */
+static int scan_adopt(struct sh5_stream *s, struct scan *sc,
+		      const char *path, const struct spool_name *sn,
+		      char *name, size_t size)
+{
+	char path2[PATH_MAX];
+	int len;
+
+	if (!scan_owner_dead(s, sc, sn->owner))
+		return -1;
+	len = snprintf(name, size, "%020" PRId64 "-%s-%s_%s-%" PRIu64 ".%s",
+		       sn->ts, s->owner, sn->owner, sn->tag, sn->n, sn->ext);
+	if (len < 0 || (size_t)len >= size ||
+	    path_in(s, path2, sizeof(path2), name) < 0)
+		return -1;
+	if (sp_rename(path, path2) < 0) {
+		/* gone (another stream adopted it) or refused for now:
+		 * look again soon */
+		if (errno != ENOENT)
+			s->next_scan = mono_ns() + SPOOL_RETRY_NS;
+		return -1;
+	}
+	return 0;
+}
+
+/* One directory entry of a scan: a temporary file is removed when its
+ * writer is gone, a spool file counted (and adopted, or kept as own). */
+static void scan_entry(struct sh5_stream *s, struct scan *sc,
+		       const char *dname)
+{
+	char path[PATH_MAX], name[256];
+	struct spool_name sn;
+	struct stat sb;
+	int len, tmpfile = dname[0] == '.';
+
+	if (spool_name_parse(dname + tmpfile, &sn) < 0)
+		return;
+	if (path_in(s, path, sizeof(path), dname) < 0 ||
+	    lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return;
+	if (tmpfile) {
+		/* a write that failed half-way (its batch was kept in
+		 * memory): remove it when its writer is gone or is this
+		 * stream (not writing now) */
+		if (!strcmp(sn.owner, s->owner) ||
+		    owner_dead(s, sn.owner, NULL))
+			sp_unlink(path);
+		return;
+	}
+	sc->total += (uint64_t)sb.st_size;
+	if (strcmp(sn.ext, s->ext))
+		return;
+	if (strcmp(sn.owner, s->owner)) {
+		if (scan_adopt(s, sc, path, &sn, name, sizeof(name)) < 0)
+			return;
+	} else {
+		len = snprintf(name, sizeof(name), "%s", dname);
+		if (len < 0 || (size_t)len >= sizeof(name))
+			return;
+		if (undeleted(s, name))
+			return; /* delivered already */
+	}
+	sc->own++;
+	if (!sc->oldest[0] || strcmp(name, sc->oldest) < 0)
+		snprintf(sc->oldest, sizeof(sc->oldest), "%s", name);
+}
+
+/* After a scan: remove the lock files of the dead owners adopted from
+ * and release them. */
+static void scan_release(struct sh5_stream *s, struct scan *sc)
+{
+	char path[PATH_MAX], name[256];
+	size_t i;
+	int len;
+
+	for (i = 0; i < sc->nowners; i++) {
+		if (sc->owners[i].fd < 0)
+			continue;
+		len = snprintf(name, sizeof(name), "%s.lock",
+			       sc->owners[i].owner);
+		if (len > 0 && (size_t)len < sizeof(name) &&
+		    path_in(s, path, sizeof(path), name) == 0)
+			sp_unlink(path);
+		close(sc->owners[i].fd);
+	}
+}
+
+/* Enforce the bound: delete the oldest spool files (any owner) until
+ * evict more bytes fit under it. */
+static void spool_evict(struct sh5_stream *s, uint64_t evict)
+{
+	char path[PATH_MAX];
 	struct spool_name sn;
 	struct dirent *de;
 	struct stat sb;
 	DIR *d;
-	uint64_t total = 0;
-	size_t own = 0;
-	int again, len, tmpfile;
 
-	if (!spool_ready(s)) {
-		s->next_scan = mono_ns() + SPOOL_RETRY_NS;
-		return;
-	}
-	s->next_scan = mono_ns() + SCAN_PERIOD_NS;
-	undel_retry(s);
-	d = sp_opendir(s->spool_dir);
-	if (!d) {
-		s->next_scan = mono_ns() + SPOOL_RETRY_NS;
-		spool_failed(s, errno);
-		return;
-	}
-	while ((de = readdir(d))) {
-		tmpfile = de->d_name[0] == '.';
-		if (spool_name_parse(de->d_name + tmpfile, &sn) < 0)
-			continue;
-		if (path_in(s, path, sizeof(path), de->d_name) < 0 ||
-		    lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
-			continue;
-		if (tmpfile) {
-			/* a write that failed half-way (its batch was kept
-			 * in memory): remove it when its writer is gone or
-			 * is this stream (not writing now) */
-			if (!strcmp(sn.owner, s->owner) ||
-			    owner_dead(s, sn.owner, NULL))
-				sp_unlink(path);
-			continue;
-		}
-		total += (uint64_t)sb.st_size;
-		if (strcmp(sn.ext, s->ext))
-			continue;
-		if (strcmp(sn.owner, s->owner)) {
-			for (i = 0; i < nowners; i++)
-				if (!strcmp(owners[i].owner, sn.owner))
-					break;
-			if (i == nowners) {
-				if (nowners == 16)
-					continue;
-				snprintf(owners[i].owner,
-					 sizeof(owners[i].owner), "%s",
-					 sn.owner);
-				owners[i].fd = -1;
-				owners[i].dead =
-					owner_dead(s, sn.owner, &owners[i].fd);
-				nowners++;
-			}
-			if (!owners[i].dead)
-				continue;
-			len = snprintf(name, sizeof(name),
-				       "%020" PRId64 "-%s-%s_%s-%" PRIu64 ".%s",
-				       sn.ts, s->owner, sn.owner, sn.tag, sn.n,
-				       sn.ext);
-			if (len < 0 || (size_t)len >= sizeof(name) ||
-			    path_in(s, path2, sizeof(path2), name) < 0)
-				continue;
-			if (sp_rename(path, path2) < 0) {
-				/* gone (another stream adopted it) or
-				 * refused for now: look again soon */
-				if (errno != ENOENT)
-					s->next_scan =
-						mono_ns() + SPOOL_RETRY_NS;
-				continue;
-			}
-		} else {
-			len = snprintf(name, sizeof(name), "%s", de->d_name);
-			if (len < 0 || (size_t)len >= sizeof(name))
-				continue;
-			if (undeleted(s, name))
-				continue; /* delivered already */
-		}
-		own++;
-		if (!oldest[0] || strcmp(name, oldest) < 0)
-			snprintf(oldest, sizeof(oldest), "%s", name);
-	}
-	closedir(d);
-	for (i = 0; i < nowners; i++) {
-		if (owners[i].fd < 0)
-			continue;
-		len = snprintf(name, sizeof(name), "%s.lock", owners[i].owner);
-		if (len > 0 && (size_t)len < sizeof(name) &&
-		    path_in(s, path, sizeof(path), name) == 0)
-			sp_unlink(path);
-		close(owners[i].fd);
-	}
-	s->own_files = own;
-	s->spool_bytes = total;
-	memcpy(s->oldest, oldest, sizeof(oldest));
-
-	/* enforce the bound: delete the oldest spool files (any owner) */
 	while (evict && s->spool_bytes + evict > s->spool_max) {
 		char victim[256] = "";
 
-		again = 0;
 		d = sp_opendir(s->spool_dir);
 		if (!d)
 			return;
@@ -407,13 +425,48 @@ void spool_scan(struct sh5_stream *s, uint64_t evict)
 		pthread_mutex_unlock(&s->lock);
 		if (!strcmp(sn.owner, s->owner) && s->own_files)
 			s->own_files--;
-		if (!strcmp(victim, s->oldest))
-			again = 1;
-		if (again) {
+		if (!strcmp(victim, s->oldest)) {
 			/* find the new oldest own file */
 			spool_scan(s, 0);
 		}
 	}
+}
+
+/*
+ * Scan the spool directory: adopt files of dead owners (same format),
+ * remove their lock files and the temporary files of dead owners and of
+ * this stream, count this stream's files and bytes of all spool files,
+ * remember the oldest own file.  With evict > 0, afterwards delete
+ * oldest spool files until evict more bytes fit under the bound.  When
+ * the directory cannot be read, what was known stays (tried again soon).
+ */
+void spool_scan(struct sh5_stream *s, uint64_t evict)
+{
+	struct scan sc;
+	struct dirent *de;
+	DIR *d;
+
+	if (!spool_ready(s)) {
+		s->next_scan = mono_ns() + SPOOL_RETRY_NS;
+		return;
+	}
+	s->next_scan = mono_ns() + SCAN_PERIOD_NS;
+	undel_retry(s);
+	d = sp_opendir(s->spool_dir);
+	if (!d) {
+		s->next_scan = mono_ns() + SPOOL_RETRY_NS;
+		spool_failed(s, errno);
+		return;
+	}
+	memset(&sc, 0, sizeof(sc));
+	while ((de = readdir(d)))
+		scan_entry(s, &sc, de->d_name);
+	closedir(d);
+	scan_release(s, &sc);
+	s->own_files = sc.own;
+	s->spool_bytes = sc.total;
+	memcpy(s->oldest, sc.oldest, sizeof(sc.oldest));
+	spool_evict(s, evict);
 }
 
 /* Write batch b as a spool file.  0 ok (b->held cleared), -1 (errno set,
