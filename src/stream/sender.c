@@ -316,13 +316,94 @@ static void spool_rest(struct sh5_stream *s)
 	}
 }
 
+/* The sender's work that needs no lock: retry postponed removals, spool
+ * held batches while the server is away, deliver the oldest of the own
+ * spool files and held batch h.  1 when something was done (look
+ * again), 0 when nothing was. */
+static int sender_deliver(struct sh5_stream *s, struct batch *h, int64_t now,
+			  int backoff, int spool_now)
+{
+	if (spool_now && s->nundel > 0) {
+		undel_retry(s);
+		if (s->nundel > 0)
+			s->spool_retry_at = now + SPOOL_RETRY_NS;
+	}
+	if (h && backoff && spool_now) {
+		/* the server is away: held batches go to the spool
+		 * (frees memory; names keep the order) */
+		spool_write(s, h);
+		return 1;
+	}
+	if (!backoff && spool_first(s, h)) {
+		if (spool_now && s->nundel < UNDEL_MAX) {
+			send_spooled(s);
+			return 1;
+		}
+		/* older spool files come first: wait for the spool */
+	} else if (!backoff && h) {
+		send_held(s, h);
+		return 1;
+	}
+	return 0;
+}
+
+/* When the sender must look again at the latest (lock held). */
+static int64_t sender_wake(const struct sh5_stream *s, const struct batch *h,
+			   int64_t now, int backoff, int spool_now)
+{
+	int64_t wake = now + 3600 * 1000000000LL;
+
+	if (s->spool_dir && !s->closing) {
+		int64_t scan_at = s->next_scan;
+
+		/* no scan before the spool may be used again */
+		if (!spool_now && scan_at < s->spool_retry_at)
+			scan_at = s->spool_retry_at;
+		if (scan_at < wake)
+			wake = scan_at;
+	}
+	if (s->spool_dir && !spool_now && s->spool_retry_at < wake)
+		wake = s->spool_retry_at;
+	if (s->count > 0 && !h &&
+	    s->last_form + s->flush_ms * 1000000LL < wake)
+		wake = s->last_form + s->flush_ms * 1000000LL;
+	if (backoff && s->backoff_until < wake)
+		wake = s->backoff_until;
+	if (s->closing && s->abort_at < wake)
+		wake = s->abort_at;
+	if (wake <= now)
+		wake = now + 1000000;
+	return wake;
+}
+
+/* The sender's end: spool what is left, tell close() it is done, and
+ * free the stream when close() gave up waiting. */
+static void sender_end(struct sh5_stream *s)
+{
+	int abandoned;
+
+	spool_rest(s);
+	spool_close(s);
+
+	pthread_mutex_lock(&s->lock);
+	s->done = 1;
+	abandoned = s->abandoned;
+	pthread_cond_broadcast(&s->done_cond);
+	pthread_mutex_unlock(&s->lock);
+	if (abandoned) {
+		/* close() gave up waiting: nobody else will free it */
+		pthread_detach(pthread_self());
+		stream_free(s);
+	}
+}
+
 static void *sender_main(void *arg)
 {
 	struct sh5_stream *s = arg;
 	struct timespec until;
 	struct batch *h;
 	int64_t now, wake;
-	int backoff, spool_now, abandoned;
+	int backoff, spool_now, did;
 
 	if (s->spool_dir)
 		spool_scan(s, 0);
@@ -336,31 +417,10 @@ static void *sender_main(void *arg)
 		spool_now = s->spool_dir && now >= s->spool_retry_at;
 		h = held_oldest(s);
 		pthread_mutex_unlock(&s->lock);
-		if (spool_now && s->nundel > 0) {
-			undel_retry(s);
-			if (s->nundel > 0)
-				s->spool_retry_at = now + SPOOL_RETRY_NS;
-		}
-		if (h && backoff && spool_now) {
-			/* the server is away: held batches go to the spool
-			 * (frees memory; names keep the order) */
-			spool_write(s, h);
-			pthread_mutex_lock(&s->lock);
-			continue;
-		}
-		if (!backoff && spool_first(s, h)) {
-			if (spool_now && s->nundel < UNDEL_MAX) {
-				send_spooled(s);
-				pthread_mutex_lock(&s->lock);
-				continue;
-			}
-			/* older spool files come first: wait for the spool */
-		} else if (!backoff && h) {
-			send_held(s, h);
-			pthread_mutex_lock(&s->lock);
-			continue;
-		}
+		did = sender_deliver(s, h, now, backoff, spool_now);
 		pthread_mutex_lock(&s->lock);
+		if (did)
+			continue;
 		if (!h && batch_due(s, now)) {
 			pthread_mutex_unlock(&s->lock);
 			if (form_batch(s, &s->cur.b, &s->cur.n, &s->cur.ts) &&
@@ -394,27 +454,7 @@ static void *sender_main(void *arg)
 		}
 		/* sleep until something is due (push() wakes us when the
 		 * queue stops being empty or fills a batch) */
-		wake = now + 3600 * 1000000000LL;
-		if (s->spool_dir && !s->closing) {
-			int64_t scan_at = s->next_scan;
-
-			/* no scan before the spool may be used again */
-			if (!spool_now && scan_at < s->spool_retry_at)
-				scan_at = s->spool_retry_at;
-			if (scan_at < wake)
-				wake = scan_at;
-		}
-		if (s->spool_dir && !spool_now && s->spool_retry_at < wake)
-			wake = s->spool_retry_at;
-		if (s->count > 0 && !h &&
-		    s->last_form + s->flush_ms * 1000000LL < wake)
-			wake = s->last_form + s->flush_ms * 1000000LL;
-		if (backoff && s->backoff_until < wake)
-			wake = s->backoff_until;
-		if (s->closing && s->abort_at < wake)
-			wake = s->abort_at;
-		if (wake <= now)
-			wake = now + 1000000;
+		wake = sender_wake(s, h, now, backoff, spool_now);
 		until.tv_sec = wake / 1000000000LL;
 		until.tv_nsec = wake % 1000000000LL;
 		pthread_cond_timedwait(&s->cond, &s->lock, &until);
@@ -422,19 +462,7 @@ static void *sender_main(void *arg)
 	pthread_mutex_unlock(&s->lock);
 
 	/* deadline reached or nothing left: spool what is left */
-	spool_rest(s);
-	spool_close(s);
-
-	pthread_mutex_lock(&s->lock);
-	s->done = 1;
-	abandoned = s->abandoned;
-	pthread_cond_broadcast(&s->done_cond);
-	pthread_mutex_unlock(&s->lock);
-	if (abandoned) {
-		/* close() gave up waiting: nobody else will free it */
-		pthread_detach(pthread_self());
-		stream_free(s);
-	}
+	sender_end(s);
 	return NULL;
 }
 
