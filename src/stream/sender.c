@@ -529,49 +529,40 @@ static int check_tag(const char *name, const char *v, struct sh5_error *errp)
 	return 0;
 }
 
-struct sh5_stream *sh5_stream_create(const struct sh5_stream_conf *conf,
-				     const struct sh5_stream_tags *tags,
-				     struct sh5_error *errp)
+/* The checks of create() before anything is allocated; curl's global
+ * initialisation.  0, or -1 (errno, errp set). */
+static int create_check(const struct sh5_stream_conf *conf,
+			const struct sh5_stream_tags *tags,
+			struct sh5_error *errp)
 {
-	struct sh5_stream *s = NULL;
-	pthread_condattr_t ca;
-	sigset_t all, old;
-	int e;
-
 	if (!conf || !conf->url || !conf->url[0]) {
 		errno = EINVAL;
-		sh5_errprintf(errp, "stream: no URL configured");
-		return NULL;
+		return sh5_errprintf(errp, "stream: no URL configured");
 	}
 	if (conf->format < SH5_STREAM_INFLUX1 ||
 	    conf->format > SH5_STREAM_JSON) {
 		errno = EINVAL;
-		sh5_errprintf(errp, "stream: unknown format %d", conf->format);
-		return NULL;
+		return sh5_errprintf(errp, "stream: unknown format %d",
+				     conf->format);
 	}
 	if (tags && (check_tag("job", tags->job, errp) < 0 ||
 		     check_tag("step", tags->step, errp) < 0 ||
 		     check_tag("node", tags->node, errp) < 0))
-		return NULL;
+		return -1;
 	pthread_once(&curl_once, init_curl);
 	if (curl_init_rc != CURLE_OK) {
 		errno = ENOMEM;
-		sh5_errprintf(errp, "stream: curl_global_init: %s",
-			      curl_easy_strerror(curl_init_rc));
-		return NULL;
+		return sh5_errprintf(errp, "stream: curl_global_init: %s",
+				     curl_easy_strerror(curl_init_rc));
 	}
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		sh5_errprintf(errp, "stream: out of memory");
-		return NULL;
-	}
-	s->lock_fd = -1;
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cond, &ca);
-	pthread_cond_init(&s->done_cond, &ca);
-	pthread_condattr_destroy(&ca);
+	return 0;
+}
+
+/* Copy the configuration and tags into s (defaults for what is unset). */
+static void create_conf(struct sh5_stream *s,
+			const struct sh5_stream_conf *conf,
+			const struct sh5_stream_tags *tags)
+{
 	s->format = conf->format;
 	s->ext = s->format == SH5_STREAM_JSON ? "json" : "lp";
 	s->timeout_ms = conf->timeout_ms > 0 ? conf->timeout_ms : DEF_TIMEOUT_MS;
@@ -599,6 +590,11 @@ struct sh5_stream *sh5_stream_create(const struct sh5_stream_conf *conf,
 	s->tags.job = s->job;
 	s->tags.step = s->step;
 	s->tags.node = s->node;
+}
+
+/* The queue and the sender's batch, the queue's pages touched now. */
+static void create_queue(struct sh5_stream *s)
+{
 	s->ring = calloc(s->qcap, sizeof(*s->ring));
 	s->batch = calloc(s->batch_max, sizeof(*s->batch));
 	if (s->ring) {
@@ -609,6 +605,67 @@ struct sh5_stream *sh5_stream_create(const struct sh5_stream_conf *conf,
 		for (off = 0; off < len; off += 4096)
 			p[off] = 0;
 	}
+}
+
+/* Name the stream's spool owner and take its lock. */
+static void create_owner(struct sh5_stream *s)
+{
+	static unsigned counter;
+	unsigned c = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+
+	snprintf(s->owner, sizeof(s->owner), "o%ldx%lldx%u",
+		 (long)getpid(), (long long)(real_ns() / 1000000000LL), c);
+	/* now, while the caller (node_step_start) still runs with its own
+	 * privileges; when it fails, the sender tries again and the error
+	 * is reported by last_error() */
+	if (lock_create(s) < 0)
+		spool_failed(s, errno);
+}
+
+/* Start the sender thread with every signal blocked (it must not take
+ * the caller's signals).  0, or -1 (errno, errp set). */
+static int start_sender(struct sh5_stream *s, struct sh5_error *errp)
+{
+	sigset_t all, old;
+	int e;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	e = pthread_create(&s->thread, NULL, sender_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		errno = e;
+		return sh5_errprintf(errp,
+				     "stream: cannot start sender thread: %s",
+				     strerror(e));
+	}
+	return 0;
+}
+
+struct sh5_stream *sh5_stream_create(const struct sh5_stream_conf *conf,
+				     const struct sh5_stream_tags *tags,
+				     struct sh5_error *errp)
+{
+	struct sh5_stream *s = NULL;
+	pthread_condattr_t ca;
+	int e;
+
+	if (create_check(conf, tags, errp) < 0)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		sh5_errprintf(errp, "stream: out of memory");
+		return NULL;
+	}
+	s->lock_fd = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &ca);
+	pthread_cond_init(&s->done_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	create_conf(s, conf, tags);
+	create_queue(s);
 	if (!s->ring || !s->batch || (conf->user && !s->user) ||
 	    (conf->pass && conf->pass[0] && !s->pass) ||
 	    (conf->token && conf->token[0] && !s->token) ||
@@ -625,30 +682,10 @@ struct sh5_stream *sh5_stream_create(const struct sh5_stream_conf *conf,
 	}
 	if (make_urls(s, conf->url, errp) < 0 || http_setup(s, errp) < 0)
 		goto error;
-	if (s->spool_dir) {
-		static unsigned counter;
-		unsigned c = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-
-		snprintf(s->owner, sizeof(s->owner), "o%ldx%lldx%u",
-			 (long)getpid(), (long long)(real_ns() / 1000000000LL),
-			 c);
-		/* now, while the caller (node_step_start) still runs with
-		 * its own privileges; when it fails, the sender tries again
-		 * and the error is reported by last_error() */
-		if (lock_create(s) < 0)
-			spool_failed(s, errno);
-	}
-	/* the sender must not take the caller's signals */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = pthread_create(&s->thread, NULL, sender_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e) {
-		errno = e;
-		sh5_errprintf(errp, "stream: cannot start sender thread: %s",
-			      strerror(e));
+	if (s->spool_dir)
+		create_owner(s);
+	if (start_sender(s, errp) < 0)
 		goto error;
-	}
 	return s;
 error:
 	e = errno;
