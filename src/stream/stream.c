@@ -34,7 +34,8 @@ char *dup_or_null(const char *s)
 	return (s && s[0]) ? strdup(s) : NULL;
 }
 
-int buf_reserve(struct buf *b, size_t more)
+/* Grow b to hold more bytes (and a NUL); buf_reserve()'s slow path. */
+int buf_grow(struct buf *b, size_t more)
 {
 	size_t cap;
 	char *p;

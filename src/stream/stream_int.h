@@ -192,7 +192,7 @@ enum {
 #define mono_ns sh5_st_mono_ns
 #define real_ns sh5_st_real_ns
 #define dup_or_null sh5_st_dup_or_null
-#define buf_reserve sh5_st_buf_reserve
+#define buf_grow sh5_st_buf_grow
 #define buf_append sh5_st_buf_append
 #define buf_free sh5_st_buf_free
 #define set_error sh5_st_set_error
@@ -222,11 +222,20 @@ enum {
 int64_t mono_ns(void);
 int64_t real_ns(void);
 char *dup_or_null(const char *s);
-int buf_reserve(struct buf *b, size_t more);
+int buf_grow(struct buf *b, size_t more);
 int buf_append(struct buf *b, const void *data, size_t len);
 void buf_free(struct buf *b);
 void set_error(struct sh5_stream *s, int kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* Room for more bytes (and a NUL) in b: 0, or -1 out of memory.  Inline,
+ * as format_lines() asks once per sample. */
+static inline int buf_reserve(struct buf *b, size_t more)
+{
+	if (b->len + more + 1 <= b->cap)
+		return 0;
+	return buf_grow(b, more);
+}
 
 /* format.c */
 int format_lines(struct sh5_stream *s, const struct slot *batch,
