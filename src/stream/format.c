@@ -223,11 +223,16 @@ static void json_update_stats(struct sh5_stream *s, const struct slot *batch,
 		struct schema *sc = s->schemas[batch[i].schema];
 
 		sc->nsamples++;
-		for (k = 0; k < batch[i].nf; k++)
-			sh5_runstats_push(&sc->rs[k],
-					  sc->types[k] == SH5_STREAM_U64 ?
-						  (double)batch[i].v[k].u :
-						  batch[i].v[k].d);
+		for (k = 0; k < batch[i].nf; k++) {
+			double v = sc->types[k] == SH5_STREAM_U64 ?
+					   (double)batch[i].v[k].u :
+					   batch[i].v[k].d;
+
+			/* A NaN or infinity would spoil the statistics
+			 * for the rest of the stream. */
+			if (isfinite(v))
+				sh5_runstats_push(&sc->rs[k], v);
+		}
 	}
 }
 
