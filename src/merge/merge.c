@@ -37,7 +37,7 @@
 
 /* Children leave signals to the parent (its handlers remove the
  * temporary output). */
-static void child_signals(void)
+static void mg_child_signals(void)
 {
 	/* ... and die with it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -50,7 +50,7 @@ static void child_signals(void)
 /* Seconds a child may read one input without a sign of progress: HDF5
  * loops forever on some damaged files.  SH5MERGE_READ_TIMEOUT overrides
  * it (tests). */
-static int read_timeout(void)
+static int mg_read_timeout(void)
 {
 	const char *e = getenv("SH5MERGE_READ_TIMEOUT");
 	long v = e ? strtol(e, NULL, 10) : 0;
@@ -58,7 +58,7 @@ static int read_timeout(void)
 	return v > 0 && v < 86400 ? (int)v : 120;
 }
 
-static double now_s(void)
+static double mg_now_s(void)
 {
 	struct timespec ts;
 
@@ -229,10 +229,10 @@ oom:
 /* Like sh5_errprintf_h5(), but a system error inside HDF5 (a full disk,
  * a file size limit) is reported as strerror() instead of HDF5's
  * multi-line description. */
-static int h5err(struct sh5_error *errp, const char *fmt, ...)
+static int mg_h5err(struct sh5_error *errp, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static int h5err(struct sh5_error *errp, const char *fmt, ...)
+static int mg_h5err(struct sh5_error *errp, const char *fmt, ...)
 {
 	struct sh5_error tmp = { "" };
 	char prefix[200], *p;
@@ -301,14 +301,14 @@ out:
 	return 0; /* an unreadable attribute does not stop the others */
 }
 
-static void copy_attrs(hid_t src, hid_t dst)
+static void mg_copy_attrs(hid_t src, hid_t dst)
 {
 	hsize_t idx = 0;
 
 	H5Aiterate2(src, H5_INDEX_NAME, H5_ITER_INC, &idx, copy_attr_cb, &dst);
 }
 
-static hid_t lcpl_intermediate(void)
+static hid_t mg_lcpl_intermediate(void)
 {
 	hid_t p = H5Pcreate(H5P_LINK_CREATE);
 
@@ -317,24 +317,24 @@ static hid_t lcpl_intermediate(void)
 	return p;
 }
 
-static hid_t make_group(hid_t loc, const char *name)
+static hid_t mg_make_group(hid_t loc, const char *name)
 {
 	hid_t lcpl, g;
 
 	if (H5Lexists(loc, name, H5P_DEFAULT) > 0)
 		return H5Gopen2(loc, name, H5P_DEFAULT);
-	lcpl = lcpl_intermediate();
+	lcpl = mg_lcpl_intermediate();
 	g = H5Gcreate2(loc, name, lcpl, H5P_DEFAULT, H5P_DEFAULT);
 	H5Pclose(lcpl);
 	return g;
 }
 
-static unsigned read_attrs(hid_t obj);
+static unsigned mg_read_attrs(hid_t obj);
 
 /* Copy a dataset that is not a series (ClockOffsets, ...) by reading and
  * writing it in blocks: H5Ocopy() crashes on some damaged objects.
  * dst < 0: only read it (the first pass).  0, or -1 with err set. */
-static int copy_dataset(hid_t src, const char *path, hid_t dst,
+static int mg_copy_dataset(hid_t src, const char *path, hid_t dst,
 			struct sh5_error *err)
 {
 	hid_t d = -1, ft = -1, nt = -1, sp = -1, od = -1, dcpl = -1,
@@ -356,7 +356,7 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 	vlen = H5Tdetect_class(nt, H5T_VLEN) > 0 ||
 	       (H5Tget_class(nt) == H5T_STRING && H5Tis_variable_str(nt) > 0);
 	esz = H5Tget_size(nt);
-	lcpl = lcpl_intermediate();
+	lcpl = mg_lcpl_intermediate();
 	if (nd != 1) {
 		/* Scalars and the like: small by nature. */
 		hssize_t n = H5Sget_select_npoints(sp);
@@ -427,9 +427,9 @@ static int copy_dataset(hid_t src, const char *path, hid_t dst,
 		}
 	}
 	if (od >= 0)
-		copy_attrs(d, od);
+		mg_copy_attrs(d, od);
 	else
-		read_attrs(d);
+		mg_read_attrs(d);
 	rc = 0;
 out:
 	free(buf);
@@ -509,7 +509,7 @@ struct prober {
 	double since;  /* when it started on it */
 };
 
-/* The checking children of the first pass (see probe_start()). */
+/* The checking children of the first pass (see mg_probe_start()). */
 struct probers {
 	struct prober pr[4];
 	size_t par;    /* children */
@@ -536,7 +536,7 @@ struct mstate {
 	int out_wfd;            /* the same, writable: space reservations */
 	hid_t dxpl;             /* small conversion buffers */
 	/* Second pass: a child process reads and decodes the records of
-	 * the inputs in order and streams them here (see feed_read()). */
+	 * the inputs in order and streams them here (see mg_feed_read()). */
 	pid_t feed_pid;
 	int feed_fd;            /* -1: read in this process */
 	int feed_have;          /* feed_head holds an unconsumed header */
@@ -564,10 +564,11 @@ struct mstate {
 	int feed_died;
 	struct probers probe;   /* the first pass */
 	/* The second pass started before the first ended: only inputs the
-	 * first pass found whole are written, else early_gate() makes it
+	 * first pass found whole are written, else mg_early_gate() makes it
 	 * start over (see sh5_merge_job()). */
 	int early;
-	int pass1_state;        /* pass1_done(): 0 not yet, else 1 + result */
+	int pass1_state;        /* mg_pass1_done(): 0 not yet, else 1 +
+				 * result */
 	int in_child;           /* this is a checking child */
 	struct scache {         /* series of stored totals, by signature */
 		char key[2 * SH5_NAME_MAX + 2];
@@ -575,7 +576,7 @@ struct mstate {
 		struct sh5_series *s;
 	} *sc;
 	size_t nsc;
-	struct writeback {      /* see wb_start() */
+	struct writeback {      /* see mg_wb_start() */
 		pthread_t th;
 		pthread_mutex_t mu;
 		pthread_cond_t cv;
@@ -591,7 +592,7 @@ struct mstate {
  * fsync before the rename has little left to wait for, and the work of
  * submitting it (ext4 allocates blocks then) is done beside the merge,
  * not in its way.  At the end it also runs that fsync while the merge
- * verifies the closed file (wb_fsync(), then wb_stop() for its result).
+ * verifies the closed file (mg_wb_fsync(), then mg_wb_stop() for its result).
  * It works on its own descriptor of the output.
  */
 static void *wb_main(void *arg)
@@ -627,7 +628,7 @@ static void *wb_main(void *arg)
 	return NULL;
 }
 
-static void wb_start(struct mstate *m)
+static void mg_wb_start(struct mstate *m)
 {
 	struct writeback *w = &m->wb;
 
@@ -645,7 +646,7 @@ static void wb_start(struct mstate *m)
 	}
 }
 
-static void wb_kick(struct mstate *m)
+static void mg_wb_kick(struct mstate *m)
 {
 	struct writeback *w = &m->wb;
 
@@ -662,7 +663,7 @@ static void wb_kick(struct mstate *m)
 }
 
 /* Ask for the fsync of the output (after its writeback is started). */
-static void wb_fsync(struct mstate *m)
+static void mg_wb_fsync(struct mstate *m)
 {
 	struct writeback *w = &m->wb;
 
@@ -674,9 +675,9 @@ static void wb_fsync(struct mstate *m)
 	pthread_mutex_unlock(&w->mu);
 }
 
-/* End the thread.  Returns the result of the fsync wb_fsync() asked for
+/* End the thread.  Returns the result of the fsync mg_wb_fsync() asked for
  * (errno set), -2 when none was done. */
-static int wb_stop(struct mstate *m)
+static int mg_wb_stop(struct mstate *m)
 {
 	struct writeback *w = &m->wb;
 	int rc = -2;
@@ -700,10 +701,10 @@ static int wb_stop(struct mstate *m)
 	return rc;
 }
 
-static void report(struct mstate *m, int error, const char *file,
+static void mg_report(struct mstate *m, int error, const char *file,
 		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-static void report(struct mstate *m, int error, const char *file,
+static void mg_report(struct mstate *m, int error, const char *file,
 		   const char *fmt, ...)
 {
 	char msg[512];
@@ -718,10 +719,10 @@ static void report(struct mstate *m, int error, const char *file,
 		m->o->report(m->o->arg, error, file, msg);
 }
 
-static int add_missing(struct mstate *m, const char *fmt, ...)
+static int mg_add_missing(struct mstate *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static int add_missing(struct mstate *m, const char *fmt, ...)
+static int mg_add_missing(struct mstate *m, const char *fmt, ...)
 {
 	char msg[512], **v;
 	va_list ap;
@@ -729,7 +730,7 @@ static int add_missing(struct mstate *m, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	report(m, 1, m->o->dir, "%s", msg);
+	mg_report(m, 1, m->o->dir, "%s", msg);
 	if (!(v = realloc(m->missing, (m->nmissing + 1) * sizeof(*v))))
 		return -1;
 	m->missing = v;
@@ -739,7 +740,7 @@ static int add_missing(struct mstate *m, const char *fmt, ...)
 	return 0;
 }
 
-static int add_check(struct mstate *m, const char *path, uint64_t rows)
+static int mg_add_check(struct mstate *m, const char *path, uint64_t rows)
 {
 	struct check *v = realloc(m->checks, (m->nchecks + 1) * sizeof(*v));
 
@@ -754,12 +755,12 @@ static int add_check(struct mstate *m, const char *path, uint64_t rows)
 }
 
 /* Write one total as a one-record dataset at path (relative to loc). */
-static int write_total(struct mstate *m, hid_t loc, const char *path,
+static int mg_write_total(struct mstate *m, hid_t loc, const char *path,
 		       const struct sh5_series *s, const void *total,
 		       size_t count)
 {
 	if (sh5_total_write(loc, path, s, total, count, UINT64_MAX, -1) < 0)
-		return h5err(m->errp, "%s: cannot write totals %s",
+		return mg_h5err(m->errp, "%s: cannot write totals %s",
 			     m->o->output, path);
 	return 0;
 }
@@ -813,8 +814,8 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 	return 0;
 }
 
-/* Read every attribute of obj (what copy_attrs() will do).  Returns the
- * number that cannot be read (copy_attrs() leaves those out). */
+/* Read every attribute of obj (what mg_copy_attrs() will do).  Returns the
+ * number that cannot be read (mg_copy_attrs() leaves those out). */
 static herr_t read_attr_cb(hid_t obj, const char *name, const H5A_info_t *ai,
 			   void *data)
 {
@@ -851,7 +852,7 @@ static herr_t read_attr_cb(hid_t obj, const char *name, const H5A_info_t *ai,
 	return 0;
 }
 
-static unsigned read_attrs(hid_t obj)
+static unsigned mg_read_attrs(hid_t obj)
 {
 	hsize_t idx = 0;
 	unsigned bad = 0;
@@ -869,9 +870,9 @@ static unsigned read_attrs(hid_t obj)
  * Fills f; reports nothing (it runs in a child process). */
 static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
 		    const unsigned char *map);
-static int early_gate(struct mstate *m, size_t i);
+static int mg_early_gate(struct mstate *m, size_t i);
 
-static void check_file(struct mstate *m, struct finfo *f, char *user,
+static void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 		       char *cluster)
 {
 	struct sh5_error err = { "" };
@@ -928,7 +929,7 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 		sh5_attr_get_str(ns->node, "User", user, 64);
 	if (ns->kind == SH5_NODESTEP_OURS && !cluster[0])
 		sh5_attr_get_str(ns->node, "Cluster", cluster, 64);
-	if ((f->lost_objects = read_attrs(ns->node)))
+	if ((f->lost_objects = mg_read_attrs(ns->node)))
 		snprintf(f->reason, sizeof(f->reason), "%u unreadable "
 			 "attribute%s of /%s", f->lost_objects,
 			 f->lost_objects == 1 ? "" : "s", ns->node_name);
@@ -961,7 +962,7 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 					 "%.60s: cannot open", e->path);
 			continue;
 		}
-		if (read_attrs(d)) {
+		if (mg_read_attrs(d)) {
 			f->lost_objects++;
 			if (!f->reason[0])
 				snprintf(f->reason, sizeof(f->reason),
@@ -998,7 +999,7 @@ static void check_file(struct mstate *m, struct finfo *f, char *user,
 		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
 					 H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
 		    (oi.type == H5O_TYPE_DATASET &&
-		     copy_dataset(ns->node, ns->other[i], -1, &err) < 0)) {
+		     mg_copy_dataset(ns->node, ns->other[i], -1, &err) < 0)) {
 			if (!f->reason[0])
 				snprintf(f->reason, sizeof(f->reason),
 					 "%.60s: unreadable object",
@@ -1131,7 +1132,7 @@ static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
 		w->task = task;
 		w->sig = series_sig(s);
 		snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
-		good = dcpl >= 0 && !read_attrs(d) &&
+		good = dcpl >= 0 && !mg_read_attrs(d) &&
 		       H5Pget_layout(dcpl) == H5D_CHUNKED &&
 		       H5Pget_chunk(dcpl, 1, &cr) == 1 && cr > 0 &&
 		       (nf = H5Pget_nfilters(dcpl)) > 0 &&
@@ -1225,9 +1226,9 @@ out:
 static void report_file(struct mstate *m, struct finfo *f)
 {
 	if (!f->usable)
-		report(m, 1, f->in->path, "%s", f->reason);
+		mg_report(m, 1, f->in->path, "%s", f->reason);
 	else if (!strcmp(f->status, "salvaged"))
-		report(m, 1, f->in->path, "damaged: %s; %" PRIu64 " of %"
+		mg_report(m, 1, f->in->path, "damaged: %s; %" PRIu64 " of %"
 		       PRIu64 " samples lost, the rest salvaged", f->reason,
 		       f->lost, f->samples);
 }
@@ -1260,7 +1261,7 @@ static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 		return -1;
 	}
 	if (pid == 0) {
-		child_signals();
+		mg_child_signals();
 		close(pfd[0]);
 		m->in_child = 1;
 		for (i = first; i < m->nin; i += stride) {
@@ -1269,7 +1270,7 @@ static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 			memset(&msg, 0, sizeof(msg));
 			msg.idx = i;
 			msg.f = m->fi[i];
-			check_file(m, &msg.f, msg.user, msg.cluster);
+			mg_check_file(m, &msg.f, msg.user, msg.cluster);
 			if (sh5_fd_write_all(pfd[1], &msg, sizeof(msg)) < 0 ||
 			    (msg.f.nents &&
 			     sh5_fd_write_all(pfd[1], msg.f.ents, msg.f.nents *
@@ -1288,7 +1289,7 @@ static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 	p->fd = pfd[0];
 	p->next = first;
 	p->live = 1;
-	p->since = now_s();
+	p->since = mg_now_s();
 	return 0;
 }
 
@@ -1299,14 +1300,14 @@ static void check_here(struct mstate *m, size_t first, size_t stride)
 	size_t i;
 
 	for (i = first; i < m->nin; i += stride) {
-		check_file(m, &m->fi[i], m->user, m->cluster);
+		mg_check_file(m, &m->fi[i], m->user, m->cluster);
 		m->fi[i].probed = 1;
 		m->probe.done++;
 	}
 }
 
 /* Start the checking children: par of them (at most 4). */
-static void probe_start(struct mstate *m, size_t par)
+static void mg_probe_start(struct mstate *m, size_t par)
 {
 	struct probers *ps = &m->probe;
 	size_t i, k;
@@ -1366,7 +1367,7 @@ static void probe_poll(struct mstate *m)
 		int st = 0, hung = 0;
 
 		if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) {
-			if (now_s() - p->since < read_timeout())
+			if (mg_now_s() - p->since < mg_read_timeout())
 				continue;
 			/* Stuck on this input: end it. */
 			kill(p->pid, SIGKILL);
@@ -1413,7 +1414,7 @@ static void probe_poll(struct mstate *m)
 			if (!m->cluster[0])
 				memcpy(m->cluster, msg.cluster, 64);
 			p->next += par;
-			p->since = now_s();
+			p->since = mg_now_s();
 			ps->done++;
 			if (m->o->progress)
 				m->o->progress(m->o->arg, 1, ps->done, m->nin);
@@ -1434,7 +1435,7 @@ static void probe_poll(struct mstate *m)
 				snprintf(f->reason, sizeof(f->reason),
 					 "corrupt: HDF5 does not finish "
 					 "reading it (stopped after %d s)",
-					 read_timeout());
+					 mg_read_timeout());
 			else if (WIFSIGNALED(st))
 				snprintf(f->reason, sizeof(f->reason),
 					 "corrupt: reading it crashes "
@@ -1453,7 +1454,7 @@ static void probe_poll(struct mstate *m)
 
 /* Wait until input idx is checked (idx == m->nin: all of them, and the
  * children are gone). */
-static void probe_until(struct mstate *m, size_t idx)
+static void mg_probe_until(struct mstate *m, size_t idx)
 {
 	struct probers *ps = &m->probe;
 	size_t k;
@@ -1476,7 +1477,7 @@ static void probe_until(struct mstate *m, size_t idx)
 /* One child checks the inputs from its current one on: replace it with
  * par children sharing them (the second pass started early had it alone,
  * leaving it a CPU). */
-static void probe_widen(struct mstate *m, size_t par)
+static void mg_probe_widen(struct mstate *m, size_t par)
 {
 	struct probers *ps = &m->probe;
 	struct prober *p = &ps->pr[0];
@@ -1501,7 +1502,7 @@ static void probe_widen(struct mstate *m, size_t par)
 }
 
 /* Stop the children still checking (the merge ended early). */
-static void probe_stop(struct mstate *m)
+static void mg_probe_stop(struct mstate *m)
 {
 	struct probers *ps = &m->probe;
 	size_t k;
@@ -1553,8 +1554,9 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 		}
 	}
 	if (!usable)
-		return add_missing(m, "step %s: no usable node-step file", step);
-	if (!samples && add_missing(m, "step %s: empty step (no samples in "
+		return mg_add_missing(m, "step %s: no usable node-step file",
+				      step);
+	if (!samples && mg_add_missing(m, "step %s: empty step (no samples in "
 				    "%zu node-step file%s)", step, usable,
 				    usable == 1 ? "" : "s") < 0)
 		return -1;
@@ -1579,8 +1581,8 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 			}
 			if (first < 0)
 				continue;
-			if (add_missing(m, "step %s: node index%s %ld%s%.0ld "
-					"missing (no node-step file%s%s%s)",
+			if (mg_add_missing(m, "step %s: node index%s "
+					"%ld%s%.0ld missing (no node-step file%s%s%s)",
 					step, k - 1 > first ? "es" : "", first,
 					k - 1 > first ? "-" : "",
 					k - 1 > first ? k - 1 : 0,
@@ -1604,7 +1606,7 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
 	else
 		st_from = NULL;
 	if (tasks_known && max_task + 1 > tasks &&
-	    add_missing(m, "step %s: %ld task%s missing (the step runs %ld%s%s"
+	    mg_add_missing(m, "step %s: %ld task%s missing (the step runs %ld%s%s"
 			"%s, the nodes present %ld)", step,
 			max_task + 1 - tasks, max_task + 1 - tasks == 1 ? "" :
 			"s", max_task + 1, st_from ? " according to the Step Tasks of " :
@@ -1622,7 +1624,7 @@ static int check_step(struct mstate *m, size_t lo, size_t hi)
  * a crash of HDF5 on a damaged input ends only the child (the series is
  * cut there and a new child goes on with the next file). */
 
-static size_t rows_per_buffer(const struct mstate *m,
+static size_t mg_rows_per_buffer(const struct mstate *m,
 			      const struct sh5_series *s)
 {
 	size_t rows = m->buf_bytes / s->ops->record_size(s);
@@ -1634,7 +1636,7 @@ static size_t rows_per_buffer(const struct mstate *m,
 
 /* Can the chunks of din be copied raw into a dataset of file type ft?
  * Filtered (else the plain path is as fast), same type. */
-static int raw_copyable(hid_t din, hid_t ft)
+static int mg_raw_copyable(hid_t din, hid_t ft)
 {
 	hid_t dcpl = H5Dget_create_plist(din), t = H5Dget_type(din);
 	int ok = dcpl >= 0 && t >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
@@ -1647,7 +1649,7 @@ static int raw_copyable(hid_t din, hid_t ft)
 	return ok;
 }
 
-/* Will write_series() copy the chunks of series s (dataset d) of ns raw?
+/* Will mg_write_series() copy the chunks of series s (dataset d) of ns raw?
  * (Its condition, without synchronization.) */
 static int raw_series(struct sh5_nodestep *ns, const struct sh5_series *s,
 		      hid_t d, const struct sh5_cursor *c)
@@ -1659,7 +1661,7 @@ static int raw_series(struct sh5_nodestep *ns, const struct sh5_series *s,
 		return 0;
 	if ((ft = s->ops->file_type(s)) < 0)
 		return 0;
-	ok = raw_copyable(d, ft);
+	ok = mg_raw_copyable(d, ft);
 	H5Tclose(ft);
 	return ok;
 }
@@ -1681,7 +1683,7 @@ static void feeder_child(struct mstate *m, int fd, size_t from)
 	void *total = NULL, *pbuf = NULL;
 	size_t total_len = 0, pbuf_len = 0;
 
-	child_signals();
+	mg_child_signals();
 	for (fi = from; fi < m->nin; fi++) {
 		struct finfo *f = &m->fi[fi];
 		struct sh5_nodestep *ns;
@@ -1698,7 +1700,7 @@ static void feeder_child(struct mstate *m, int fd, size_t from)
 			struct feed_head h;
 			struct sh5_cursor c;
 			struct sh5_recmap *map = NULL;
-			size_t rows = rows_per_buffer(m, s), n, fsize = 0;
+			size_t rows = mg_rows_per_buffer(m, s), n, fsize = 0;
 			size_t rs = ops->record_size(s), ts = 0;
 			hid_t d = H5Dopen2(ns->node, e->path, H5P_DEFAULT), ft;
 			int raw = 0;
@@ -1718,7 +1720,7 @@ static void feeder_child(struct mstate *m, int fd, size_t from)
 			if (m->feed_totals) {
 				/* Totals here; records the parent copies
 				 * raw are not sent, the others packed in
-				 * the job file's layout as write_series()
+				 * the job file's layout as mg_write_series()
 				 * would pack them. */
 				ts = ops->total_size(s);
 				if (ts > total_len) {
@@ -1781,7 +1783,7 @@ static void feeder_child(struct mstate *m, int fd, size_t from)
 	_exit(0);
 }
 
-static void feeder_start(struct mstate *m, size_t from)
+static void mg_feeder_start(struct mstate *m, size_t from)
 {
 	int pfd[2];
 	pid_t pid;
@@ -1810,7 +1812,7 @@ static void feeder_start(struct mstate *m, size_t from)
 	m->feed_fd = pfd[0];
 }
 
-static void feeder_stop(struct mstate *m)
+static void mg_feeder_stop(struct mstate *m)
 {
 	if (m->feed_fd < 0)
 		return;
@@ -1839,10 +1841,10 @@ static void feeder_died(struct mstate *m, size_t fi, struct sh5_cursor *c)
 		snprintf(c->reason, sizeof(c->reason), "the reading process "
 			 "failed");
 	c->good_rows = c->pos;
-	feeder_start(m, fi + 1);
+	mg_feeder_start(m, fi + 1);
 }
 
-/* Flags of feed_read(). */
+/* Flags of mg_feed_read(). */
 #define FEED_PACKED  1  /* the rows are in the job file's layout */
 #define FEED_TOTALED 2  /* the child totals them: do not total_add them */
 #define FEED_NODATA  4  /* the rows were only totalled (nothing in buf):
@@ -1897,7 +1899,7 @@ static int feed_skip(struct mstate *m, size_t fi, size_t si,
 	return 0;
 died:
 	/* The rest is read in this process. */
-	feeder_stop(m);
+	mg_feeder_stop(m);
 	return -1;
 }
 
@@ -1908,7 +1910,7 @@ died:
  * (m->feed_totals), its running total of the series (the rows sent so
  * far) is stored in total with every block (FEED_TOTALED).  local: the
  * records must be read in this process (they are synchronized). */
-static size_t feed_read(struct mstate *m, size_t fi, size_t si,
+static size_t mg_feed_read(struct mstate *m, size_t fi, size_t si,
 			struct sh5_cursor *c, void *buf, size_t max,
 			void *total, int local, int *how)
 {
@@ -1943,12 +1945,12 @@ static size_t feed_read(struct mstate *m, size_t fi, size_t si,
 			struct pollfd pf = { m->feed_fd, POLLIN, 0 };
 
 			/* HDF5 may loop forever on a damaged file. */
-			if (poll(&pf, 1, read_timeout() * 1000) == 0) {
+			if (poll(&pf, 1, mg_read_timeout() * 1000) == 0) {
 				kill(m->feed_pid, SIGKILL);
 				feeder_died(m, fi, c);
 				snprintf(c->reason, sizeof(c->reason), "HDF5 "
 					 "does not finish reading it (stopped "
-					 "after %d s)", read_timeout());
+					 "after %d s)", mg_read_timeout());
 				return 0;
 			}
 			if (sh5_fd_read_all(m->feed_fd, h, sizeof(*h)) < 0) {
@@ -1960,7 +1962,7 @@ static size_t feed_read(struct mstate *m, size_t fi, size_t si,
 		if (h->file != fi || h->series != si) {
 			/* Out of step (a series or file skipped here): go
 			 * on without the child. */
-			feeder_stop(m);
+			mg_feeder_stop(m);
 			return sh5_cursor_read(c, buf, max);
 		}
 		m->feed_have = 0;
@@ -2049,7 +2051,7 @@ static int copy_chunks(hid_t din, hid_t dout, hsize_t cr, uint64_t rows,
 	return 0;
 }
 
-static int write_series(struct mstate *m, struct sh5_nodestep *ns,
+static int mg_write_series(struct mstate *m, struct sh5_nodestep *ns,
 			struct sh5_ns_series *e, hid_t gout, const char *gpath,
 			struct finfo *f, void *total, int sync)
 {
@@ -2070,13 +2072,13 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 	hid_t dapl = -1;
 	int raw;
 
-	rows_per_buf = rows_per_buffer(m, s);
+	rows_per_buf = mg_rows_per_buffer(m, s);
 	ops->total_init(s, total);
 	if ((din = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0 ||
 	    sh5_cursor_open(&c, din, s, ns->salvaged ? ns->real_eof : 0,
 			    &err) < 0) {
 		sh5_errprintf_h5(&err, "cannot open");
-		report(m, 1, f->in->path, "%s: %s; series left out", e->path,
+		mg_report(m, 1, f->in->path, "%s: %s; series left out", e->path,
 		       err.text);
 		f->lost += e->nrows;
 		if (din >= 0)
@@ -2089,13 +2091,13 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 		   c.good_rows > CHUNK_ROWS_MAX ? CHUNK_ROWS_MAX : c.good_rows;
 	if ((ft = ops->file_type(s)) < 0 ||
 	    (sp = H5Screate_simple(1, dims, maxd)) < 0 ||
-	    (lcpl = lcpl_intermediate()) < 0)
+	    (lcpl = mg_lcpl_intermediate()) < 0)
 		goto h5fail;
 	/* Compressed chunks of an intact input already in our file type
 	 * are copied as they are (raw): no recompression, and the job file
 	 * stays as small as the inputs.  The records are still decoded,
 	 * for the totals and to find damage. */
-	raw = !ns->salvaged && c.chunk_rows && raw_copyable(din, ft);
+	raw = !ns->salvaged && c.chunk_rows && mg_raw_copyable(din, ft);
 	if (raw) {
 		if ((dcpl = H5Dget_create_plist(din)) < 0)
 			goto h5fail;
@@ -2127,7 +2129,7 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 	}
 	for (;;) {
 		int how;
-		size_t n = feed_read(m, (size_t)(f - m->fi),
+		size_t n = mg_feed_read(m, (size_t)(f - m->fi),
 				     (size_t)(e - ns->series), &c, m->buf,
 				     rows_per_buf, total, sync, &how);
 		hsize_t start[1] = { done }, cnt[1] = { n };
@@ -2190,20 +2192,20 @@ static int write_series(struct mstate *m, struct sh5_nodestep *ns,
 			f->status = "salvaged";
 			snprintf(f->reason, sizeof(f->reason), "%.60s: %.180s",
 				 e->path, c.reason);
-			report(m, 1, f->in->path, "damaged: %s: %s; %" PRIu64
+			mg_report(m, 1, f->in->path, "damaged: %s: %s; %" PRIu64
 			       " of %" PRIu64 " samples lost", e->path,
 			       c.reason, lost, e->nrows);
 		}
 	}
 	snprintf(full, sizeof(full), "%s/%s", gpath, e->path);
-	if (add_check(m, full, done) < 0) {
+	if (mg_add_check(m, full, done) < 0) {
 		sh5_errprintf(m->errp, "out of memory");
 		goto out;
 	}
 	rc = 0;
 	goto out;
 h5fail:
-	h5err(m->errp, "%s: cannot write %s/%s", m->o->output,
+	mg_h5err(m->errp, "%s: cannot write %s/%s", m->o->output,
 			 gpath, e->path);
 	m->write_failed = 1;
 out:
@@ -2265,8 +2267,8 @@ static int fold_stored(struct mstate *m, struct finfo *f, hid_t in,
 			H5Dclose(d);
 		}
 		if (!ns)
-			return h5err(m->errp, "%s: cannot read the series %s",
-				     f->in->path, e->path);
+			return mg_h5err(m->errp, "%s: cannot read the series "
+					"%s", f->in->path, e->path);
 		v += m->nsc++;
 		snprintf(v->key, sizeof(v->key), "%s", key);
 		v->sig = e->sig;
@@ -2284,8 +2286,9 @@ static int fold_stored(struct mstate *m, struct finfo *f, hid_t in,
 				  f->blob + e->tofs)) < 0)
 		goto oom;
 	if (fr > 0)
-		report(m, 0, f->in->path, "%s fields differ from other nodes: "
-		       "left out of the step total", e->task ? "task" : e->path);
+		mg_report(m, 0, f->in->path, "%s fields differ from other "
+			  "nodes: left out of the step total",
+			  e->task ? "task" : e->path);
 	return 0;
 oom:
 	errno = ENOMEM;
@@ -2390,7 +2393,7 @@ static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 		f->written += e->rows;
 		m->st->samples += e->rows;
 		snprintf(full, sizeof(full), "%s/%s", gpath, e->path);
-		if (add_check(m, full, e->rows) < 0) {
+		if (mg_add_check(m, full, e->rows) < 0) {
 			sh5_errprintf(m->errp, "out of memory");
 			goto fail;
 		}
@@ -2411,7 +2414,7 @@ static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 	rc = 0;
 	goto out;
 h5fail:
-	h5err(m->errp, "%s: cannot write %s", m->o->output, gpath);
+	mg_h5err(m->errp, "%s: cannot write %s", m->o->output, gpath);
 fail:
 	m->write_failed = 1;
 	rc = -1;
@@ -2464,18 +2467,18 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		f->usable = 0;
 		f->status = "skipped";
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
-		report(m, 1, f->in->path, "%s", err.text);
+		mg_report(m, 1, f->in->path, "%s", err.text);
 		return 0;
 	}
 	snprintf(gpath, sizeof(gpath), "/Steps/%s/Nodes/%s", step,
 		 ns->node_name);
-	if ((g = make_group(nodes, ns->node_name)) < 0) {
-		h5err(m->errp, "%s: cannot create %s", m->o->output,
+	if ((g = mg_make_group(nodes, ns->node_name)) < 0) {
+		mg_h5err(m->errp, "%s: cannot create %s", m->o->output,
 				 gpath);
 		m->write_failed = 1;
 		goto out;
 	}
-	copy_attrs(ns->node, g);
+	mg_copy_attrs(ns->node, g);
 	if (hk && hk->node_begin &&
 	    (sync = hk->node_begin(hk->arg, f->in, ns->node, g,
 				   m->errp)) < 0) {
@@ -2503,10 +2506,10 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		 * attributes, totals); the rows hook fills it. */
 		if (sync)
 			e->series->has_sync_ns = 1;
-		if (write_series(m, ns, e, g, gpath, f, total, sync) < 0)
+		if (mg_write_series(m, ns, e, g, gpath, f, total, sync) < 0)
 			goto out;
 		snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
-		if (write_total(m, g, tpath, s, total, 1) < 0) {
+		if (mg_write_total(m, g, tpath, s, total, 1) < 0) {
 			m->write_failed = 1;
 			goto out;
 		}
@@ -2515,17 +2518,17 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		if (fr < 0)
 			goto oom;
 		if (fr > 0)
-			report(m, 0, f->in->path, "%s: fields differ from the "
-			       "node's other tasks: left out of the node "
-			       "total", e->path);
+			mg_report(m, 0, f->in->path, "%s: fields differ from "
+				  "the node's other tasks: left out of the "
+				  "node total", e->path);
 		if (!is_task) {
 			fr = sh5_totacc_fold(sacc, nsacc, e->path, s, total);
 			if (fr < 0)
 				goto oom;
 			if (fr > 0)
-				report(m, 0, f->in->path, "%s: fields differ "
-				       "from other nodes: left out of the step "
-				       "total", e->path);
+				mg_report(m, 0, f->in->path, "%s: fields "
+					  "differ from other nodes: left out "
+					  "of the step total", e->path);
 		}
 	}
 	for (i = 0; i < nnacc; i++) {
@@ -2534,31 +2537,31 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		if (strcmp(nacc[i].key, "AllTasks"))
 			continue;
 		snprintf(tpath, sizeof(tpath), "Totals/%s", nacc[i].key);
-		if (write_total(m, g, tpath, nacc[i].s, nacc[i].total,
+		if (mg_write_total(m, g, tpath, nacc[i].s, nacc[i].total,
 				nacc[i].count) < 0) {
 			m->write_failed = 1;
 			goto out;
 		}
 		if (sh5_totacc_fold(sacc, nsacc, "AllTasks", nacc[i].s,
 			     nacc[i].total) > 0)
-			report(m, 0, f->in->path, "task fields differ from "
+			mg_report(m, 0, f->in->path, "task fields differ from "
 			       "other nodes: left out of the step total");
 	}
 	/* Objects that are not series (ClockOffsets, ...): datasets copied
 	 * by value; groups (none in our files) with H5Ocopy, but never from
 	 * a damaged file (H5Ocopy crashes on some damaged objects). */
 	ocpy = H5Pcreate(H5P_OBJECT_COPY);
-	lcpl = lcpl_intermediate();
+	lcpl = mg_lcpl_intermediate();
 	/* Application events: the group with its attributes, then its
 	 * datasets as others below. */
 	if (ns->has_events) {
 		hid_t es = H5Gopen2(ns->node, "Events", H5P_DEFAULT);
-		hid_t ed = es >= 0 ? make_group(g, "Events") : -1;
+		hid_t ed = es >= 0 ? mg_make_group(g, "Events") : -1;
 
 		if (es >= 0 && ed >= 0)
-			copy_attrs(es, ed);
+			mg_copy_attrs(es, ed);
 		else
-			report(m, 1, f->in->path, "Events: cannot copy the "
+			mg_report(m, 1, f->in->path, "Events: cannot copy the "
 			       "group");
 		if (ed >= 0)
 			H5Gclose(ed);
@@ -2575,7 +2578,8 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 			sh5_errprintf_h5(&err, "unreadable object header");
 			bad = 1;
 		} else if (oi.type == H5O_TYPE_DATASET) {
-			bad = copy_dataset(ns->node, ns->other[i], g, &err) < 0;
+			bad = mg_copy_dataset(ns->node, ns->other[i], g,
+					      &err) < 0;
 		} else if (ns->salvaged || ns->damage[0]) {
 			sh5_errprintf(&err, "in a damaged file");
 			bad = 1;
@@ -2586,7 +2590,7 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		}
 		if (!bad)
 			continue;
-		report(m, 1, f->in->path, "%s: left out (%s)", ns->other[i],
+		mg_report(m, 1, f->in->path, "%s: left out (%s)", ns->other[i],
 		       err.text);
 		if (strcmp(f->status, "salvaged")) {
 			f->status = "salvaged";
@@ -2617,7 +2621,7 @@ out:
 	return rc;
 }
 
-static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
+static int mg_write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 		      size_t *done)
 {
 	const char *step = m->in[lo].step;
@@ -2631,15 +2635,15 @@ static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 
 	snprintf(path, sizeof(path), "/Steps/%s", step);
 	for (i = lo; i < hi; i++) {
-		if (m->early && early_gate(m, i)) {
+		if (m->early && mg_early_gate(m, i)) {
 			rc = 1;
 			goto out;
 		}
 		/* The step's group with its first usable node. */
 		if (m->fi[i].usable && sg < 0 &&
-		    ((sg = make_group(fout, path)) < 0 ||
-		     (nodes = make_group(sg, "Nodes")) < 0)) {
-			h5err(m->errp, "%s: cannot create %s", m->o->output,
+		    ((sg = mg_make_group(fout, path)) < 0 ||
+		     (nodes = mg_make_group(sg, "Nodes")) < 0)) {
+			mg_h5err(m->errp, "%s: cannot create %s", m->o->output,
 			      path);
 			goto out;
 		}
@@ -2659,7 +2663,7 @@ static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 		/* Every few nodes (each kick is a system call in the
 		 * writeback thread). */
 		if (!(*done % 8))
-			wb_kick(m);
+			mg_wb_kick(m);
 	}
 	if (sg < 0) {
 		rc = 0;
@@ -2669,7 +2673,7 @@ static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 		char tpath[2 * SH5_NAME_MAX + 16];
 
 		snprintf(tpath, sizeof(tpath), "Totals/%s", sacc[i].key);
-		if (write_total(m, sg, tpath, sacc[i].s, sacc[i].total,
+		if (mg_write_total(m, sg, tpath, sacc[i].s, sacc[i].total,
 				sacc[i].count) < 0)
 			goto out;
 	}
@@ -2678,7 +2682,7 @@ static int write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 	    sh5_h5attr_put_u32(sg, "Number of Tasks", ntasks) < 0 ||
 	    (start_ns != INT64_MAX &&
 	     sh5_h5attr_put_i64(sg, "Start Time ns", start_ns) < 0)) {
-		h5err(m->errp, "%s: cannot write attributes of %s",
+		mg_h5err(m->errp, "%s: cannot write attributes of %s",
 				 m->o->output, path);
 		goto out;
 	}
@@ -2702,7 +2706,7 @@ struct input_rec {
 	uint32_t crc32;
 };
 
-static int write_merge_record(struct mstate *m, hid_t fout, int partial)
+static int mg_write_merge_record(struct mstate *m, hid_t fout, int partial)
 {
 	hid_t g = -1, st = -1, ct = -1, sp = -1, d = -1;
 	struct input_rec *r = NULL;
@@ -2715,7 +2719,7 @@ static int write_merge_record(struct mstate *m, hid_t fout, int partial)
 
 	gmtime_r(&t, &tm);
 	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if ((g = make_group(fout, "Merge")) < 0 ||
+	if ((g = mg_make_group(fout, "Merge")) < 0 ||
 	    sh5_h5attr_put_str(g, "sh5merge Version", PACKAGE_VERSION) < 0 ||
 	    sh5_h5attr_put_str(g, "Merge Time", now) < 0 ||
 	    sh5_h5attr_put_str(g, "Profile Directory", m->o->dir) < 0 ||
@@ -2777,7 +2781,7 @@ static int write_merge_record(struct mstate *m, hid_t fout, int partial)
 	rc = 0;
 out:
 	if (rc < 0)
-		h5err(m->errp, "%s: cannot write /Merge",
+		mg_h5err(m->errp, "%s: cannot write /Merge",
 				 m->o->output);
 	free(r);
 	if (d >= 0)
@@ -2795,7 +2799,7 @@ out:
 
 /* Reopen the written file and check every dataset's row count.  The
  * checks come node by node: each node group is opened once. */
-static int verify(struct mstate *m, const char *tmp)
+static int mg_verify(struct mstate *m, const char *tmp)
 {
 	hid_t f = H5Fopen(tmp, H5F_ACC_RDONLY, H5P_DEFAULT), g = -1;
 	char gname[512] = "";
@@ -2804,7 +2808,7 @@ static int verify(struct mstate *m, const char *tmp)
 	int rc = -1;
 
 	if (f < 0)
-		return h5err(m->errp, "%s: verification: cannot reopen the "
+		return mg_h5err(m->errp, "%s: verification: cannot reopen the "
 			     "written file", tmp);
 	if (sh5_attr_get_int(f, "Number of Steps", &v) < 0 ||
 	    v != (long long)m->nsteps_written) {
@@ -2898,7 +2902,7 @@ out:
 	return t;
 }
 
-static void mstate_free(struct mstate *m)
+static void mg_mstate_free(struct mstate *m)
 {
 	size_t i;
 
@@ -2925,7 +2929,7 @@ static void mstate_free(struct mstate *m)
  * synchronization decision (hooks->checked).  Returns whether series may
  * be synchronized (0 or 1), or -1 with errp set.  Once per merge.
  */
-static int pass1_done(struct mstate *m)
+static int mg_pass1_done(struct mstate *m)
 {
 	const struct sh5_merge_hooks *hk = m->o->hooks;
 	size_t i, lo;
@@ -2933,7 +2937,7 @@ static int pass1_done(struct mstate *m)
 
 	if (m->pass1_state)
 		return m->pass1_state - 1;
-	probe_until(m, m->nin);
+	mg_probe_until(m, m->nin);
 	for (i = 0; i < m->nin; i++)
 		report_file(m, &m->fi[i]);
 	for (lo = 0; lo < m->nin; lo = i) {
@@ -2966,12 +2970,12 @@ static int pass1_done(struct mstate *m)
  * wait for its check.  0 to go on; 1 when the second pass must start
  * over the normal way (the input is not whole, or may be synchronized).
  */
-static int early_gate(struct mstate *m, size_t i)
+static int mg_early_gate(struct mstate *m, size_t i)
 {
 	const struct sh5_merge_hooks *hk = m->o->hooks;
 	struct finfo *f = &m->fi[i];
 
-	probe_until(m, i);
+	mg_probe_until(m, i);
 	if (!f->usable || !f->whole)
 		return 1;
 	if (f->probe_hit && hk && hk->sync_rows && !hk->never_sync)
@@ -2979,7 +2983,7 @@ static int early_gate(struct mstate *m, size_t i)
 	return 0;
 }
 
-/* Forget what a second pass abandoned by early_gate() wrote. */
+/* Forget what a second pass abandoned by mg_early_gate() wrote. */
 static void pass2_reset(struct mstate *m)
 {
 	size_t i;
@@ -3017,14 +3021,14 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
 	fout = H5Fcreate(tmp, again ? H5F_ACC_TRUNC : H5F_ACC_EXCL,
 			 H5P_DEFAULT, fapl);
 	if (fout < 0)
-		return h5err(m->errp, "%s: cannot create", tmp);
+		return mg_h5err(m->errp, "%s: cannot create", tmp);
 	if (o->temp_path && !again)
 		o->temp_path(o->arg, tmp);
 	m->out_fd = open(tmp, O_RDONLY | O_CLOEXEC);
 	m->out_wfd = open(tmp, O_WRONLY | O_CLOEXEC);
-	wb_start(m);
-	if ((sg = make_group(fout, "Steps")) < 0) {
-		h5err(m->errp, "%s: cannot create /Steps", tmp);
+	mg_wb_start(m);
+	if ((sg = mg_make_group(fout, "Steps")) < 0) {
+		mg_h5err(m->errp, "%s: cannot create /Steps", tmp);
 		goto out;
 	}
 	H5Gclose(sg);
@@ -3032,7 +3036,7 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
 		for (i = lo; i < m->nin && !strcmp(m->in[i].step, m->in[lo].step);
 		     i++)
 			;
-		if ((r = write_step(m, fout, lo, i, &done)) != 0) {
+		if ((r = mg_write_step(m, fout, lo, i, &done)) != 0) {
 			rc = r > 0 ? 1 : -1;
 			goto out;
 		}
@@ -3040,7 +3044,7 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
 	if (m->early) {
 		/* All written: the first pass must agree (a problem it found
 		 * is kept as it would be after it, with --allow-partial). */
-		if ((r = pass1_done(m)) != 0 ||
+		if ((r = mg_pass1_done(m)) != 0 ||
 		    (stats->problems && !o->allow_partial)) {
 			rc = r < 0 ? -1 : 1;
 			goto out;
@@ -3056,10 +3060,10 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
 	    sh5_h5attr_put_int(fout, "Number of Steps", (int)m->nsteps_written) < 0 ||
 	    (m->user[0] && sh5_h5attr_put_str(fout, "User", m->user) < 0) ||
 	    (m->cluster[0] && sh5_h5attr_put_str(fout, "Cluster", m->cluster) < 0)) {
-		h5err(m->errp, "%s: cannot write the root attributes", tmp);
+		mg_h5err(m->errp, "%s: cannot write the root attributes", tmp);
 		goto out;
 	}
-	if (write_merge_record(m, fout, *partial) < 0)
+	if (mg_write_merge_record(m, fout, *partial) < 0)
 		goto out;
 	if (o->hooks && o->hooks->finish &&
 	    o->hooks->finish(o->hooks->arg, fout, m->errp) < 0)
@@ -3075,11 +3079,11 @@ out:
 		m->out_wfd = -1;
 	}
 	if (H5Fclose(fout) < 0 && rc == 0)
-		rc = h5err(m->errp, "%s: cannot close (disk full?)", tmp);
+		rc = mg_h5err(m->errp, "%s: cannot close (disk full?)", tmp);
 	if (rc == 0)
-		wb_kick(m); /* what the close wrote */
+		mg_wb_kick(m); /* what the close wrote */
 	else
-		wb_stop(m);
+		mg_wb_stop(m);
 	return rc;
 }
 
@@ -3144,7 +3148,8 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 		sh5_step_name(o->steps[i], b, sizeof(b));
 		for (k = 0; k < m.nin && !found; k++)
 			found = !strcmp(m.in[k].step, b);
-		if (!found && add_missing(&m, "step %s: no node-step files", b) < 0)
+		if (!found && mg_add_missing(&m, "step %s: no node-step "
+					     "files", b) < 0)
 			goto oom;
 	}
 
@@ -3168,11 +3173,11 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 		ncpu = 1;
 	/* Early, one checking child (it keeps ahead of the copying); the
 	 * others have the CPUs. */
-	probe_start(&m, m.early ? 1 : (size_t)ncpu);
+	mg_probe_start(&m, m.early ? 1 : (size_t)ncpu);
 	/* Not even the first input is whole (stock files): no early pass. */
-	if (m.early && early_gate(&m, 0)) {
+	if (m.early && mg_early_gate(&m, 0)) {
 		m.early = 0;
-		probe_widen(&m, (size_t)ncpu);
+		mg_probe_widen(&m, (size_t)ncpu);
 	}
 	if (m.early) {
 		m.feed_totals = 1;
@@ -3187,11 +3192,11 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 		pass2_reset(&m);
 		if (o->hooks && o->hooks->restart)
 			o->hooks->restart(o->hooks->arg);
-		probe_widen(&m, (size_t)ncpu);
+		mg_probe_widen(&m, (size_t)ncpu);
 	}
 	m.early = 0;
 	rc = -1;
-	if ((sync_maybe = pass1_done(&m)) < 0)
+	if ((sync_maybe = mg_pass1_done(&m)) < 0)
 		goto stop;
 	if (stats->skipped == m.nin) {
 		errno = EINVAL;
@@ -3208,7 +3213,7 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	 * must not share it).  It totals the series copied raw itself unless
 	 * their records may be synchronized (then they are read here). */
 	m.feed_totals = !sync_maybe;
-	feeder_start(&m, 0);
+	mg_feeder_start(&m, 0);
 	if (pass2(&m, tmp, fapl, &partial, restart) < 0)
 		goto fail;
 written:
@@ -3217,10 +3222,10 @@ written:
 		goto fail_quiet;
 	}
 	/* The fsync runs beside the verification. */
-	wb_fsync(&m);
-	if (verify(&m, tmp) < 0)
+	mg_wb_fsync(&m);
+	if (mg_verify(&m, tmp) < 0)
 		goto fail;
-	if ((rc = wb_stop(&m)) == -2)
+	if ((rc = mg_wb_stop(&m)) == -2)
 		rc = fsync_path(tmp, 0);
 	if (rc < 0) {
 		rc = -1;
@@ -3257,13 +3262,13 @@ written:
 				continue;
 			if (stat(f->in->path, &sb) < 0 ||
 			    (uint64_t)sb.st_size != f->size) {
-				report(&m, 0, f->in->path, "changed during the "
-				       "merge: kept");
+				mg_report(&m, 0, f->in->path, "changed during "
+					  "the merge: kept");
 				continue;
 			}
 			if (unlink(f->in->path) < 0)
-				report(&m, 0, f->in->path, "cannot remove: %s",
-				       strerror(errno));
+				mg_report(&m, 0, f->in->path, "cannot remove: "
+					  "%s", strerror(errno));
 			else
 				stats->removed++;
 		}
@@ -3288,9 +3293,9 @@ fail_quiet:
 			o->temp_path(o->arg, NULL);
 	}
 out:
-	wb_stop(&m);
-	probe_stop(&m);
-	feeder_stop(&m);
+	mg_wb_stop(&m);
+	mg_probe_stop(&m);
+	mg_feeder_stop(&m);
 	if (m.out_fd >= 0)
 		close(m.out_fd);
 	if (fapl >= 0)
@@ -3299,6 +3304,6 @@ out:
 	free(outdir);
 	if (m.dxpl >= 0)
 		H5Pclose(m.dxpl);
-	mstate_free(&m);
+	mg_mstate_free(&m);
 	return rc;
 }
