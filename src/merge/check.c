@@ -1,0 +1,424 @@
+/* check.c - the first pass over one input: checksum, open, read its
+ * metadata, decide whether it can be copied whole (see merge_int.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/checksum.h"
+#include "common/h5attr.h"
+#include "profile/totals.h"
+#include "merge/merge_int.h"
+
+static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
+		    void *buf, size_t len, void **map, struct sh5_error *errp)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint32_t c = 0;
+	uint64_t total = 0;
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0)
+		return sh5_errprintf(errp, "%s", strerror(errno));
+	/* Mapped in a checking child (no copy out of the page cache),
+	 * else read. */
+	if (map && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size > 0 &&
+	    (uint64_t)st.st_size < ((uint64_t)1 << 40)) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ,
+			       MAP_PRIVATE | MAP_POPULATE, fd, 0);
+
+		if (p != MAP_FAILED) {
+			/* A file cut short while mapped raises SIGBUS: in
+			 * the checking child only, which marks the file.
+			 * The caller unmaps it (*size bytes). */
+			c = sh5_crc32(0, p, (size_t)st.st_size);
+			close(fd);
+			*map = p;
+			*crc = c;
+			*size = (uint64_t)st.st_size;
+			return 0;
+		}
+	}
+	while ((n = read(fd, buf, len)) > 0) {
+		c = sh5_crc32(c, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	if (n < 0) {
+		sh5_errprintf(errp, "read error: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	*crc = c;
+	*size = total;
+	return 0;
+}
+
+/* First pass over one input: checksum, open, and read all the metadata
+ * the second pass will read (attributes, object headers, chunk indexes,
+ * other objects), so that damage to it is known before anything is
+ * written.  Damaged records are found as the second pass reads them.
+ * Fills f; reports nothing (it runs in a child process). */
+static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
+		    const unsigned char *map);
+
+void mg_check_file(struct mstate *m, struct finfo *f, char *user,
+		       char *cluster)
+{
+	struct sh5_error err = { "" };
+	struct sh5_nodestep *ns;
+	void *map = NULL;
+	size_t i;
+	int whole;
+
+	f->status = "skipped";
+	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
+	f->max_task = -1;
+	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
+		     m->in_child ? &map : NULL, &err) < 0) {
+		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
+		return;
+	}
+	ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
+			       f->in->step_id, &err);
+	if (!ns) {
+		const char *r = err.text;
+		size_t pl = strlen(f->in->path);
+
+		/* The reason names the file; keep only the reason. */
+		if (!strncmp(r, f->in->path, pl) && r[pl] == ':')
+			r += pl + 2;
+		snprintf(f->reason, sizeof(f->reason), "%s", r);
+		if (map)
+			munmap(map, (size_t)f->size);
+		return;
+	}
+	f->usable = 1;
+	f->status = "merged";
+	f->kind = ns->kind;
+	/* probe's value may be a mask of what it found (mergesync.c:
+	 * measurements, events); any > 0 is a hit. */
+	if (m->o->hooks && m->o->hooks->probe) {
+		int hit = m->o->hooks->probe(m->o->hooks->arg, ns->node);
+
+		f->probe_hit = hit > 0 ? hit : 0;
+	}
+	f->node_index = ns->node_index;
+	f->ntasks = ns->ntasks;
+	{
+		long long v;
+
+		if (sh5_attr_get_int(ns->node, "Start Time ns", &v) == 0) {
+			f->has_start = 1;
+			f->start_ns = v;
+		}
+	}
+	f->nnodes = ns->nnodes;
+	f->step_tasks = ns->step_tasks;
+	if (ns->kind == SH5_NODESTEP_OURS && !user[0])
+		sh5_attr_get_str(ns->node, "User", user, 64);
+	if (ns->kind == SH5_NODESTEP_OURS && !cluster[0])
+		sh5_attr_get_str(ns->node, "Cluster", cluster, 64);
+	if ((f->lost_objects = mg_read_attrs(ns->node)))
+		snprintf(f->reason, sizeof(f->reason), "%u unreadable "
+			 "attribute%s of /%s", f->lost_objects,
+			 f->lost_objects == 1 ? "" : "s", ns->node_name);
+	/* A whole copy's datasets are all read (attributes, every chunk
+	 * checksummed) by whole_ok(): not again below. */
+	whole = whole_ok(ns, f, map);
+	for (i = 0; i < ns->nseries; i++) {
+		struct sh5_ns_series *e = &ns->series[i];
+		struct sh5_cursor c;
+		hid_t d;
+
+		f->samples += e->nrows;
+		if (e->series->ops == sh5_series_ops_lookup("Tasks", "0")) {
+			char *end;
+			long t;
+
+			errno = 0;
+			t = strtol(e->series->name, &end, 10);
+			/* A task id beyond INT_MAX is no task of Slurm's. */
+			if (!errno && !*end && t <= INT_MAX && t > f->max_task)
+				f->max_task = t;
+		}
+		/* A whole copy's datasets were all read by whole_ok(). */
+		if (whole)
+			continue;
+		if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0) {
+			f->lost += e->nrows;
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: cannot open", e->path);
+			continue;
+		}
+		if (mg_read_attrs(d)) {
+			f->lost_objects++;
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: unreadable attributes",
+					 e->path);
+		}
+		if (!ns->salvaged) {
+			hsize_t nchunks = 0;
+			hid_t dcpl = H5Dget_create_plist(d);
+
+			/* Walk the chunk index (the metadata a damaged
+			 * file may crash HDF5 with); the records themselves
+			 * are checked as the second pass reads them. */
+			if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED)
+				H5Dget_num_chunks(d, H5S_ALL, &nchunks);
+			if (dcpl >= 0)
+				H5Pclose(dcpl);
+		} else if (sh5_cursor_open(&c, d, e->series, ns->real_eof,
+					   NULL) == 0) {
+			if (c.damaged) {
+				f->lost += sh5_cursor_lost(&c);
+				if (!f->reason[0])
+					snprintf(f->reason, sizeof(f->reason),
+						 "%.60s: %.180s", e->path,
+						 c.reason);
+			}
+			sh5_cursor_close(&c);
+		}
+		H5Dclose(d);
+	}
+	for (i = 0; i < ns->nother; i++) {
+		H5O_info_t oi;
+
+		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
+					 H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+		    (oi.type == H5O_TYPE_DATASET &&
+		     mg_copy_dataset(ns->node, ns->other[i], -1, &err) < 0)) {
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: unreadable object",
+					 ns->other[i]);
+			f->lost_objects++;
+		}
+	}
+	if (ns->damage[0] || f->lost || f->lost_objects) {
+		char tmp[256];
+
+		f->status = "salvaged";
+		snprintf(tmp, sizeof(tmp), "%.120s%s%.120s", ns->damage,
+			 ns->damage[0] && f->reason[0] ? "; " : "", f->reason);
+		snprintf(f->reason, sizeof(f->reason), "%s", tmp);
+	} else if ((f->whole = whole)) {
+		snprintf(f->node_name, sizeof(f->node_name), "%s",
+			 ns->node_name);
+	}
+	sh5_nodestep_close(ns);
+	if (map)
+		munmap(map, (size_t)f->size);
+}
+
+/* The fields of s as sh5_series_same_fields() compares them (FNV-1a):
+ * totals of series with equal signatures fold alike. */
+static uint64_t series_sig(const struct sh5_series *s)
+{
+	uint64_t h = 14695981039346656037ull;
+	size_t i;
+
+#define SIG_MIX(p, n) do { \
+		const unsigned char *q_ = (const unsigned char *)(p); \
+		size_t n_ = (n); \
+		while (n_--) { h ^= *q_++; h *= 1099511628211ull; } \
+	} while (0)
+	SIG_MIX(&s->ops, sizeof(s->ops));
+	SIG_MIX(&s->nfields, sizeof(s->nfields));
+	for (i = 0; i < s->nfields; i++) {
+		SIG_MIX(s->fields[i].name, strlen(s->fields[i].name) + 1);
+		SIG_MIX(&s->fields[i].type, sizeof(s->fields[i].type));
+		SIG_MIX(&s->fields[i].kind, sizeof(s->fields[i].kind));
+	}
+#undef SIG_MIX
+	return h;
+}
+
+/* Read the stored total at tpath (for series s) onto the end of f's blob;
+ * *ofs, *len: where.  0 or -1. */
+static int blob_total(struct finfo *f, hid_t node, const char *tpath,
+		      const struct sh5_series *s, uint64_t *ofs, uint64_t *len)
+{
+	size_t n = s->ops->total_size(s);
+	unsigned char *b = realloc(f->blob, f->blob_len + n);
+
+	if (!b)
+		return -1;
+	f->blob = b;
+	if (sh5_total_read(node, tpath, s, b + f->blob_len) < 0)
+		return -1;
+	*ofs = f->blob_len;
+	*len = n;
+	f->blob_len += n;
+	return 0;
+}
+
+/* A uint64 attribute of the object at path (relative to loc), or
+ * UINT64_MAX. */
+static uint64_t attr_u64(hid_t loc, const char *path, const char *name)
+{
+	hid_t a = H5Aopen_by_name(loc, path, name, H5P_DEFAULT, H5P_DEFAULT);
+	uint64_t v = UINT64_MAX;
+
+	if (a >= 0) {
+		if (H5Aread(a, H5T_NATIVE_UINT64, &v) < 0)
+			v = UINT64_MAX;
+		H5Aclose(a);
+	}
+	return v;
+}
+
+/*
+ * Can the node group of ns be copied whole into the job file, without
+ * decoding its records?  When the file is ours and intact, every series
+ * dataset is chunked with the fletcher32 filter last and every stored
+ * chunk passes it (checked on the raw chunk: no inflating), and the
+ * writer's totals (Totals/<path>, Totals/AllTasks) are readable and cover
+ * exactly the rows of the datasets.  Anything else goes the normal way
+ * (records decoded, totalled, damage salvaged).  When it can, f->ents
+ * lists the series and f->blob holds the totals the merge folds into the
+ * step's (those of the series other than tasks, and AllTasks): read here,
+ * in the checking child, so the merge need not open them.
+ */
+static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
+		    const unsigned char *map)
+{
+	void *raw = NULL;
+	size_t i, rlen = 0, ntasks = 0, first_task = SIZE_MAX;
+	uint64_t task_rows = 0;
+	int ok = 0;
+
+	if (ns->kind != SH5_NODESTEP_OURS || !ns->has_totals ||
+	    ns->salvaged || ns->damage[0])
+		return 0;
+	for (i = 0; i < ns->nother; i++) {
+		H5O_info_t oi;
+
+		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
+					 H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+		    oi.type != H5O_TYPE_DATASET)
+			return 0;
+	}
+	if (!(f->ents = calloc(ns->nseries ? ns->nseries : 1,
+			       sizeof(*f->ents))))
+		return 0;
+	f->nents = ns->nseries;
+	for (i = 0; i < ns->nseries; i++) {
+		struct sh5_ns_series *e = &ns->series[i];
+		const struct sh5_series *s = e->series;
+		struct whole_ent *w = &f->ents[i];
+		hid_t d = H5Dopen2(ns->node, e->path, H5P_DEFAULT);
+		hid_t dcpl = d >= 0 ? H5Dget_create_plist(d) : -1;
+		char tpath[2 * SH5_NAME_MAX + 16];
+		hsize_t cr = 0, off[1];
+		unsigned flags, cd[8];
+		size_t ncd = 8;
+		int nf, good, task = !strcmp(s->ops->name, "Task");
+
+		snprintf(w->path, sizeof(w->path), "%s", e->path);
+		w->rows = e->nrows;
+		w->task = task;
+		w->sig = series_sig(s);
+		snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
+		good = dcpl >= 0 && !mg_read_attrs(d) &&
+		       H5Pget_layout(dcpl) == H5D_CHUNKED &&
+		       H5Pget_chunk(dcpl, 1, &cr) == 1 && cr > 0 &&
+		       (nf = H5Pget_nfilters(dcpl)) > 0 &&
+		       H5Pget_filter2(dcpl, (unsigned)nf - 1, &flags, &ncd, cd,
+				      0, NULL, NULL) == H5Z_FILTER_FLETCHER32 &&
+		       /* Exactly the datasets under Tasks are tasks. */
+		       task == !strcmp(e->parent, "Tasks") &&
+		       attr_u64(ns->node, tpath, "Rows") == e->nrows &&
+		       (task || blob_total(f, ns->node, tpath, s, &w->tofs,
+					   &w->tlen) == 0);
+		for (off[0] = 0; good && off[0] < e->nrows; off[0] += cr) {
+			hsize_t size = 0;
+			haddr_t addr = HADDR_UNDEF;
+			unsigned fmask = 0;
+			uint32_t mask = 0;
+
+			if (H5Dget_chunk_info_by_coord(d, off, &fmask, &addr,
+						       &size) < 0 ||
+			    !size || fmask || addr == HADDR_UNDEF ||
+			    addr > ns->size || size > ns->size - addr) {
+				good = 0;
+				break;
+			}
+			if (map) {
+				/* The file is mapped (its CRC): no read. */
+				good = addr + size <= f->size &&
+				       sh5_fletcher32_ok(map + addr,
+							 (size_t)size);
+				continue;
+			}
+			if (size > rlen) {
+				void *r = realloc(raw, (size_t)size);
+
+				if (!r) {
+					good = 0;
+					break;
+				}
+				raw = r;
+				rlen = (size_t)size;
+			}
+			good = H5Dread_chunk(d, H5P_DEFAULT, off, &mask,
+					     raw) >= 0 && !mask &&
+			       sh5_fletcher32_ok(raw, (size_t)size);
+		}
+		if (dcpl >= 0)
+			H5Pclose(dcpl);
+		if (d >= 0)
+			H5Dclose(d);
+		if (!good)
+			goto out;
+		if (task) {
+			if (first_task == SIZE_MAX)
+				first_task = i;
+			ntasks++;
+			task_rows += e->nrows;
+		}
+	}
+	if (ntasks) {
+		/* Every task in the writer's node total, kept with the first
+		 * task. */
+		struct whole_ent *w = &f->ents[first_task];
+		hid_t d = H5Dopen2(ns->node, "Totals/AllTasks", H5P_DEFAULT);
+		long long count = -1;
+
+		if (d >= 0) {
+			sh5_attr_get_int(d, "Series Count", &count);
+			H5Dclose(d);
+		}
+		if (count != (long long)ntasks ||
+		    attr_u64(ns->node, "Totals/AllTasks", "Rows") != task_rows ||
+		    blob_total(f, ns->node, "Totals/AllTasks",
+			       ns->series[first_task].series, &w->tofs,
+			       &w->tlen) < 0)
+			goto out;
+	}
+	ok = 1;
+out:
+	if (!ok) {
+		free(f->ents);
+		f->ents = NULL;
+		f->nents = 0;
+		free(f->blob);
+		f->blob = NULL;
+		f->blob_len = 0;
+	}
+	free(raw);
+	return ok;
+}

@@ -1,0 +1,374 @@
+/* mergejob.c - the job driver of a merge: both passes, verification, the
+ * rename (see merge.h, merge_int.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/h5attr.h"
+#include "merge/merge_int.h"
+
+
+static int fsync_path(const char *path, int dir)
+{
+	int fd = open(path, (dir ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+static char *temp_name(const char *out, char **dir_out)
+{
+	char *a = strdup(out), *b = strdup(out), *dir, *base, *t = NULL;
+	size_t len;
+
+	if (!a || !b)
+		goto out;
+	dir = dirname(a);
+	base = basename(b);
+	len = strlen(dir) + strlen(base) + 40;
+	if ((t = malloc(len)))
+		snprintf(t, len, "%s/.%s.tmp.%ld", dir, base, (long)getpid());
+	if (dir_out)
+		*dir_out = strdup(dir);
+out:
+	free(a);
+	free(b);
+	return t;
+}
+
+/* Forget what a second pass abandoned by mg_early_gate() wrote. */
+static void pass2_reset(struct mstate *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nin; i++)
+		m->fi[i].written = 0;
+	for (i = 0; i < m->nchecks; i++)
+		free(m->checks[i].path);
+	free(m->checks);
+	m->checks = NULL;
+	m->nchecks = 0;
+	m->nsteps_written = 0;
+	m->write_failed = 0;
+	m->st->steps = m->st->nodes = m->st->whole = 0;
+	m->st->samples = 0;
+	m->st->merged = 0;
+}
+
+/*
+ * Write the job file to tmp and close it (again: tmp is the temporary of
+ * an abandoned early pass, overwritten).  *partial: problems were found.
+ * Returns 0, -1 on failure (errp set; tmp may exist), or 1 when a second
+ * pass started early must start over (nothing kept; tmp may exist).
+ */
+static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
+		 int again)
+{
+	const struct sh5_merge_opts *o = m->o;
+	struct sh5_merge_stats *stats = m->st;
+	hid_t fout, sg;
+	size_t i, lo, done = 0;
+	int rc = -1, r;
+
+	/* again: the temporary of an abandoned early pass, ours. */
+	fout = H5Fcreate(tmp, again ? H5F_ACC_TRUNC : H5F_ACC_EXCL,
+			 H5P_DEFAULT, fapl);
+	if (fout < 0)
+		return mg_h5err(m->errp, "%s: cannot create", tmp);
+	if (o->temp_path && !again)
+		o->temp_path(o->arg, tmp);
+	m->out_fd = open(tmp, O_RDONLY | O_CLOEXEC);
+	m->out_wfd = open(tmp, O_WRONLY | O_CLOEXEC);
+	mg_wb_start(m);
+	if ((sg = mg_make_group(fout, "Steps")) < 0) {
+		mg_h5err(m->errp, "%s: cannot create /Steps", tmp);
+		goto out;
+	}
+	H5Gclose(sg);
+	for (lo = 0; lo < m->nin; lo = i) {
+		for (i = lo; i < m->nin && !strcmp(m->in[i].step, m->in[lo].step);
+		     i++)
+			;
+		if ((r = mg_write_step(m, fout, lo, i, &done)) != 0) {
+			rc = r > 0 ? 1 : -1;
+			goto out;
+		}
+	}
+	if (m->early) {
+		/* All written: the first pass must agree (a problem it found
+		 * is kept as it would be after it, with --allow-partial). */
+		if ((r = mg_pass1_done(m)) != 0 ||
+		    (stats->problems && !o->allow_partial)) {
+			rc = r < 0 ? -1 : 1;
+			goto out;
+		}
+	}
+	for (i = 0; i < m->nin; i++)
+		if (m->fi[i].usable)
+			stats->merged++;
+	stats->skipped = m->nin - stats->merged;
+	*partial = stats->problems > 0;
+	if (sh5_h5attr_put_int(fout, "sh5 Format Version", 1) < 0 ||
+	    sh5_h5attr_put_u32(fout, "Job ID", o->job) < 0 ||
+	    sh5_h5attr_put_int(fout, "Number of Steps", (int)m->nsteps_written) < 0 ||
+	    (m->user[0] && sh5_h5attr_put_str(fout, "User", m->user) < 0) ||
+	    (m->cluster[0] && sh5_h5attr_put_str(fout, "Cluster", m->cluster) < 0)) {
+		mg_h5err(m->errp, "%s: cannot write the root attributes", tmp);
+		goto out;
+	}
+	if (mg_write_merge_record(m, fout, *partial) < 0)
+		goto out;
+	if (o->hooks && o->hooks->finish &&
+	    o->hooks->finish(o->hooks->arg, fout, m->errp) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (m->out_fd >= 0) {
+		close(m->out_fd);
+		m->out_fd = -1;
+	}
+	if (m->out_wfd >= 0) {
+		close(m->out_wfd);
+		m->out_wfd = -1;
+	}
+	if (H5Fclose(fout) < 0 && rc == 0)
+		rc = mg_h5err(m->errp, "%s: cannot close (disk full?)", tmp);
+	if (rc == 0)
+		mg_wb_kick(m); /* what the close wrote */
+	else
+		mg_wb_stop(m);
+	return rc;
+}
+
+int sh5_merge_job(const struct sh5_merge_opts *o,
+		  struct sh5_merge_stats *stats, struct sh5_error *errp)
+{
+	struct mstate m;
+	struct sh5_merge_stats dummy;
+	struct stat sb;
+	char *tmp = NULL, *outdir = NULL;
+	hid_t fapl = -1;
+	size_t i;
+	long ncpu;
+	int rc = -1, partial = 0, sync_maybe, restart = 0;
+
+	memset(&m, 0, sizeof(m));
+	m.feed_fd = -1;
+	m.out_fd = -1;
+	m.out_wfd = -1;
+	if (!stats)
+		stats = &dummy;
+	memset(stats, 0, sizeof(*stats));
+	m.o = o;
+	m.st = stats;
+	m.errp = errp;
+	m.buf_bytes = o->buffer_bytes ? o->buffer_bytes : SH5_MERGE_BUFFER;
+	/* HDF5 callocs a 1 MiB conversion buffer (and as much background)
+	 * for every converting write: far too much for one-record totals. */
+	m.dxpl = H5Pcreate(H5P_DATASET_XFER);
+	if (m.dxpl >= 0)
+		H5Pset_buffer(m.dxpl, 64 * 1024, NULL, NULL);
+	if (m.buf_bytes < 4096)
+		m.buf_bytes = 4096;
+	if (!o->force && lstat(o->output, &sb) == 0) {
+		errno = EEXIST;
+		return sh5_errprintf(errp, "%s: exists (use --force to "
+				     "overwrite it)", o->output);
+	}
+	if (sh5_merge_discover(o->dir, o->job, o->steps, o->nsteps, &m.in,
+			       &m.nin, errp) < 0)
+		return -1;
+	stats->inputs = m.nin;
+	if (!m.nin) {
+		errno = ENOENT;
+		sh5_errprintf(errp, "%s: no node-step files of job %" PRIu32
+			      "%s", o->dir, o->job,
+			      o->nsteps ? " for the selected steps" : "");
+		goto out;
+	}
+	if (!(m.fi = calloc(m.nin, sizeof(*m.fi))) ||
+	    !(m.buf = malloc(m.buf_bytes))) {
+		errno = ENOMEM;
+		sh5_errprintf(errp, "out of memory");
+		goto out;
+	}
+	/* Steps asked for but absent. */
+	for (i = 0; i < o->nsteps; i++) {
+		char b[32];
+		size_t k;
+		int found = 0;
+
+		sh5_step_name(o->steps[i], b, sizeof(b));
+		for (k = 0; k < m.nin && !found; k++)
+			found = !strcmp(m.in[k].step, b);
+		if (!found && mg_add_missing(&m, "step %s: no node-step "
+					     "files", b) < 0)
+			goto oom;
+	}
+
+	if (!(tmp = temp_name(o->output, &outdir)) || !outdir)
+		goto oom;
+	fapl = H5Pcreate(H5P_FILE_ACCESS);
+#ifdef HAVE_H5PSET_FILE_LOCKING
+	H5Pset_file_locking(fapl, 0, 1);
+#endif
+	/* Pass 1 checks every input in child processes.  When the inputs
+	 * look like whole copies (ours, intact, with the writer's totals:
+	 * whole_ok()) the second pass does not wait for it: it copies each
+	 * node group as soon as its input is checked, and starts over the
+	 * normal way, after the whole first pass, as soon as an input is
+	 * not such a copy or the first pass finds a problem. */
+	m.early = !getenv("SH5MERGE_NO_EARLY") &&
+		  (!o->hooks || !o->hooks->sync_rows || o->hooks->never_sync ||
+		   o->hooks->sync_if_hit);
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu < 1)
+		ncpu = 1;
+	/* Early, one checking child (it keeps ahead of the copying); the
+	 * others have the CPUs. */
+	mg_probe_start(&m, m.early ? 1 : (size_t)ncpu);
+	/* Not even the first input is whole (stock files): no early pass. */
+	if (m.early && mg_early_gate(&m, 0)) {
+		m.early = 0;
+		mg_probe_widen(&m, (size_t)ncpu);
+	}
+	if (m.early) {
+		m.feed_totals = 1;
+		rc = pass2(&m, tmp, fapl, &partial, 0);
+		if (rc == 0)
+			goto written;
+		if (rc < 0)
+			goto fail;
+		/* Start over, in the same temporary file (there is one from
+		 * now until the rename). */
+		restart = 1;
+		pass2_reset(&m);
+		if (o->hooks && o->hooks->restart)
+			o->hooks->restart(o->hooks->arg);
+		mg_probe_widen(&m, (size_t)ncpu);
+	}
+	m.early = 0;
+	rc = -1;
+	if ((sync_maybe = mg_pass1_done(&m)) < 0)
+		goto stop;
+	if (stats->skipped == m.nin) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "%s: none of the %zu node-step files of "
+			      "job %" PRIu32 " is usable", o->dir, m.nin, o->job);
+		goto stop;
+	}
+	if (stats->problems && !o->allow_partial) {
+		rc = 1;
+		goto stop;
+	}
+
+	/* Pass 2.  The reader process starts before the output exists (it
+	 * must not share it).  It totals the series copied raw itself unless
+	 * their records may be synchronized (then they are read here). */
+	m.feed_totals = !sync_maybe;
+	mg_feeder_start(&m, 0);
+	if (pass2(&m, tmp, fapl, &partial, restart) < 0)
+		goto fail;
+written:
+	if (partial && !o->allow_partial) {
+		rc = 1;
+		goto fail_quiet;
+	}
+	/* The fsync runs beside the verification. */
+	mg_wb_fsync(&m);
+	if (mg_verify(&m, tmp) < 0)
+		goto fail;
+	if ((rc = mg_wb_stop(&m)) == -2)
+		rc = fsync_path(tmp, 0);
+	if (rc < 0) {
+		rc = -1;
+		sh5_errprintf(errp, "%s: fsync: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	rc = -1;
+	if (o->force) {
+		if (rename(tmp, o->output) < 0) {
+			sh5_errprintf(errp, "%s: rename: %s", o->output,
+				      strerror(errno));
+			goto fail;
+		}
+	} else {
+		/* link() never replaces an output that appeared meanwhile. */
+		if (link(tmp, o->output) < 0) {
+			sh5_errprintf(errp, "%s: %s", o->output,
+				      errno == EEXIST ? "exists (use --force "
+				      "to overwrite it)" : strerror(errno));
+			goto fail;
+		}
+		unlink(tmp);
+	}
+	if (o->temp_path)
+		o->temp_path(o->arg, NULL);
+	fsync_path(outdir, 1);
+	rc = partial ? 1 : 0;
+
+	if (o->remove_inputs) {
+		for (i = 0; i < m.nin; i++) {
+			struct finfo *f = &m.fi[i];
+
+			if (!f->usable || strcmp(f->status, "merged"))
+				continue;
+			if (stat(f->in->path, &sb) < 0 ||
+			    (uint64_t)sb.st_size != f->size) {
+				mg_report(&m, 0, f->in->path, "changed during "
+					  "the merge: kept");
+				continue;
+			}
+			if (unlink(f->in->path) < 0)
+				mg_report(&m, 0, f->in->path, "cannot remove: "
+					  "%s", strerror(errno));
+			else
+				stats->removed++;
+		}
+	}
+	goto out;
+oom:
+	errno = ENOMEM;
+	sh5_errprintf(errp, "out of memory");
+	goto out;
+stop:
+	/* Stopped by the first pass: only an abandoned early pass left a
+	 * temporary. */
+	if (!restart)
+		goto out;
+	goto fail_quiet;
+fail:
+	rc = -1;
+fail_quiet:
+	if (tmp) {
+		unlink(tmp);
+		if (o->temp_path)
+			o->temp_path(o->arg, NULL);
+	}
+out:
+	mg_wb_stop(&m);
+	mg_probe_stop(&m);
+	mg_feeder_stop(&m);
+	if (m.out_fd >= 0)
+		close(m.out_fd);
+	if (fapl >= 0)
+		H5Pclose(fapl);
+	free(tmp);
+	free(outdir);
+	if (m.dxpl >= 0)
+		H5Pclose(m.dxpl);
+	mg_mstate_free(&m);
+	return rc;
+}
