@@ -26,7 +26,7 @@ struct sh5_jobread {
 	int steps_listed;
 };
 
-static void namelist_free(struct namelist *l)
+static void jr_namelist_free(struct namelist *l)
 {
 	size_t i;
 
@@ -37,7 +37,7 @@ static void namelist_free(struct namelist *l)
 	l->n = l->cap = 0;
 }
 
-static int namelist_add(struct namelist *l, const char *s)
+static int jr_namelist_add(struct namelist *l, const char *s)
 {
 	char **nv;
 
@@ -58,7 +58,7 @@ static int namelist_add(struct namelist *l, const char *s)
 }
 
 /* Parse a whole string as a non-negative decimal integer. */
-static int parse_int(const char *s, int64_t *out)
+static int jr_parse_int(const char *s, int64_t *out)
 {
 	char *end;
 	long long v;
@@ -74,11 +74,11 @@ static int parse_int(const char *s, int64_t *out)
 }
 
 /* Numeric names first (numerically), then the rest by strcmp. */
-static int cmp_names(const void *a, const void *b)
+static int jr_cmp_names(const void *a, const void *b)
 {
 	const char *x = *(char *const *)a, *y = *(char *const *)b;
 	int64_t ix, iy;
-	int nx = parse_int(x, &ix) == 0, ny = parse_int(y, &iy) == 0;
+	int nx = jr_parse_int(x, &ix) == 0, ny = jr_parse_int(y, &iy) == 0;
 
 	if (nx && ny)
 		return ix < iy ? -1 : ix > iy;
@@ -113,7 +113,7 @@ static herr_t list_cb(hid_t g, const char *name, const H5L_info_t *info,
 		    (c->want == H5O_TYPE_DATASET && it != H5I_DATASET))
 			return 0;
 	}
-	if (namelist_add(c->l, name) < 0) {
+	if (jr_namelist_add(c->l, name) < 0) {
 		c->failed = 1;
 		return -1;
 	}
@@ -121,7 +121,7 @@ static herr_t list_cb(hid_t g, const char *name, const H5L_info_t *info,
 }
 
 /* List the members of group g of the given object type, sorted. */
-static int list_members(hid_t g, H5O_type_t want, struct namelist *l)
+static int jr_list_members(hid_t g, H5O_type_t want, struct namelist *l)
 {
 	struct list_ctx c = { l, want, 0 };
 	hsize_t idx = 0;
@@ -129,13 +129,13 @@ static int list_members(hid_t g, H5O_type_t want, struct namelist *l)
 	if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, list_cb, &c) < 0)
 		return -1;
 	if (l->n > 1)
-		sh5_qsort(l->v, l->n, sizeof(*l->v), cmp_names);
+		sh5_qsort(l->v, l->n, sizeof(*l->v), jr_cmp_names);
 	return 0;
 }
 
 /* Read attribute name of obj as text (string or integer; of an array,
  * the first element).  Returns 0 if found and readable. */
-static int attr_text(hid_t obj, const char *name, char *buf, size_t size)
+static int jr_attr_text(hid_t obj, const char *name, char *buf, size_t size)
 {
 	hid_t a = -1, t = -1, mt = -1, sp = -1;
 	hssize_t np;
@@ -242,7 +242,8 @@ struct sh5_jobread *sh5_jobread_open(const char *path, struct sh5_error *errp)
 			      path);
 		goto error;
 	}
-	if (attr_text(jr->file, "Job ID", jr->job_id, sizeof(jr->job_id)) < 0)
+	if (jr_attr_text(jr->file, "Job ID", jr->job_id,
+			 sizeof(jr->job_id)) < 0)
 		jr->job_id[0] = '\0';
 	return jr;
 error:
@@ -263,7 +264,7 @@ void sh5_jobread_close(struct sh5_jobread *jr)
 		return;
 	if (jr->file >= 0)
 		H5Fclose(jr->file);
-	namelist_free(&jr->steps);
+	jr_namelist_free(&jr->steps);
 	free(jr->path);
 	free(jr);
 }
@@ -282,11 +283,11 @@ int sh5_jobread_steps(struct sh5_jobread *jr, const char *const **names,
 		g = H5Gopen2(jr->file, "Steps", H5P_DEFAULT);
 		if (g < 0)
 			return sh5_errprintf_h5(errp, "%s: /Steps", jr->path);
-		if (list_members(g, H5O_TYPE_GROUP, &jr->steps) < 0) {
+		if (jr_list_members(g, H5O_TYPE_GROUP, &jr->steps) < 0) {
 			sh5_errprintf_h5(errp, "%s: cannot list /Steps",
 					 jr->path);
 			H5Gclose(g);
-			namelist_free(&jr->steps);
+			jr_namelist_free(&jr->steps);
 			return -1;
 		}
 		H5Gclose(g);
@@ -317,7 +318,7 @@ struct series_state {
 
 static void series_state_free(struct series_state *st)
 {
-	namelist_free(&st->fields);
+	jr_namelist_free(&st->fields);
 	if (st->memtype >= 0)
 		H5Tclose(st->memtype);
 	if (st->timetype >= 0)
@@ -408,7 +409,7 @@ static int series_prepare(hid_t d, const char *where, struct series_state *st,
 			has_sync = 1;
 		if (!is_time_member(mn) &&
 		    (mc == H5T_INTEGER || mc == H5T_FLOAT)) {
-			if (namelist_add(&st->fields, mn) < 0) {
+			if (jr_namelist_add(&st->fields, mn) < 0) {
 				H5free_memory(mn);
 				sh5_errprintf(errp, "%s: out of memory", where);
 				goto out;
@@ -643,7 +644,7 @@ static int cmp_nodes(const void *a, const void *b)
 		return x->has_index ? -1 : 1;
 	if (x->index != y->index)
 		return x->index < y->index ? -1 : 1;
-	return cmp_names(&x->group, &y->group);
+	return jr_cmp_names(&x->group, &y->group);
 }
 
 static int walk_node(struct walk *w, const struct sh5_jobread_step *st,
@@ -698,7 +699,7 @@ static int walk_node(struct walk *w, const struct sh5_jobread_step *st,
 		if (r < 0)
 			goto out;
 	}
-	if (list_members(ng, H5O_TYPE_DATASET, &others) < 0) {
+	if (jr_list_members(ng, H5O_TYPE_DATASET, &others) < 0) {
 		sh5_errprintf_h5(w->errp, "%s: cannot list /Steps/%s/Nodes/%s",
 				 w->jr->path, st->name, ni->group);
 		goto out;
@@ -723,7 +724,7 @@ static int walk_node(struct walk *w, const struct sh5_jobread_step *st,
 		goto out;
 	rc = 0;
 out:
-	namelist_free(&others);
+	jr_namelist_free(&others);
 	if (tg >= 0)
 		H5Gclose(tg);
 	if (ng >= 0)
@@ -737,7 +738,7 @@ static void nodes_free(struct node_info *nv, size_t n)
 
 	for (i = 0; i < n; i++) {
 		free(nv[i].group);
-		namelist_free(&nv[i].tasks);
+		jr_namelist_free(&nv[i].tasks);
 		free(nv[i].task_ids);
 	}
 	free(nv);
@@ -754,7 +755,7 @@ static int load_nodes(struct walk *w, const char *step, hid_t nodes,
 	hid_t ng, tg;
 	int64_t id;
 
-	if (list_members(nodes, H5O_TYPE_GROUP, &names) < 0) {
+	if (jr_list_members(nodes, H5O_TYPE_GROUP, &names) < 0) {
 		sh5_errprintf_h5(w->errp, "%s: cannot list /Steps/%s/Nodes",
 				 w->jr->path, step);
 		goto error;
@@ -774,17 +775,18 @@ static int load_nodes(struct walk *w, const char *step, hid_t nodes,
 					 w->jr->path, step, ni->group);
 			goto error;
 		}
-		if (attr_text(ng, "Node Name", ni->name, sizeof(ni->name)) < 0 ||
+		if (jr_attr_text(ng, "Node Name", ni->name,
+				 sizeof(ni->name)) < 0 ||
 		    !ni->name[0])
 			snprintf(ni->name, sizeof(ni->name), "%s", ni->group);
-		if (attr_text(ng, "Node Index", buf, sizeof(buf)) == 0 &&
-		    parse_int(buf, &id) == 0) {
+		if (jr_attr_text(ng, "Node Index", buf, sizeof(buf)) == 0 &&
+		    jr_parse_int(buf, &id) == 0) {
 			ni->index = id;
 			ni->has_index = 1;
 		}
 		if (H5Lexists(ng, "Tasks", H5P_DEFAULT) > 0) {
 			tg = H5Gopen2(ng, "Tasks", H5P_DEFAULT);
-			if (tg < 0 || list_members(tg, H5O_TYPE_DATASET,
+			if (tg < 0 || jr_list_members(tg, H5O_TYPE_DATASET,
 						   &ni->tasks) < 0) {
 				sh5_errprintf_h5(w->errp,
 						 "%s: /Steps/%s/Nodes/%s/Tasks",
@@ -802,7 +804,8 @@ static int load_nodes(struct walk *w, const char *step, hid_t nodes,
 		if (!ni->task_ids)
 			goto nomem;
 		for (k = 0; k < ni->tasks.n; k++) {
-			if (parse_int(ni->tasks.v[k], &ni->task_ids[k]) < 0) {
+			if (jr_parse_int(ni->tasks.v[k],
+					 &ni->task_ids[k]) < 0) {
 				errno = EINVAL;
 				sh5_errprintf(w->errp, "%s: /Steps/%s/Nodes/%s/"
 					      "Tasks/%s: task name is not a "
@@ -816,7 +819,7 @@ static int load_nodes(struct walk *w, const char *step, hid_t nodes,
 		sh5_qsort(nv, names.n, sizeof(*nv), cmp_nodes);
 	*out = nv;
 	*nout = names.n;
-	namelist_free(&names);
+	jr_namelist_free(&names);
 	return 0;
 nomem:
 	errno = ENOMEM;
@@ -824,7 +827,7 @@ nomem:
 error:
 	if (nv)
 		nodes_free(nv, names.n);
-	namelist_free(&names);
+	jr_namelist_free(&names);
 	return -1;
 }
 
