@@ -65,16 +65,133 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 	return 0;
 }
 
+static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
+		    const unsigned char *map);
+
+/* What the node group of ns says: the probe hook, its index, tasks,
+ * start, user and cluster; its attributes read. */
+static void check_node(struct mstate *m, struct finfo *f,
+		       struct sh5_nodestep *ns, char *user, char *cluster)
+{
+	long long v;
+
+	f->usable = 1;
+	f->status = "merged";
+	f->kind = ns->kind;
+	/* probe's value may be a mask of what it found (mergesync.c:
+	 * measurements, events); any > 0 is a hit. */
+	if (m->o->hooks && m->o->hooks->probe) {
+		int hit = m->o->hooks->probe(m->o->hooks->arg, ns->node);
+
+		f->probe_hit = hit > 0 ? hit : 0;
+	}
+	f->node_index = ns->node_index;
+	f->ntasks = ns->ntasks;
+	if (sh5_attr_get_int(ns->node, "Start Time ns", &v) == 0) {
+		f->has_start = 1;
+		f->start_ns = v;
+	}
+	f->nnodes = ns->nnodes;
+	f->step_tasks = ns->step_tasks;
+	if (ns->kind == SH5_NODESTEP_OURS && !user[0])
+		sh5_attr_get_str(ns->node, "User", user, 64);
+	if (ns->kind == SH5_NODESTEP_OURS && !cluster[0])
+		sh5_attr_get_str(ns->node, "Cluster", cluster, 64);
+	if ((f->lost_objects = mg_read_attrs(ns->node)))
+		snprintf(f->reason, sizeof(f->reason), "%u unreadable "
+			 "attribute%s of /%s", f->lost_objects,
+			 f->lost_objects == 1 ? "" : "s", ns->node_name);
+}
+
+/* One series dataset (not of a whole copy): its attributes and chunk
+ * index, or in a salvaged file its records. */
+static void check_series(struct finfo *f, struct sh5_nodestep *ns,
+			 struct sh5_ns_series *e)
+{
+	struct sh5_cursor c;
+	hid_t d;
+
+	if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0) {
+		f->lost += e->nrows;
+		if (!f->reason[0])
+			snprintf(f->reason, sizeof(f->reason),
+				 "%.60s: cannot open", e->path);
+		return;
+	}
+	if (mg_read_attrs(d)) {
+		f->lost_objects++;
+		if (!f->reason[0])
+			snprintf(f->reason, sizeof(f->reason),
+				 "%.60s: unreadable attributes", e->path);
+	}
+	if (!ns->salvaged) {
+		hsize_t nchunks = 0;
+		hid_t dcpl = H5Dget_create_plist(d);
+
+		/* Walk the chunk index (the metadata a damaged file may
+		 * crash HDF5 with); the records themselves are checked as
+		 * the second pass reads them. */
+		if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED)
+			H5Dget_num_chunks(d, H5S_ALL, &nchunks);
+		if (dcpl >= 0)
+			H5Pclose(dcpl);
+	} else if (sh5_cursor_open(&c, d, e->series, ns->real_eof,
+				   NULL) == 0) {
+		if (c.damaged) {
+			f->lost += sh5_cursor_lost(&c);
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: %.180s", e->path, c.reason);
+		}
+		sh5_cursor_close(&c);
+	}
+	H5Dclose(d);
+}
+
+/* The objects of the node group that are not series. */
+static void check_others(struct finfo *f, struct sh5_nodestep *ns)
+{
+	struct sh5_error err = { "" };
+	size_t i;
+
+	for (i = 0; i < ns->nother; i++) {
+		H5O_info_t oi;
+
+		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
+					 H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+		    (oi.type == H5O_TYPE_DATASET &&
+		     mg_copy_dataset(ns->node, ns->other[i], -1, &err) < 0)) {
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: unreadable object",
+					 ns->other[i]);
+			f->lost_objects++;
+		}
+	}
+}
+
+/* The highest task id of a Tasks series so far, in f->max_task. */
+static void note_task(struct finfo *f, const struct sh5_series *s)
+{
+	char *end;
+	long t;
+
+	if (s->ops != sh5_series_ops_lookup("Tasks", "0"))
+		return;
+	errno = 0;
+	t = strtol(s->name, &end, 10);
+	/* A task id beyond INT_MAX is no task of Slurm's. */
+	if (!errno && !*end && t <= INT_MAX && t > f->max_task)
+		f->max_task = t;
+}
+
 /* First pass over one input: checksum, open, and read all the metadata
  * the second pass will read (attributes, object headers, chunk indexes,
  * other objects), so that damage to it is known before anything is
  * written.  Damaged records are found as the second pass reads them.
  * Fills f; reports nothing (it runs in a child process). */
-static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
-		    const unsigned char *map);
-
 void mg_check_file(struct mstate *m, struct finfo *f, char *user,
-		       char *cluster)
+		   char *cluster)
 {
 	struct sh5_error err = { "" };
 	struct sh5_nodestep *ns;
@@ -104,110 +221,17 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 			munmap(map, (size_t)f->size);
 		return;
 	}
-	f->usable = 1;
-	f->status = "merged";
-	f->kind = ns->kind;
-	/* probe's value may be a mask of what it found (mergesync.c:
-	 * measurements, events); any > 0 is a hit. */
-	if (m->o->hooks && m->o->hooks->probe) {
-		int hit = m->o->hooks->probe(m->o->hooks->arg, ns->node);
-
-		f->probe_hit = hit > 0 ? hit : 0;
-	}
-	f->node_index = ns->node_index;
-	f->ntasks = ns->ntasks;
-	{
-		long long v;
-
-		if (sh5_attr_get_int(ns->node, "Start Time ns", &v) == 0) {
-			f->has_start = 1;
-			f->start_ns = v;
-		}
-	}
-	f->nnodes = ns->nnodes;
-	f->step_tasks = ns->step_tasks;
-	if (ns->kind == SH5_NODESTEP_OURS && !user[0])
-		sh5_attr_get_str(ns->node, "User", user, 64);
-	if (ns->kind == SH5_NODESTEP_OURS && !cluster[0])
-		sh5_attr_get_str(ns->node, "Cluster", cluster, 64);
-	if ((f->lost_objects = mg_read_attrs(ns->node)))
-		snprintf(f->reason, sizeof(f->reason), "%u unreadable "
-			 "attribute%s of /%s", f->lost_objects,
-			 f->lost_objects == 1 ? "" : "s", ns->node_name);
+	check_node(m, f, ns, user, cluster);
 	/* A whole copy's datasets are all read (attributes, every chunk
 	 * checksummed) by whole_ok(): not again below. */
 	whole = whole_ok(ns, f, map);
 	for (i = 0; i < ns->nseries; i++) {
-		struct sh5_ns_series *e = &ns->series[i];
-		struct sh5_cursor c;
-		hid_t d;
-
-		f->samples += e->nrows;
-		if (e->series->ops == sh5_series_ops_lookup("Tasks", "0")) {
-			char *end;
-			long t;
-
-			errno = 0;
-			t = strtol(e->series->name, &end, 10);
-			/* A task id beyond INT_MAX is no task of Slurm's. */
-			if (!errno && !*end && t <= INT_MAX && t > f->max_task)
-				f->max_task = t;
-		}
-		/* A whole copy's datasets were all read by whole_ok(). */
-		if (whole)
-			continue;
-		if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0) {
-			f->lost += e->nrows;
-			if (!f->reason[0])
-				snprintf(f->reason, sizeof(f->reason),
-					 "%.60s: cannot open", e->path);
-			continue;
-		}
-		if (mg_read_attrs(d)) {
-			f->lost_objects++;
-			if (!f->reason[0])
-				snprintf(f->reason, sizeof(f->reason),
-					 "%.60s: unreadable attributes",
-					 e->path);
-		}
-		if (!ns->salvaged) {
-			hsize_t nchunks = 0;
-			hid_t dcpl = H5Dget_create_plist(d);
-
-			/* Walk the chunk index (the metadata a damaged
-			 * file may crash HDF5 with); the records themselves
-			 * are checked as the second pass reads them. */
-			if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED)
-				H5Dget_num_chunks(d, H5S_ALL, &nchunks);
-			if (dcpl >= 0)
-				H5Pclose(dcpl);
-		} else if (sh5_cursor_open(&c, d, e->series, ns->real_eof,
-					   NULL) == 0) {
-			if (c.damaged) {
-				f->lost += sh5_cursor_lost(&c);
-				if (!f->reason[0])
-					snprintf(f->reason, sizeof(f->reason),
-						 "%.60s: %.180s", e->path,
-						 c.reason);
-			}
-			sh5_cursor_close(&c);
-		}
-		H5Dclose(d);
+		f->samples += ns->series[i].nrows;
+		note_task(f, ns->series[i].series);
+		if (!whole)
+			check_series(f, ns, &ns->series[i]);
 	}
-	for (i = 0; i < ns->nother; i++) {
-		H5O_info_t oi;
-
-		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
-					 H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
-		    (oi.type == H5O_TYPE_DATASET &&
-		     mg_copy_dataset(ns->node, ns->other[i], -1, &err) < 0)) {
-			if (!f->reason[0])
-				snprintf(f->reason, sizeof(f->reason),
-					 "%.60s: unreadable object",
-					 ns->other[i]);
-			f->lost_objects++;
-		}
-	}
+	check_others(f, ns);
 	if (ns->damage[0] || f->lost || f->lost_objects) {
 		char tmp[256];
 
@@ -293,6 +317,105 @@ static uint64_t attr_u64(hid_t loc, const char *path, const char *name)
  * step's (those of the series other than tasks, and AllTasks): read here,
  * in the checking child, so the merge need not open them.
  */
+/* Every stored chunk of d (rows [0, nrows) in chunks of cr) passes its
+ * fletcher32: on the mapped file, else read raw into *raw. */
+static int chunks_ok(hid_t d, struct sh5_nodestep *ns, struct finfo *f,
+		     hsize_t cr, uint64_t nrows, const unsigned char *map,
+		     void **raw, size_t *rlen)
+{
+	hsize_t off[1];
+	int good = 1;
+
+	for (off[0] = 0; good && off[0] < nrows; off[0] += cr) {
+		hsize_t size = 0;
+		haddr_t addr = HADDR_UNDEF;
+		unsigned fmask = 0;
+		uint32_t mask = 0;
+
+		if (H5Dget_chunk_info_by_coord(d, off, &fmask, &addr,
+					       &size) < 0 ||
+		    !size || fmask || addr == HADDR_UNDEF ||
+		    addr > ns->size || size > ns->size - addr)
+			return 0;
+		if (map) {
+			/* The file is mapped (its CRC): no read. */
+			good = addr + size <= f->size &&
+			       sh5_fletcher32_ok(map + addr, (size_t)size);
+			continue;
+		}
+		if (size > *rlen) {
+			void *r = realloc(*raw, (size_t)size);
+
+			if (!r)
+				return 0;
+			*raw = r;
+			*rlen = (size_t)size;
+		}
+		good = H5Dread_chunk(d, H5P_DEFAULT, off, &mask, *raw) >= 0 &&
+		       !mask && sh5_fletcher32_ok(*raw, (size_t)size);
+	}
+	return good;
+}
+
+/* Series e of ns as whole_ok() wants it (w filled, its stored total, but
+ * a task's, onto f's blob).  1 or 0. */
+static int whole_series(struct sh5_nodestep *ns, struct finfo *f,
+			struct sh5_ns_series *e, struct whole_ent *w,
+			const unsigned char *map, void **raw, size_t *rlen)
+{
+	const struct sh5_series *s = e->series;
+	hid_t d = H5Dopen2(ns->node, e->path, H5P_DEFAULT);
+	hid_t dcpl = d >= 0 ? H5Dget_create_plist(d) : -1;
+	char tpath[2 * SH5_NAME_MAX + 16];
+	hsize_t cr = 0;
+	unsigned flags, cd[8];
+	size_t ncd = 8;
+	int nf, good, task = !strcmp(s->ops->name, "Task");
+
+	snprintf(w->path, sizeof(w->path), "%s", e->path);
+	w->rows = e->nrows;
+	w->task = task;
+	w->sig = series_sig(s);
+	snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
+	good = dcpl >= 0 && !mg_read_attrs(d) &&
+	       H5Pget_layout(dcpl) == H5D_CHUNKED &&
+	       H5Pget_chunk(dcpl, 1, &cr) == 1 && cr > 0 &&
+	       (nf = H5Pget_nfilters(dcpl)) > 0 &&
+	       H5Pget_filter2(dcpl, (unsigned)nf - 1, &flags, &ncd, cd,
+			      0, NULL, NULL) == H5Z_FILTER_FLETCHER32 &&
+	       /* Exactly the datasets under Tasks are tasks. */
+	       task == !strcmp(e->parent, "Tasks") &&
+	       attr_u64(ns->node, tpath, "Rows") == e->nrows &&
+	       (task || blob_total(f, ns->node, tpath, s, &w->tofs,
+				   &w->tlen) == 0);
+	if (good)
+		good = chunks_ok(d, ns, f, cr, e->nrows, map, raw, rlen);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (d >= 0)
+		H5Dclose(d);
+	return good;
+}
+
+/* Every task in the writer's node total (Totals/AllTasks), kept with the
+ * first task (first).  1 or 0. */
+static int whole_alltasks(struct sh5_nodestep *ns, struct finfo *f,
+			  size_t first, size_t ntasks, uint64_t task_rows)
+{
+	struct whole_ent *w = &f->ents[first];
+	hid_t d = H5Dopen2(ns->node, "Totals/AllTasks", H5P_DEFAULT);
+	long long count = -1;
+
+	if (d >= 0) {
+		sh5_attr_get_int(d, "Series Count", &count);
+		H5Dclose(d);
+	}
+	return count == (long long)ntasks &&
+	       attr_u64(ns->node, "Totals/AllTasks", "Rows") == task_rows &&
+	       blob_total(f, ns->node, "Totals/AllTasks",
+			  ns->series[first].series, &w->tofs, &w->tlen) == 0;
+}
+
 static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
 		    const unsigned char *map)
 {
@@ -317,98 +440,18 @@ static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
 		return 0;
 	f->nents = ns->nseries;
 	for (i = 0; i < ns->nseries; i++) {
-		struct sh5_ns_series *e = &ns->series[i];
-		const struct sh5_series *s = e->series;
-		struct whole_ent *w = &f->ents[i];
-		hid_t d = H5Dopen2(ns->node, e->path, H5P_DEFAULT);
-		hid_t dcpl = d >= 0 ? H5Dget_create_plist(d) : -1;
-		char tpath[2 * SH5_NAME_MAX + 16];
-		hsize_t cr = 0, off[1];
-		unsigned flags, cd[8];
-		size_t ncd = 8;
-		int nf, good, task = !strcmp(s->ops->name, "Task");
-
-		snprintf(w->path, sizeof(w->path), "%s", e->path);
-		w->rows = e->nrows;
-		w->task = task;
-		w->sig = series_sig(s);
-		snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
-		good = dcpl >= 0 && !mg_read_attrs(d) &&
-		       H5Pget_layout(dcpl) == H5D_CHUNKED &&
-		       H5Pget_chunk(dcpl, 1, &cr) == 1 && cr > 0 &&
-		       (nf = H5Pget_nfilters(dcpl)) > 0 &&
-		       H5Pget_filter2(dcpl, (unsigned)nf - 1, &flags, &ncd, cd,
-				      0, NULL, NULL) == H5Z_FILTER_FLETCHER32 &&
-		       /* Exactly the datasets under Tasks are tasks. */
-		       task == !strcmp(e->parent, "Tasks") &&
-		       attr_u64(ns->node, tpath, "Rows") == e->nrows &&
-		       (task || blob_total(f, ns->node, tpath, s, &w->tofs,
-					   &w->tlen) == 0);
-		for (off[0] = 0; good && off[0] < e->nrows; off[0] += cr) {
-			hsize_t size = 0;
-			haddr_t addr = HADDR_UNDEF;
-			unsigned fmask = 0;
-			uint32_t mask = 0;
-
-			if (H5Dget_chunk_info_by_coord(d, off, &fmask, &addr,
-						       &size) < 0 ||
-			    !size || fmask || addr == HADDR_UNDEF ||
-			    addr > ns->size || size > ns->size - addr) {
-				good = 0;
-				break;
-			}
-			if (map) {
-				/* The file is mapped (its CRC): no read. */
-				good = addr + size <= f->size &&
-				       sh5_fletcher32_ok(map + addr,
-							 (size_t)size);
-				continue;
-			}
-			if (size > rlen) {
-				void *r = realloc(raw, (size_t)size);
-
-				if (!r) {
-					good = 0;
-					break;
-				}
-				raw = r;
-				rlen = (size_t)size;
-			}
-			good = H5Dread_chunk(d, H5P_DEFAULT, off, &mask,
-					     raw) >= 0 && !mask &&
-			       sh5_fletcher32_ok(raw, (size_t)size);
-		}
-		if (dcpl >= 0)
-			H5Pclose(dcpl);
-		if (d >= 0)
-			H5Dclose(d);
-		if (!good)
+		if (!whole_series(ns, f, &ns->series[i], &f->ents[i], map,
+				  &raw, &rlen))
 			goto out;
-		if (task) {
+		if (f->ents[i].task) {
 			if (first_task == SIZE_MAX)
 				first_task = i;
 			ntasks++;
-			task_rows += e->nrows;
+			task_rows += ns->series[i].nrows;
 		}
 	}
-	if (ntasks) {
-		/* Every task in the writer's node total, kept with the first
-		 * task. */
-		struct whole_ent *w = &f->ents[first_task];
-		hid_t d = H5Dopen2(ns->node, "Totals/AllTasks", H5P_DEFAULT);
-		long long count = -1;
-
-		if (d >= 0) {
-			sh5_attr_get_int(d, "Series Count", &count);
-			H5Dclose(d);
-		}
-		if (count != (long long)ntasks ||
-		    attr_u64(ns->node, "Totals/AllTasks", "Rows") != task_rows ||
-		    blob_total(f, ns->node, "Totals/AllTasks",
-			       ns->series[first_task].series, &w->tofs,
-			       &w->tlen) < 0)
-			goto out;
-	}
+	if (ntasks && !whole_alltasks(ns, f, first_task, ntasks, task_rows))
+		goto out;
 	ok = 1;
 out:
 	if (!ok) {

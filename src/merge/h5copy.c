@@ -111,19 +111,112 @@ hid_t mg_make_group(hid_t loc, const char *name)
 	return g;
 }
 
+/* A dataset that is not 1-D (scalars and the like: small by nature),
+ * read whole (d: its type ft, native nt, space sp) and written to
+ * dst/path unless dst < 0.  0, or -1 with err set. */
+static int copy_small(hid_t d, hid_t ft, hid_t nt, hid_t sp, hid_t lcpl,
+		      const char *path, hid_t dst, int vlen, hid_t *od,
+		      struct sh5_error *err)
+{
+	size_t esz = H5Tget_size(nt);
+	hssize_t n = H5Sget_select_npoints(sp);
+	void *buf = NULL;
+
+	if (n < 0 || (size_t)n * esz > SH5_MERGE_BUFFER * 16)
+		return sh5_errprintf(err, "not a 1-D dataset and too large");
+	if (!(buf = calloc((size_t)(n ? n : 1), esz)) ||
+	    H5Dread(d, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ||
+	    (dst >= 0 &&
+	     ((*od = H5Dcreate2(dst, path, ft, sp, lcpl, H5P_DEFAULT,
+				H5P_DEFAULT)) < 0 ||
+	      H5Dwrite(*od, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))) {
+		free(buf);
+		return sh5_errprintf_h5(err, "cannot copy");
+	}
+	if (vlen)
+		H5Dvlen_reclaim(nt, sp, H5P_DEFAULT, buf);
+	free(buf);
+	return 0;
+}
+
+/* A 1-D dataset copied (dst >= 0) or only read in blocks of rows.  0, or
+ * -1 with err set. */
+static int copy_rows(hid_t d, hid_t ft, hid_t nt, hid_t sp, hid_t lcpl,
+		     const char *path, hid_t dst, int vlen, hid_t *od,
+		     struct sh5_error *err)
+{
+	hid_t dcpl = -1, osp = -1, ms = -1;
+	hsize_t dims[1], maxd[1] = { H5S_UNLIMITED }, chunk[1], start[1],
+		cnt[1];
+	size_t esz = H5Tget_size(nt), rows;
+	void *buf = NULL;
+	int rc = -1;
+
+	H5Sget_simple_extent_dims(sp, dims, NULL);
+	/* A claimed size far beyond what is stored (a task's data is
+	 * untrusted: a sparse dataset of 2^40 rows) would be read as fill
+	 * values for ever: refused. */
+	if ((double)dims[0] * (double)esz > 64.0 * 1024 * 1024 &&
+	    (double)dims[0] * (double)esz / 1024.0 >
+		    (double)H5Dget_storage_size(d))
+		return sh5_errprintf(err, "claims %llu rows of %zu bytes but "
+				     "stores %llu bytes",
+				     (unsigned long long)dims[0], esz,
+				     (unsigned long long)
+				     H5Dget_storage_size(d));
+	rows = SH5_MERGE_BUFFER / (esz ? esz : 1);
+	if (!rows)
+		rows = 1;
+	chunk[0] = dims[0] ? (dims[0] < rows ? dims[0] : rows) : 1;
+	if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
+	    H5Pset_chunk(dcpl, 1, chunk) < 0 ||
+	    (osp = H5Screate_simple(1, dims, maxd)) < 0 ||
+	    (dst >= 0 &&
+	     (*od = H5Dcreate2(dst, path, ft, osp, lcpl, dcpl,
+			       H5P_DEFAULT)) < 0) ||
+	    !(buf = malloc(rows * esz))) {
+		sh5_errprintf_h5(err, "cannot create the copy");
+		goto out;
+	}
+	for (start[0] = 0; start[0] < dims[0]; start[0] += cnt[0]) {
+		cnt[0] = dims[0] - start[0] < rows ? dims[0] - start[0] : rows;
+		if ((ms = H5Screate_simple(1, cnt, NULL)) < 0 ||
+		    H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, cnt,
+					NULL) < 0 ||
+		    H5Sselect_hyperslab(osp, H5S_SELECT_SET, start, NULL, cnt,
+					NULL) < 0 ||
+		    H5Dread(d, nt, ms, sp, H5P_DEFAULT, buf) < 0 ||
+		    (*od >= 0 &&
+		     H5Dwrite(*od, nt, ms, osp, H5P_DEFAULT, buf) < 0)) {
+			sh5_errprintf_h5(err, "unreadable rows from %llu",
+					 (unsigned long long)start[0]);
+			goto out;
+		}
+		if (vlen)
+			H5Dvlen_reclaim(nt, ms, H5P_DEFAULT, buf);
+		H5Sclose(ms);
+		ms = -1;
+	}
+	rc = 0;
+out:
+	free(buf);
+	if (ms >= 0)
+		H5Sclose(ms);
+	if (osp >= 0)
+		H5Sclose(osp);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	return rc;
+}
+
 /* Copy a dataset that is not a series (ClockOffsets, ...) by reading and
  * writing it in blocks: H5Ocopy() crashes on some damaged objects.
  * dst < 0: only read it (the first pass).  0, or -1 with err set. */
 int mg_copy_dataset(hid_t src, const char *path, hid_t dst,
-			struct sh5_error *err)
+		    struct sh5_error *err)
 {
-	hid_t d = -1, ft = -1, nt = -1, sp = -1, od = -1, dcpl = -1,
-	      lcpl = -1, osp = -1, ms = -1;
-	hsize_t dims[1], maxd[1] = { H5S_UNLIMITED }, chunk[1], start[1],
-		cnt[1];
-	size_t esz, rows;
-	void *buf = NULL;
-	int nd, vlen, rc = -1;
+	hid_t d = -1, ft = -1, nt = -1, sp = -1, od = -1, lcpl = -1;
+	int nd, vlen, r, rc = -1;
 
 	if ((d = H5Dopen2(src, path, H5P_DEFAULT)) < 0 ||
 	    (ft = H5Dget_type(d)) < 0 || !sh5_type_sane(ft) ||
@@ -135,92 +228,21 @@ int mg_copy_dataset(hid_t src, const char *path, hid_t dst,
 	}
 	vlen = H5Tdetect_class(nt, H5T_VLEN) > 0 ||
 	       (H5Tget_class(nt) == H5T_STRING && H5Tis_variable_str(nt) > 0);
-	esz = H5Tget_size(nt);
 	lcpl = mg_lcpl_intermediate();
-	if (nd != 1) {
-		/* Scalars and the like: small by nature. */
-		hssize_t n = H5Sget_select_npoints(sp);
-
-		if (n < 0 || (size_t)n * esz > SH5_MERGE_BUFFER * 16) {
-			sh5_errprintf(err, "not a 1-D dataset and too large");
-			goto out;
-		}
-		if (!(buf = calloc((size_t)(n ? n : 1), esz)) ||
-		    H5Dread(d, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ||
-		    (dst >= 0 &&
-		     ((od = H5Dcreate2(dst, path, ft, sp, lcpl, H5P_DEFAULT,
-				       H5P_DEFAULT)) < 0 ||
-		      H5Dwrite(od, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) <
-			      0))) {
-			sh5_errprintf_h5(err, "cannot copy");
-			goto out;
-		}
-		if (vlen)
-			H5Dvlen_reclaim(nt, sp, H5P_DEFAULT, buf);
-	} else {
-		H5Sget_simple_extent_dims(sp, dims, NULL);
-		/* A claimed size far beyond what is stored (a task's data
-		 * is untrusted: a sparse dataset of 2^40 rows) would be
-		 * read as fill values for ever: refused. */
-		if ((double)dims[0] * (double)esz > 64.0 * 1024 * 1024 &&
-		    (double)dims[0] * (double)esz / 1024.0 >
-			    (double)H5Dget_storage_size(d)) {
-			sh5_errprintf(err, "claims %llu rows of %zu bytes but "
-				      "stores %llu bytes",
-				      (unsigned long long)dims[0], esz,
-				      (unsigned long long)H5Dget_storage_size(d));
-			goto out;
-		}
-		rows = SH5_MERGE_BUFFER / (esz ? esz : 1);
-		if (!rows)
-			rows = 1;
-		chunk[0] = dims[0] ? (dims[0] < rows ? dims[0] : rows) : 1;
-		if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
-		    H5Pset_chunk(dcpl, 1, chunk) < 0 ||
-		    (osp = H5Screate_simple(1, dims, maxd)) < 0 ||
-		    (dst >= 0 &&
-		     (od = H5Dcreate2(dst, path, ft, osp, lcpl, dcpl,
-				      H5P_DEFAULT)) < 0) ||
-		    !(buf = malloc(rows * esz))) {
-			sh5_errprintf_h5(err, "cannot create the copy");
-			goto out;
-		}
-		for (start[0] = 0; start[0] < dims[0]; start[0] += cnt[0]) {
-			cnt[0] = dims[0] - start[0] < rows ? dims[0] - start[0] :
-							     rows;
-			if ((ms = H5Screate_simple(1, cnt, NULL)) < 0 ||
-			    H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL,
-						cnt, NULL) < 0 ||
-			    H5Sselect_hyperslab(osp, H5S_SELECT_SET, start,
-						NULL, cnt, NULL) < 0 ||
-			    H5Dread(d, nt, ms, sp, H5P_DEFAULT, buf) < 0 ||
-			    (od >= 0 &&
-			     H5Dwrite(od, nt, ms, osp, H5P_DEFAULT, buf) < 0)) {
-				sh5_errprintf_h5(err, "unreadable rows from %llu",
-						 (unsigned long long)start[0]);
-				goto out;
-			}
-			if (vlen)
-				H5Dvlen_reclaim(nt, ms, H5P_DEFAULT, buf);
-			H5Sclose(ms);
-			ms = -1;
-		}
-	}
+	if (nd != 1)
+		r = copy_small(d, ft, nt, sp, lcpl, path, dst, vlen, &od, err);
+	else
+		r = copy_rows(d, ft, nt, sp, lcpl, path, dst, vlen, &od, err);
+	if (r < 0)
+		goto out;
 	if (od >= 0)
 		mg_copy_attrs(d, od);
 	else
 		mg_read_attrs(d);
 	rc = 0;
 out:
-	free(buf);
-	if (ms >= 0)
-		H5Sclose(ms);
-	if (osp >= 0)
-		H5Sclose(osp);
 	if (od >= 0)
 		H5Dclose(od);
-	if (dcpl >= 0)
-		H5Pclose(dcpl);
 	if (lcpl >= 0)
 		H5Pclose(lcpl);
 	if (sp >= 0)

@@ -152,58 +152,54 @@ out:
 	return rc;
 }
 
-int sh5_merge_job(const struct sh5_merge_opts *o,
-		  struct sh5_merge_stats *stats, struct sh5_error *errp)
+/* The state of a merge before anything is found or allocated. */
+static void mstate_init(struct mstate *m, const struct sh5_merge_opts *o,
+			struct sh5_merge_stats *stats, struct sh5_error *errp)
 {
-	struct mstate m;
-	struct sh5_merge_stats dummy;
-	struct stat sb;
-	char *tmp = NULL, *outdir = NULL;
-	hid_t fapl = -1;
-	size_t i;
-	long ncpu;
-	int rc = -1, partial = 0, sync_maybe, restart = 0;
-
-	memset(&m, 0, sizeof(m));
-	m.feed_fd = -1;
-	m.out_fd = -1;
-	m.out_wfd = -1;
-	if (!stats)
-		stats = &dummy;
+	memset(m, 0, sizeof(*m));
+	m->feed_fd = -1;
+	m->out_fd = -1;
+	m->out_wfd = -1;
 	memset(stats, 0, sizeof(*stats));
-	m.o = o;
-	m.st = stats;
-	m.errp = errp;
-	m.buf_bytes = o->buffer_bytes ? o->buffer_bytes : SH5_MERGE_BUFFER;
+	m->o = o;
+	m->st = stats;
+	m->errp = errp;
+	m->buf_bytes = o->buffer_bytes ? o->buffer_bytes : SH5_MERGE_BUFFER;
 	/* HDF5 callocs a 1 MiB conversion buffer (and as much background)
 	 * for every converting write: far too much for one-record totals. */
-	m.dxpl = H5Pcreate(H5P_DATASET_XFER);
-	if (m.dxpl >= 0)
-		H5Pset_buffer(m.dxpl, 64 * 1024, NULL, NULL);
-	if (m.buf_bytes < 4096)
-		m.buf_bytes = 4096;
+	m->dxpl = H5Pcreate(H5P_DATASET_XFER);
+	if (m->dxpl >= 0)
+		H5Pset_buffer(m->dxpl, 64 * 1024, NULL, NULL);
+	if (m->buf_bytes < 4096)
+		m->buf_bytes = 4096;
+}
+
+/* The output may be written, the inputs are found, the steps asked for
+ * but absent are noted.  0, or -1 with errp set. */
+static int inputs_prepare(struct mstate *m)
+{
+	const struct sh5_merge_opts *o = m->o;
+	struct stat sb;
+	size_t i;
+
 	if (!o->force && lstat(o->output, &sb) == 0) {
 		errno = EEXIST;
-		return sh5_errprintf(errp, "%s: exists (use --force to "
+		return sh5_errprintf(m->errp, "%s: exists (use --force to "
 				     "overwrite it)", o->output);
 	}
-	if (sh5_merge_discover(o->dir, o->job, o->steps, o->nsteps, &m.in,
-			       &m.nin, errp) < 0)
+	if (sh5_merge_discover(o->dir, o->job, o->steps, o->nsteps, &m->in,
+			       &m->nin, m->errp) < 0)
 		return -1;
-	stats->inputs = m.nin;
-	if (!m.nin) {
+	m->st->inputs = m->nin;
+	if (!m->nin) {
 		errno = ENOENT;
-		sh5_errprintf(errp, "%s: no node-step files of job %" PRIu32
-			      "%s", o->dir, o->job,
-			      o->nsteps ? " for the selected steps" : "");
-		goto out;
+		return sh5_errprintf(m->errp, "%s: no node-step files of job %"
+				     PRIu32 "%s", o->dir, o->job,
+				     o->nsteps ? " for the selected steps" : "");
 	}
-	if (!(m.fi = calloc(m.nin, sizeof(*m.fi))) ||
-	    !(m.buf = malloc(m.buf_bytes))) {
-		errno = ENOMEM;
-		sh5_errprintf(errp, "out of memory");
-		goto out;
-	}
+	if (!(m->fi = calloc(m->nin, sizeof(*m->fi))) ||
+	    !(m->buf = malloc(m->buf_bytes)))
+		goto oom;
 	/* Steps asked for but absent. */
 	for (i = 0; i < o->nsteps; i++) {
 		char b[32];
@@ -211,148 +207,193 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 		int found = 0;
 
 		sh5_step_name(o->steps[i], b, sizeof(b));
-		for (k = 0; k < m.nin && !found; k++)
-			found = !strcmp(m.in[k].step, b);
-		if (!found && mg_add_missing(&m, "step %s: no node-step "
+		for (k = 0; k < m->nin && !found; k++)
+			found = !strcmp(m->in[k].step, b);
+		if (!found && mg_add_missing(m, "step %s: no node-step "
 					     "files", b) < 0)
 			goto oom;
 	}
+	return 0;
+oom:
+	errno = ENOMEM;
+	return sh5_errprintf(m->errp, "out of memory");
+}
 
-	if (!(tmp = temp_name(o->output, &outdir)) || !outdir)
-		goto oom;
-	fapl = H5Pcreate(H5P_FILE_ACCESS);
-#ifdef HAVE_H5PSET_FILE_LOCKING
-	H5Pset_file_locking(fapl, 0, 1);
-#endif
+/* The second pass started before the first ended (m->early).  0: the
+ * job file is written; -1: failed; 1: it must start over (done here:
+ * its state forgotten, the first pass widened). */
+static int early_pass(struct mstate *m, const char *tmp, hid_t fapl,
+		      int *partial, long ncpu)
+{
+	const struct sh5_merge_opts *o = m->o;
+	int rc;
+
+	m->feed_totals = 1;
+	rc = pass2(m, tmp, fapl, partial, 0);
+	if (rc <= 0)
+		return rc;
+	/* Start over, in the same temporary file (there is one from now
+	 * until the rename). */
+	pass2_reset(m);
+	if (o->hooks && o->hooks->restart)
+		o->hooks->restart(o->hooks->arg);
+	mg_probe_widen(m, (size_t)ncpu);
+	return 1;
+}
+
+/*
+ * Both passes.  0: the job file is written to tmp; -1: failed (errp
+ * set); 1: stopped by the problems the first pass found.  *drop: tmp
+ * must be removed (it may exist).
+ */
+static int run_passes(struct mstate *m, const char *tmp, hid_t fapl,
+		      int *partial, int *drop)
+{
+	const struct sh5_merge_opts *o = m->o;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int r, sync_maybe, restart = 0;
+
+	if (ncpu < 1)
+		ncpu = 1;
+	*drop = 1;
 	/* Pass 1 checks every input in child processes.  When the inputs
 	 * look like whole copies (ours, intact, with the writer's totals:
 	 * whole_ok()) the second pass does not wait for it: it copies each
 	 * node group as soon as its input is checked, and starts over the
 	 * normal way, after the whole first pass, as soon as an input is
 	 * not such a copy or the first pass finds a problem. */
-	m.early = !getenv("SH5MERGE_NO_EARLY") &&
-		  (!o->hooks || !o->hooks->sync_rows || o->hooks->never_sync ||
-		   o->hooks->sync_if_hit);
-	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	if (ncpu < 1)
-		ncpu = 1;
+	m->early = !getenv("SH5MERGE_NO_EARLY") &&
+		   (!o->hooks || !o->hooks->sync_rows || o->hooks->never_sync ||
+		    o->hooks->sync_if_hit);
 	/* Early, one checking child (it keeps ahead of the copying); the
 	 * others have the CPUs. */
-	mg_probe_start(&m, m.early ? 1 : (size_t)ncpu);
+	mg_probe_start(m, m->early ? 1 : (size_t)ncpu);
 	/* Not even the first input is whole (stock files): no early pass. */
-	if (m.early && mg_early_gate(&m, 0)) {
-		m.early = 0;
-		mg_probe_widen(&m, (size_t)ncpu);
+	if (m->early && mg_early_gate(m, 0)) {
+		m->early = 0;
+		mg_probe_widen(m, (size_t)ncpu);
 	}
-	if (m.early) {
-		m.feed_totals = 1;
-		rc = pass2(&m, tmp, fapl, &partial, 0);
-		if (rc == 0)
-			goto written;
-		if (rc < 0)
-			goto fail;
-		/* Start over, in the same temporary file (there is one from
-		 * now until the rename). */
+	if (m->early) {
+		if ((r = early_pass(m, tmp, fapl, partial, ncpu)) <= 0)
+			return r;
 		restart = 1;
-		pass2_reset(&m);
-		if (o->hooks && o->hooks->restart)
-			o->hooks->restart(o->hooks->arg);
-		mg_probe_widen(&m, (size_t)ncpu);
 	}
-	m.early = 0;
-	rc = -1;
-	if ((sync_maybe = mg_pass1_done(&m)) < 0)
-		goto stop;
-	if (stats->skipped == m.nin) {
+	m->early = 0;
+	/* Stopped by the first pass: only an abandoned early pass left a
+	 * temporary. */
+	*drop = restart;
+	if ((sync_maybe = mg_pass1_done(m)) < 0)
+		return -1;
+	if (m->st->skipped == m->nin) {
 		errno = EINVAL;
-		sh5_errprintf(errp, "%s: none of the %zu node-step files of "
-			      "job %" PRIu32 " is usable", o->dir, m.nin, o->job);
-		goto stop;
+		return sh5_errprintf(m->errp, "%s: none of the %zu node-step "
+				     "files of job %" PRIu32 " is usable",
+				     o->dir, m->nin, o->job);
 	}
-	if (stats->problems && !o->allow_partial) {
-		rc = 1;
-		goto stop;
-	}
-
+	if (m->st->problems && !o->allow_partial)
+		return 1;
 	/* Pass 2.  The reader process starts before the output exists (it
 	 * must not share it).  It totals the series copied raw itself unless
 	 * their records may be synchronized (then they are read here). */
-	m.feed_totals = !sync_maybe;
-	mg_feeder_start(&m, 0);
-	if (pass2(&m, tmp, fapl, &partial, restart) < 0)
-		goto fail;
-written:
-	if (partial && !o->allow_partial) {
-		rc = 1;
-		goto fail_quiet;
-	}
+	*drop = 1;
+	m->feed_totals = !sync_maybe;
+	mg_feeder_start(m, 0);
+	return pass2(m, tmp, fapl, partial, restart) < 0 ? -1 : 0;
+}
+
+/* Verify the written tmp, fsync it and give it its name.  partial ? 1 :
+ * 0, or -1 (errp set; tmp is the caller's to remove). */
+static int publish(struct mstate *m, const char *tmp, const char *outdir,
+		   int partial)
+{
+	const struct sh5_merge_opts *o = m->o;
+	int rc;
+
 	/* The fsync runs beside the verification. */
-	mg_wb_fsync(&m);
-	if (mg_verify(&m, tmp) < 0)
-		goto fail;
-	if ((rc = mg_wb_stop(&m)) == -2)
+	mg_wb_fsync(m);
+	if (mg_verify(m, tmp) < 0)
+		return -1;
+	if ((rc = mg_wb_stop(m)) == -2)
 		rc = fsync_path(tmp, 0);
-	if (rc < 0) {
-		rc = -1;
-		sh5_errprintf(errp, "%s: fsync: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	rc = -1;
+	if (rc < 0)
+		return sh5_errprintf(m->errp, "%s: fsync: %s", tmp,
+				     strerror(errno));
 	if (o->force) {
-		if (rename(tmp, o->output) < 0) {
-			sh5_errprintf(errp, "%s: rename: %s", o->output,
-				      strerror(errno));
-			goto fail;
-		}
+		if (rename(tmp, o->output) < 0)
+			return sh5_errprintf(m->errp, "%s: rename: %s",
+					     o->output, strerror(errno));
 	} else {
 		/* link() never replaces an output that appeared meanwhile. */
-		if (link(tmp, o->output) < 0) {
-			sh5_errprintf(errp, "%s: %s", o->output,
-				      errno == EEXIST ? "exists (use --force "
-				      "to overwrite it)" : strerror(errno));
-			goto fail;
-		}
+		if (link(tmp, o->output) < 0)
+			return sh5_errprintf(m->errp, "%s: %s", o->output,
+					     errno == EEXIST ? "exists (use "
+					     "--force to overwrite it)" :
+					     strerror(errno));
 		unlink(tmp);
 	}
 	if (o->temp_path)
 		o->temp_path(o->arg, NULL);
 	fsync_path(outdir, 1);
-	rc = partial ? 1 : 0;
+	return partial ? 1 : 0;
+}
 
-	if (o->remove_inputs) {
-		for (i = 0; i < m.nin; i++) {
-			struct finfo *f = &m.fi[i];
+/* --remove-inputs: the inputs merged whole and unchanged. */
+static void remove_inputs(struct mstate *m)
+{
+	struct stat sb;
+	size_t i;
 
-			if (!f->usable || strcmp(f->status, "merged"))
-				continue;
-			if (stat(f->in->path, &sb) < 0 ||
-			    (uint64_t)sb.st_size != f->size) {
-				mg_report(&m, 0, f->in->path, "changed during "
-					  "the merge: kept");
-				continue;
-			}
-			if (unlink(f->in->path) < 0)
-				mg_report(&m, 0, f->in->path, "cannot remove: "
-					  "%s", strerror(errno));
-			else
-				stats->removed++;
+	for (i = 0; i < m->nin; i++) {
+		struct finfo *f = &m->fi[i];
+
+		if (!f->usable || strcmp(f->status, "merged"))
+			continue;
+		if (stat(f->in->path, &sb) < 0 ||
+		    (uint64_t)sb.st_size != f->size) {
+			mg_report(m, 0, f->in->path, "changed during the "
+				  "merge: kept");
+			continue;
 		}
+		if (unlink(f->in->path) < 0)
+			mg_report(m, 0, f->in->path, "cannot remove: %s",
+				  strerror(errno));
+		else
+			m->st->removed++;
 	}
-	goto out;
-oom:
-	errno = ENOMEM;
-	sh5_errprintf(errp, "out of memory");
-	goto out;
-stop:
-	/* Stopped by the first pass: only an abandoned early pass left a
-	 * temporary. */
-	if (!restart)
+}
+
+int sh5_merge_job(const struct sh5_merge_opts *o,
+		  struct sh5_merge_stats *stats, struct sh5_error *errp)
+{
+	struct mstate m;
+	struct sh5_merge_stats dummy;
+	char *tmp = NULL, *outdir = NULL;
+	hid_t fapl = -1;
+	int rc = -1, partial = 0, drop = 0;
+
+	mstate_init(&m, o, stats ? stats : &dummy, errp);
+	if (inputs_prepare(&m) < 0)
 		goto out;
-	goto fail_quiet;
-fail:
-	rc = -1;
-fail_quiet:
-	if (tmp) {
+	if (!(tmp = temp_name(o->output, &outdir)) || !outdir) {
+		errno = ENOMEM;
+		sh5_errprintf(errp, "out of memory");
+		goto out;
+	}
+	fapl = H5Pcreate(H5P_FILE_ACCESS);
+#ifdef HAVE_H5PSET_FILE_LOCKING
+	H5Pset_file_locking(fapl, 0, 1);
+#endif
+	rc = run_passes(&m, tmp, fapl, &partial, &drop);
+	if (rc == 0 && partial && !o->allow_partial) {
+		rc = 1;
+		drop = 1;
+	} else if (rc == 0) {
+		rc = publish(&m, tmp, outdir, partial);
+		drop = rc < 0;
+		if (rc >= 0 && o->remove_inputs)
+			remove_inputs(&m);
+	}
+	if (drop) {
 		unlink(tmp);
 		if (o->temp_path)
 			o->temp_path(o->arg, NULL);

@@ -124,32 +124,130 @@ void mg_probe_start(struct mstate *m, size_t par)
 		}
 }
 
+/* Nothing left to hear from (cannot happen while inputs are unchecked):
+ * mark the rest. */
+static void probe_none_left(struct mstate *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nin; i++)
+		if (!m->fi[i].probed) {
+			m->fi[i].probed = 1;
+			m->fi[i].usable = 0;
+			m->fi[i].status = "skipped";
+			snprintf(m->fi[i].reason, sizeof(m->fi[i].reason),
+				 "could not be checked");
+			m->probe.done++;
+		}
+}
+
+/* Read the message of p's child about its current input (and the series
+ * and totals of a whole input that follow it).  1 when one came, 0 when
+ * the child ended. */
+static int probe_read_msg(struct prober *p, struct probe_msg *msg)
+{
+	size_t off = 0;
+
+	while (off < sizeof(*msg)) {
+		ssize_t r = read(p->fd, (char *)msg + off, sizeof(*msg) - off);
+
+		if (r <= 0)
+			break;
+		off += (size_t)r;
+	}
+	if (off != sizeof(*msg) || msg->idx != p->next)
+		return 0;
+	/* The series and totals of a whole input follow. */
+	msg->f.ents = NULL;
+	msg->f.blob = NULL;
+	if ((msg->f.nents &&
+	     (msg->f.nents > 1u << 20 ||
+	      !(msg->f.ents = calloc(msg->f.nents, sizeof(*msg->f.ents))) ||
+	      sh5_fd_read_all(p->fd, msg->f.ents, msg->f.nents *
+			      sizeof(*msg->f.ents)) < 0)) ||
+	    (msg->f.blob_len &&
+	     (msg->f.blob_len > 1u << 26 ||
+	      !(msg->f.blob = malloc(msg->f.blob_len)) ||
+	      sh5_fd_read_all(p->fd, msg->f.blob, msg->f.blob_len) < 0))) {
+		/* A short message: the child died; taken as the normal
+		 * way's problem. */
+		free(msg->f.ents);
+		free(msg->f.blob);
+		msg->f.ents = NULL;
+		msg->f.blob = NULL;
+		msg->f.nents = msg->f.blob_len = 0;
+		msg->f.whole = 0;
+	}
+	return 1;
+}
+
+/* Keep what p's child found about its input; on to its next one. */
+static void probe_take(struct mstate *m, struct prober *p,
+		       struct probe_msg *msg)
+{
+	struct probers *ps = &m->probe;
+
+	m->fi[msg->idx] = msg->f;
+	m->fi[msg->idx].probed = 1;
+	if (!m->user[0])
+		memcpy(m->user, msg->user, 64);
+	if (!m->cluster[0])
+		memcpy(m->cluster, msg->cluster, 64);
+	p->next += ps->par;
+	p->since = mg_now_s();
+	ps->done++;
+	if (m->o->progress)
+		m->o->progress(m->o->arg, 1, ps->done, m->nin);
+}
+
+/* p's child ended (hung: killed as stuck): done, or it died on p->next,
+ * which is marked; a new child takes the rest of its share. */
+static void probe_ended(struct mstate *m, struct prober *p, int hung)
+{
+	struct probers *ps = &m->probe;
+	size_t par = ps->par;
+	struct finfo *f;
+	int st = 0;
+
+	close(p->fd);
+	p->live = 0;
+	waitpid(p->pid, &st, 0);
+	if (p->next >= m->nin)
+		return;
+	f = &m->fi[p->next];
+	f->usable = 0;
+	f->status = "skipped";
+	if (hung)
+		snprintf(f->reason, sizeof(f->reason), "corrupt: HDF5 does "
+			 "not finish reading it (stopped after %d s)",
+			 mg_read_timeout());
+	else if (WIFSIGNALED(st))
+		snprintf(f->reason, sizeof(f->reason), "corrupt: reading it "
+			 "crashes HDF5 (signal %d)", WTERMSIG(st));
+	else
+		snprintf(f->reason, sizeof(f->reason), "could not be checked");
+	f->probed = 1;
+	ps->done++;
+	if (p->next + par < m->nin &&
+	    spawn_prober(m, p, p->next + par, par) < 0)
+		check_here(m, p->next + par, par);
+}
+
 /* Take what the children sent (waiting up to a second for it). */
 static void probe_poll(struct mstate *m)
 {
 	struct probers *ps = &m->probe;
 	struct pollfd pf[4];
-	size_t map[4], n = 0, i, k, par = ps->par;
+	size_t map[4], n = 0, i, k;
 
-	for (k = 0; k < par; k++)
+	for (k = 0; k < ps->par; k++)
 		if (ps->pr[k].live) {
 			pf[n].fd = ps->pr[k].fd;
 			pf[n].events = POLLIN;
 			map[n++] = k;
 		}
 	if (!n) {
-		/* Nothing left to hear from (cannot happen while inputs
-		 * are unchecked): mark the rest. */
-		for (i = 0; i < m->nin; i++)
-			if (!m->fi[i].probed) {
-				m->fi[i].probed = 1;
-				m->fi[i].usable = 0;
-				m->fi[i].status = "skipped";
-				snprintf(m->fi[i].reason,
-					 sizeof(m->fi[i].reason),
-					 "could not be checked");
-				ps->done++;
-			}
+		probe_none_left(m);
 		return;
 	}
 	if (poll(pf, n, 1000) < 0)
@@ -157,8 +255,7 @@ static void probe_poll(struct mstate *m)
 	for (i = 0; i < n; i++) {
 		struct prober *p = &ps->pr[map[i]];
 		struct probe_msg msg;
-		size_t off = 0;
-		int st = 0, hung = 0;
+		int hung = 0;
 
 		if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) {
 			if (mg_now_s() - p->since < mg_read_timeout())
@@ -167,82 +264,11 @@ static void probe_poll(struct mstate *m)
 			kill(p->pid, SIGKILL);
 			hung = 1;
 		}
-		if (!hung) {
-			while (off < sizeof(msg)) {
-				ssize_t r = read(p->fd, (char *)&msg + off,
-						 sizeof(msg) - off);
-
-				if (r <= 0)
-					break;
-				off += (size_t)r;
-			}
-		}
-		if (off == sizeof(msg) && msg.idx == p->next) {
-			/* The series and totals of a whole input follow. */
-			msg.f.ents = NULL;
-			msg.f.blob = NULL;
-			if ((msg.f.nents &&
-			     (msg.f.nents > 1u << 20 ||
-			      !(msg.f.ents = calloc(msg.f.nents,
-						    sizeof(*msg.f.ents))) ||
-			      sh5_fd_read_all(p->fd, msg.f.ents, msg.f.nents *
-					      sizeof(*msg.f.ents)) < 0)) ||
-			    (msg.f.blob_len &&
-			     (msg.f.blob_len > 1u << 26 ||
-			      !(msg.f.blob = malloc(msg.f.blob_len)) ||
-			      sh5_fd_read_all(p->fd, msg.f.blob,
-					      msg.f.blob_len) < 0))) {
-				/* A short message: the child died; taken
-				 * as the normal way's problem. */
-				free(msg.f.ents);
-				free(msg.f.blob);
-				msg.f.ents = NULL;
-				msg.f.blob = NULL;
-				msg.f.nents = msg.f.blob_len = 0;
-				msg.f.whole = 0;
-			}
-			m->fi[msg.idx] = msg.f;
-			m->fi[msg.idx].probed = 1;
-			if (!m->user[0])
-				memcpy(m->user, msg.user, 64);
-			if (!m->cluster[0])
-				memcpy(m->cluster, msg.cluster, 64);
-			p->next += par;
-			p->since = mg_now_s();
-			ps->done++;
-			if (m->o->progress)
-				m->o->progress(m->o->arg, 1, ps->done, m->nin);
+		if (!hung && probe_read_msg(p, &msg)) {
+			probe_take(m, p, &msg);
 			continue;
 		}
-		/* The child ended: done, or died on p->next. */
-		close(p->fd);
-		p->live = 0;
-		waitpid(p->pid, &st, 0);
-		if (p->next >= m->nin)
-			continue;
-		{
-			struct finfo *f = &m->fi[p->next];
-
-			f->usable = 0;
-			f->status = "skipped";
-			if (hung)
-				snprintf(f->reason, sizeof(f->reason),
-					 "corrupt: HDF5 does not finish "
-					 "reading it (stopped after %d s)",
-					 mg_read_timeout());
-			else if (WIFSIGNALED(st))
-				snprintf(f->reason, sizeof(f->reason),
-					 "corrupt: reading it crashes "
-					 "HDF5 (signal %d)", WTERMSIG(st));
-			else
-				snprintf(f->reason, sizeof(f->reason),
-					 "could not be checked");
-			f->probed = 1;
-			ps->done++;
-		}
-		if (p->next + par < m->nin &&
-		    spawn_prober(m, p, p->next + par, par) < 0)
-			check_here(m, p->next + par, par);
+		probe_ended(m, p, hung);
 	}
 }
 
@@ -310,101 +336,129 @@ void mg_probe_stop(struct mstate *m)
 		}
 }
 
-/* Findings per step that no single file shows: missing nodes or tasks,
- * empty steps. */
-static int check_step(struct mstate *m, size_t lo, size_t hi)
-{
-	const char *step = m->in[lo].step;
-	size_t i, usable = 0;
-	uint64_t samples = 0;
-	long max_task = -1, tasks = 0, max_index = -1, nnodes = -1;
-	long step_tasks = -1;
-	int tasks_known = 1;
-	char *seen = NULL;
-	const char *st_from = NULL, *nn_from = NULL; /* who said so */
+/* What the usable inputs of a step say about it. */
+struct step_tally {
+	size_t usable;
+	uint64_t samples;
+	long max_task, tasks, max_index, nnodes, step_tasks;
+	int tasks_known;
+	const char *st_from, *nn_from; /* who said so */
+};
 
+static void step_tally(struct mstate *m, size_t lo, size_t hi,
+		       struct step_tally *t)
+{
+	size_t i;
+
+	memset(t, 0, sizeof(*t));
+	t->max_task = t->max_index = t->nnodes = t->step_tasks = -1;
+	t->tasks_known = 1;
 	for (i = lo; i < hi; i++) {
 		struct finfo *f = &m->fi[i];
 
 		if (!f->usable)
 			continue;
-		usable++;
-		samples += f->samples;
-		if (f->max_task > max_task)
-			max_task = f->max_task;
+		t->usable++;
+		t->samples += f->samples;
+		if (f->max_task > t->max_task)
+			t->max_task = f->max_task;
 		if (f->ntasks >= 0)
-			tasks += f->ntasks;
+			t->tasks += f->ntasks;
 		else
-			tasks_known = 0;
-		if (f->node_index > max_index)
-			max_index = f->node_index;
-		if (f->nnodes > nnodes) {
-			nnodes = f->nnodes;
-			nn_from = f->in->file;
+			t->tasks_known = 0;
+		if (f->node_index > t->max_index)
+			t->max_index = f->node_index;
+		if (f->nnodes > t->nnodes) {
+			t->nnodes = f->nnodes;
+			t->nn_from = f->in->file;
 		}
-		if (f->step_tasks > step_tasks) {
-			step_tasks = f->step_tasks;
-			st_from = f->in->file;
+		if (f->step_tasks > t->step_tasks) {
+			t->step_tasks = f->step_tasks;
+			t->st_from = f->in->file;
 		}
 	}
-	if (!usable)
+}
+
+/* Node indexes 0 .. max_index without a file, as ranges.  0 or -1. */
+static int missing_indexes(struct mstate *m, size_t lo, size_t hi,
+			   long max_index, const char *nn_from)
+{
+	const char *step = m->in[lo].step;
+	long k, first = -1;
+	char *seen;
+	size_t i;
+
+	if (max_index < 0 || max_index >= 1000000 ||
+	    !(seen = calloc((size_t)max_index + 1, 1)))
+		return 0;
+	for (i = lo; i < hi; i++)
+		if (m->fi[i].usable && m->fi[i].node_index >= 0)
+			seen[m->fi[i].node_index] = 1;
+	for (k = 0; k <= max_index + 1; k++) {
+		if (k <= max_index && !seen[k]) {
+			if (first < 0)
+				first = k;
+			continue;
+		}
+		if (first < 0)
+			continue;
+		if (mg_add_missing(m, "step %s: node index%s "
+				   "%ld%s%.0ld missing (no node-step file%s%s%s)",
+				   step, k - 1 > first ? "es" : "", first,
+				   k - 1 > first ? "-" : "",
+				   k - 1 > first ? k - 1 : 0,
+				   nn_from ? "; per " : "",
+				   nn_from ? nn_from : "",
+				   nn_from ? "'s Number of Nodes" : "") < 0) {
+			free(seen);
+			return -1;
+		}
+		first = -1;
+	}
+	free(seen);
+	return 0;
+}
+
+/* Findings per step that no single file shows: missing nodes or tasks,
+ * empty steps. */
+static int check_step(struct mstate *m, size_t lo, size_t hi)
+{
+	const char *step = m->in[lo].step;
+	struct step_tally t;
+
+	step_tally(m, lo, hi, &t);
+	if (!t.usable)
 		return mg_add_missing(m, "step %s: no usable node-step file",
 				      step);
-	if (!samples && mg_add_missing(m, "step %s: empty step (no samples in "
-				    "%zu node-step file%s)", step, usable,
-				    usable == 1 ? "" : "s") < 0)
+	if (!t.samples && mg_add_missing(m, "step %s: empty step (no "
+					 "samples in %zu node-step file%s)",
+					 step, t.usable,
+					 t.usable == 1 ? "" : "s") < 0)
 		return -1;
 	/* Node indexes: 0 .. max(index, Number of Nodes - 1). */
-	if (nnodes - 1 > max_index && strcmp(step, "batch") &&
+	if (t.nnodes - 1 > t.max_index && strcmp(step, "batch") &&
 	    strcmp(step, "interactive"))
-		max_index = nnodes - 1;
+		t.max_index = t.nnodes - 1;
 	else
-		nn_from = NULL;
-	if (max_index >= 0 && max_index < 1000000 &&
-	    (seen = calloc((size_t)max_index + 1, 1))) {
-		long k, first = -1;
-
-		for (i = lo; i < hi; i++)
-			if (m->fi[i].usable && m->fi[i].node_index >= 0)
-				seen[m->fi[i].node_index] = 1;
-		for (k = 0; k <= max_index + 1; k++) {
-			if (k <= max_index && !seen[k]) {
-				if (first < 0)
-					first = k;
-				continue;
-			}
-			if (first < 0)
-				continue;
-			if (mg_add_missing(m, "step %s: node index%s "
-					"%ld%s%.0ld missing (no node-step file%s%s%s)",
-					step, k - 1 > first ? "es" : "", first,
-					k - 1 > first ? "-" : "",
-					k - 1 > first ? k - 1 : 0,
-					nn_from ? "; per " : "",
-					nn_from ? nn_from : "",
-					nn_from ? "'s Number of Nodes" :
-					"") < 0) {
-				free(seen);
-				return -1;
-			}
-			first = -1;
-		}
-		free(seen);
-	}
+		t.nn_from = NULL;
+	if (missing_indexes(m, lo, hi, t.max_index, t.nn_from) < 0)
+		return -1;
 	/* Tasks: the nodes present run `tasks` tasks; a higher task id,
 	 * or our files' "Step Tasks", means tasks of a missing node. */
 	/* (Slurm gives the batch step the job's task count.) */
-	if (tasks_known && step_tasks > max_task + 1 &&
+	if (t.tasks_known && t.step_tasks > t.max_task + 1 &&
 	    strspn(step, "0123456789") == strlen(step))
-		max_task = step_tasks - 1;
+		t.max_task = t.step_tasks - 1;
 	else
-		st_from = NULL;
-	if (tasks_known && max_task + 1 > tasks &&
-	    mg_add_missing(m, "step %s: %ld task%s missing (the step runs %ld%s%s"
-			"%s, the nodes present %ld)", step,
-			max_task + 1 - tasks, max_task + 1 - tasks == 1 ? "" :
-			"s", max_task + 1, st_from ? " according to the Step Tasks of " :
-			"", st_from ? st_from : "", "", tasks) < 0)
+		t.st_from = NULL;
+	if (t.tasks_known && t.max_task + 1 > t.tasks &&
+	    mg_add_missing(m, "step %s: %ld task%s missing (the step runs "
+			   "%ld%s%s%s, the nodes present %ld)", step,
+			   t.max_task + 1 - t.tasks,
+			   t.max_task + 1 - t.tasks == 1 ? "" : "s",
+			   t.max_task + 1, t.st_from ? " according to the "
+			   "Step Tasks of " : "", t.st_from ? t.st_from : "",
+			   "", t.tasks) < 0)
 		return -1;
 	return 0;
 }

@@ -19,6 +19,55 @@ struct input_rec {
 	uint32_t crc32;
 };
 
+/* The compound type of /Merge/Inputs (strings of type st), or -1. */
+static hid_t record_type(hid_t st)
+{
+	hid_t ct = H5Tcreate(H5T_COMPOUND, sizeof(struct input_rec));
+
+	if (ct < 0)
+		return -1;
+#define S(n, mem) H5Tinsert(ct, n, HOFFSET(struct input_rec, mem), st)
+#define U(n, mem, t) H5Tinsert(ct, n, HOFFSET(struct input_rec, mem), t)
+	if (S("File", file) < 0 || S("Step", step) < 0 || S("Node", node) < 0 ||
+	    S("Format", kind) < 0 || U("Size", size, H5T_NATIVE_UINT64) < 0 ||
+	    U("CRC32", crc32, H5T_NATIVE_UINT32) < 0 ||
+	    U("Samples", samples, H5T_NATIVE_UINT64) < 0 ||
+	    U("Merged", written, H5T_NATIVE_UINT64) < 0 ||
+	    U("Lost", lost, H5T_NATIVE_UINT64) < 0 ||
+	    S("Status", status) < 0 || S("Reason", reason) < 0) {
+		H5Tclose(ct);
+		return -1;
+	}
+#undef S
+#undef U
+	return ct;
+}
+
+/* One row of /Merge/Inputs per input (pointing into m), or NULL. */
+static struct input_rec *record_rows(struct mstate *m)
+{
+	struct input_rec *r = calloc(m->nin ? m->nin : 1, sizeof(*r));
+	size_t i;
+
+	for (i = 0; r && i < m->nin; i++) {
+		struct finfo *f = &m->fi[i];
+
+		r[i].file = f->in->path;
+		r[i].step = f->in->step;
+		r[i].node = f->in->node;
+		r[i].kind = !f->usable && !f->kind ? "unknown" :
+			    f->kind == SH5_NODESTEP_OURS ? "sh5" : "stock";
+		r[i].status = f->status ? f->status : "skipped";
+		r[i].reason = f->reason;
+		r[i].size = f->size;
+		r[i].crc32 = f->crc;
+		r[i].samples = f->samples;
+		r[i].written = f->written;
+		r[i].lost = f->usable ? f->lost : f->samples;
+	}
+	return r;
+}
+
 int mg_write_merge_record(struct mstate *m, hid_t fout, int partial)
 {
 	hid_t g = -1, st = -1, ct = -1, sp = -1, d = -1;
@@ -27,7 +76,6 @@ int mg_write_merge_record(struct mstate *m, hid_t fout, int partial)
 	char now[32];
 	time_t t = time(NULL);
 	struct tm tm;
-	size_t i;
 	int rc = -1;
 
 	gmtime_r(&t, &tm);
@@ -44,37 +92,8 @@ int mg_write_merge_record(struct mstate *m, hid_t fout, int partial)
 	st = H5Tcopy(H5T_C_S1);
 	H5Tset_size(st, H5T_VARIABLE);
 	H5Tset_cset(st, H5T_CSET_UTF8);
-	ct = H5Tcreate(H5T_COMPOUND, sizeof(struct input_rec));
-#define S(n, mem) H5Tinsert(ct, n, HOFFSET(struct input_rec, mem), st)
-#define U(n, mem, t) H5Tinsert(ct, n, HOFFSET(struct input_rec, mem), t)
-	if (S("File", file) < 0 || S("Step", step) < 0 || S("Node", node) < 0 ||
-	    S("Format", kind) < 0 || U("Size", size, H5T_NATIVE_UINT64) < 0 ||
-	    U("CRC32", crc32, H5T_NATIVE_UINT32) < 0 ||
-	    U("Samples", samples, H5T_NATIVE_UINT64) < 0 ||
-	    U("Merged", written, H5T_NATIVE_UINT64) < 0 ||
-	    U("Lost", lost, H5T_NATIVE_UINT64) < 0 ||
-	    S("Status", status) < 0 || S("Reason", reason) < 0)
+	if ((ct = record_type(st)) < 0 || !(r = record_rows(m)))
 		goto out;
-#undef S
-#undef U
-	if (!(r = calloc(m->nin ? m->nin : 1, sizeof(*r))))
-		goto out;
-	for (i = 0; i < m->nin; i++) {
-		struct finfo *f = &m->fi[i];
-
-		r[i].file = f->in->path;
-		r[i].step = f->in->step;
-		r[i].node = f->in->node;
-		r[i].kind = !f->usable && !f->kind ? "unknown" :
-			    f->kind == SH5_NODESTEP_OURS ? "sh5" : "stock";
-		r[i].status = f->status ? f->status : "skipped";
-		r[i].reason = f->reason;
-		r[i].size = f->size;
-		r[i].crc32 = f->crc;
-		r[i].samples = f->samples;
-		r[i].written = f->written;
-		r[i].lost = f->usable ? f->lost : f->samples;
-	}
 	dim[0] = m->nin;
 	if ((sp = H5Screate_simple(1, dim, NULL)) < 0 ||
 	    (d = H5Dcreate2(g, "Inputs", ct, sp, H5P_DEFAULT, H5P_DEFAULT,
