@@ -113,6 +113,31 @@ static int reserve_room(struct mstate *m, off_t bytes)
 	return 0;
 }
 
+/* The series of a whole copy noted (rows, the checks) and its stored
+ * totals folded into the step's.  0, or -1 (errp set). */
+static int whole_fold(struct mstate *m, struct finfo *f, hid_t in,
+		      const char *gpath, struct sh5_totacc **sacc,
+		      size_t *nsacc)
+{
+	size_t i;
+
+	for (i = 0; i < f->nents; i++) {
+		const struct whole_ent *e = &f->ents[i];
+		char full[512];
+
+		f->written += e->rows;
+		m->st->samples += e->rows;
+		snprintf(full, sizeof(full), "%s/%s", gpath, e->path);
+		if (mg_add_check(m, full, e->rows) < 0)
+			return sh5_errprintf(m->errp, "out of memory");
+		/* Tasks are folded through the node's AllTasks, kept with
+		 * the first. */
+		if (e->tlen && fold_stored(m, f, in, e, sacc, nsacc) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /*
  * The node group of an input found intact by whole_ok() (checksummed
  * chunks, the writer's totals matching its datasets), without
@@ -130,7 +155,6 @@ static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 	const char *node = f->node_name;
 	char gpath[256];
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fid = -1, in = -1, g = -1;
-	size_t i;
 	int rc = -1, r;
 
 	snprintf(gpath, sizeof(gpath), "/Steps/%s/Nodes/%s", step, node);
@@ -170,22 +194,8 @@ static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 		rc = 1;
 		goto out;
 	}
-	for (i = 0; i < f->nents; i++) {
-		const struct whole_ent *e = &f->ents[i];
-		char full[512];
-
-		f->written += e->rows;
-		m->st->samples += e->rows;
-		snprintf(full, sizeof(full), "%s/%s", gpath, e->path);
-		if (mg_add_check(m, full, e->rows) < 0) {
-			sh5_errprintf(m->errp, "out of memory");
-			goto fail;
-		}
-		/* Tasks are folded through the node's AllTasks, kept with
-		 * the first. */
-		if (e->tlen && fold_stored(m, f, in, e, sacc, nsacc) < 0)
-			goto fail;
-	}
+	if (whole_fold(m, f, in, gpath, sacc, nsacc) < 0)
+		goto fail;
 	m->st->whole++;
 	/* Read by the checking child. */
 	if (f->ntasks >= 0)
@@ -214,6 +224,170 @@ out:
 	return rc;
 }
 
+/* Fold a node's series total into the node's (nacc) and, but a task's,
+ * the step's totals (sacc).  0, or -1 out of memory. */
+static int node_fold(struct mstate *m, struct finfo *f,
+		     const struct sh5_ns_series *e, const void *total,
+		     struct sh5_totacc **nacc, size_t *nnacc,
+		     struct sh5_totacc **sacc, size_t *nsacc)
+{
+	const struct sh5_series *s = e->series;
+	int is_task = !strcmp(s->ops->name, "Task");
+	int fr;
+
+	fr = sh5_totacc_fold(nacc, nnacc, is_task ? "AllTasks" : e->path,
+			     s, total);
+	if (fr < 0)
+		return -1;
+	if (fr > 0)
+		mg_report(m, 0, f->in->path, "%s: fields differ from "
+			  "the node's other tasks: left out of the "
+			  "node total", e->path);
+	if (!is_task) {
+		fr = sh5_totacc_fold(sacc, nsacc, e->path, s, total);
+		if (fr < 0)
+			return -1;
+		if (fr > 0)
+			mg_report(m, 0, f->in->path, "%s: fields "
+				  "differ from other nodes: left out "
+				  "of the step total", e->path);
+	}
+	return 0;
+}
+
+/* Every series of ns into node group g, with its total; the totals
+ * folded (node_fold()).  0, or -1 (errp set). */
+static int node_series(struct mstate *m, struct sh5_nodestep *ns, hid_t g,
+		       const char *gpath, struct finfo *f, int sync,
+		       struct sh5_totacc **nacc, size_t *nnacc,
+		       struct sh5_totacc **sacc, size_t *nsacc)
+{
+	void *total = NULL;
+	size_t i;
+	int rc = -1;
+
+	for (i = 0; i < ns->nseries; i++) {
+		struct sh5_ns_series *e = &ns->series[i];
+		const struct sh5_series *s = e->series;
+		char tpath[2 * SH5_NAME_MAX + 16];
+		void *t2;
+
+		if (!(t2 = realloc(total, s->ops->total_size(s))))
+			goto oom;
+		total = t2;
+		/* With sync the series gains SyncTimeNs (memory, file type,
+		 * attributes, totals); the rows hook fills it. */
+		if (sync)
+			e->series->has_sync_ns = 1;
+		if (mg_write_series(m, ns, e, g, gpath, f, total, sync) < 0)
+			goto out;
+		snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
+		if (mg_write_total(m, g, tpath, s, total, 1) < 0) {
+			m->write_failed = 1;
+			goto out;
+		}
+		if (node_fold(m, f, e, total, nacc, nnacc, sacc, nsacc) < 0)
+			goto oom;
+	}
+	rc = 0;
+	goto out;
+oom:
+	errno = ENOMEM;
+	sh5_errprintf(m->errp, "out of memory");
+out:
+	free(total);
+	return rc;
+}
+
+/* The node's task total (AllTasks) written and folded into the step's.
+ * 0, or -1 (errp set). */
+static int node_alltasks(struct mstate *m, hid_t g, struct finfo *f,
+			 struct sh5_totacc *nacc, size_t nnacc,
+			 struct sh5_totacc **sacc, size_t *nsacc)
+{
+	size_t i;
+
+	for (i = 0; i < nnacc; i++) {
+		char tpath[2 * SH5_NAME_MAX + 16];
+
+		if (strcmp(nacc[i].key, "AllTasks"))
+			continue;
+		snprintf(tpath, sizeof(tpath), "Totals/%s", nacc[i].key);
+		if (mg_write_total(m, g, tpath, nacc[i].s, nacc[i].total,
+				   nacc[i].count) < 0) {
+			m->write_failed = 1;
+			return -1;
+		}
+		if (sh5_totacc_fold(sacc, nsacc, "AllTasks", nacc[i].s,
+				    nacc[i].total) > 0)
+			mg_report(m, 0, f->in->path, "task fields differ from "
+				  "other nodes: left out of the step total");
+	}
+	return 0;
+}
+
+/* One object that is not a series into g.  0, or -1 (err set). */
+static int node_other(struct sh5_nodestep *ns, const char *name, hid_t g,
+		      hid_t ocpy, hid_t lcpl, struct sh5_error *err)
+{
+	H5O_info_t oi;
+
+	if (H5Oget_info_by_name2(ns->node, name, &oi, H5O_INFO_BASIC,
+				 H5P_DEFAULT) < 0)
+		return sh5_errprintf_h5(err, "unreadable object header");
+	if (oi.type == H5O_TYPE_DATASET)
+		return mg_copy_dataset(ns->node, name, g, err);
+	if (ns->salvaged || ns->damage[0])
+		return sh5_errprintf(err, "in a damaged file");
+	if (H5Ocopy(ns->node, name, g, name, ocpy, lcpl) < 0)
+		return sh5_errprintf_h5(err, "cannot copy");
+	return 0;
+}
+
+/* Objects that are not series (ClockOffsets, ...): datasets copied by
+ * value; groups (none in our files) with H5Ocopy, but never from a
+ * damaged file (H5Ocopy crashes on some damaged objects).  Application
+ * events: the group with its attributes, then its datasets as others. */
+static void node_others(struct mstate *m, struct sh5_nodestep *ns, hid_t g,
+			struct finfo *f)
+{
+	struct sh5_error err = { "" };
+	hid_t ocpy = H5Pcreate(H5P_OBJECT_COPY);
+	hid_t lcpl = mg_lcpl_intermediate();
+	size_t i;
+
+	if (ns->has_events) {
+		hid_t es = H5Gopen2(ns->node, "Events", H5P_DEFAULT);
+		hid_t ed = es >= 0 ? mg_make_group(g, "Events") : -1;
+
+		if (es >= 0 && ed >= 0)
+			mg_copy_attrs(es, ed);
+		else
+			mg_report(m, 1, f->in->path, "Events: cannot copy the "
+				  "group");
+		if (ed >= 0)
+			H5Gclose(ed);
+		if (es >= 0)
+			H5Gclose(es);
+	}
+	for (i = 0; i < ns->nother; i++) {
+		err.text[0] = '\0';
+		if (node_other(ns, ns->other[i], g, ocpy, lcpl, &err) == 0)
+			continue;
+		mg_report(m, 1, f->in->path, "%s: left out (%s)", ns->other[i],
+			  err.text);
+		if (strcmp(f->status, "salvaged")) {
+			f->status = "salvaged";
+			snprintf(f->reason, sizeof(f->reason),
+				 "%.60s: unreadable object", ns->other[i]);
+		}
+	}
+	if (ocpy >= 0)
+		H5Pclose(ocpy);
+	if (lcpl >= 0)
+		H5Pclose(lcpl);
+}
+
 static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		      struct finfo *f, struct sh5_totacc **sacc, size_t *nsacc,
 		      uint32_t *ntasks, int64_t *start_ns)
@@ -221,10 +395,9 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 	struct sh5_error err = { "" };
 	struct sh5_nodestep *ns;
 	struct sh5_totacc *nacc = NULL;
-	size_t nnacc = 0, i;
-	hid_t g = -1, ocpy = -1, lcpl = -1;
+	size_t nnacc = 0;
+	hid_t g = -1;
 	char gpath[256];
-	void *total = NULL;
 	long long v;
 	int rc = -1, sync = 0;
 	const struct sh5_merge_hooks *hk = m->o->hooks;
@@ -258,7 +431,7 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 		 ns->node_name);
 	if ((g = mg_make_group(nodes, ns->node_name)) < 0) {
 		mg_h5err(m->errp, "%s: cannot create %s", m->o->output,
-				 gpath);
+			 gpath);
 		m->write_failed = 1;
 		goto out;
 	}
@@ -275,129 +448,18 @@ static int write_node(struct mstate *m, hid_t nodes, const char *step,
 	if (sh5_attr_get_int(ns->node, "Start Time ns", &v) == 0 &&
 	    v < *start_ns)
 		*start_ns = v;
-	for (i = 0; i < ns->nseries; i++) {
-		struct sh5_ns_series *e = &ns->series[i];
-		const struct sh5_series *s = e->series;
-		char tpath[2 * SH5_NAME_MAX + 16];
-		int is_task = !strcmp(s->ops->name, "Task");
-		void *t2;
-		int fr;
-
-		if (!(t2 = realloc(total, s->ops->total_size(s))))
-			goto oom;
-		total = t2;
-		/* With sync the series gains SyncTimeNs (memory, file type,
-		 * attributes, totals); the rows hook fills it. */
-		if (sync)
-			e->series->has_sync_ns = 1;
-		if (mg_write_series(m, ns, e, g, gpath, f, total, sync) < 0)
-			goto out;
-		snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
-		if (mg_write_total(m, g, tpath, s, total, 1) < 0) {
-			m->write_failed = 1;
-			goto out;
-		}
-		fr = sh5_totacc_fold(&nacc, &nnacc, is_task ? "AllTasks" : e->path,
-			      s, total);
-		if (fr < 0)
-			goto oom;
-		if (fr > 0)
-			mg_report(m, 0, f->in->path, "%s: fields differ from "
-				  "the node's other tasks: left out of the "
-				  "node total", e->path);
-		if (!is_task) {
-			fr = sh5_totacc_fold(sacc, nsacc, e->path, s, total);
-			if (fr < 0)
-				goto oom;
-			if (fr > 0)
-				mg_report(m, 0, f->in->path, "%s: fields "
-					  "differ from other nodes: left out "
-					  "of the step total", e->path);
-		}
-	}
-	for (i = 0; i < nnacc; i++) {
-		char tpath[2 * SH5_NAME_MAX + 16];
-
-		if (strcmp(nacc[i].key, "AllTasks"))
-			continue;
-		snprintf(tpath, sizeof(tpath), "Totals/%s", nacc[i].key);
-		if (mg_write_total(m, g, tpath, nacc[i].s, nacc[i].total,
-				nacc[i].count) < 0) {
-			m->write_failed = 1;
-			goto out;
-		}
-		if (sh5_totacc_fold(sacc, nsacc, "AllTasks", nacc[i].s,
-			     nacc[i].total) > 0)
-			mg_report(m, 0, f->in->path, "task fields differ from "
-			       "other nodes: left out of the step total");
-	}
-	/* Objects that are not series (ClockOffsets, ...): datasets copied
-	 * by value; groups (none in our files) with H5Ocopy, but never from
-	 * a damaged file (H5Ocopy crashes on some damaged objects). */
-	ocpy = H5Pcreate(H5P_OBJECT_COPY);
-	lcpl = mg_lcpl_intermediate();
-	/* Application events: the group with its attributes, then its
-	 * datasets as others below. */
-	if (ns->has_events) {
-		hid_t es = H5Gopen2(ns->node, "Events", H5P_DEFAULT);
-		hid_t ed = es >= 0 ? mg_make_group(g, "Events") : -1;
-
-		if (es >= 0 && ed >= 0)
-			mg_copy_attrs(es, ed);
-		else
-			mg_report(m, 1, f->in->path, "Events: cannot copy the "
-			       "group");
-		if (ed >= 0)
-			H5Gclose(ed);
-		if (es >= 0)
-			H5Gclose(es);
-	}
-	for (i = 0; i < ns->nother; i++) {
-		H5O_info_t oi;
-		int bad = 0;
-
-		err.text[0] = '\0';
-		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
-					 H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
-			sh5_errprintf_h5(&err, "unreadable object header");
-			bad = 1;
-		} else if (oi.type == H5O_TYPE_DATASET) {
-			bad = mg_copy_dataset(ns->node, ns->other[i], g,
-					      &err) < 0;
-		} else if (ns->salvaged || ns->damage[0]) {
-			sh5_errprintf(&err, "in a damaged file");
-			bad = 1;
-		} else if (H5Ocopy(ns->node, ns->other[i], g, ns->other[i],
-				   ocpy, lcpl) < 0) {
-			sh5_errprintf_h5(&err, "cannot copy");
-			bad = 1;
-		}
-		if (!bad)
-			continue;
-		mg_report(m, 1, f->in->path, "%s: left out (%s)", ns->other[i],
-		       err.text);
-		if (strcmp(f->status, "salvaged")) {
-			f->status = "salvaged";
-			snprintf(f->reason, sizeof(f->reason),
-				 "%.60s: unreadable object", ns->other[i]);
-		}
-	}
+	if (node_series(m, ns, g, gpath, f, sync, &nacc, &nnacc, sacc,
+			nsacc) < 0 ||
+	    node_alltasks(m, g, f, nacc, nnacc, sacc, nsacc) < 0)
+		goto out;
+	node_others(m, ns, g, f);
 	if (hk && hk->node_end && hk->node_end(hk->arg, g, m->errp) < 0) {
 		m->write_failed = 1;
 		goto out;
 	}
 	m->st->nodes++;
 	rc = 0;
-	goto out;
-oom:
-	errno = ENOMEM;
-	sh5_errprintf(m->errp, "out of memory");
 out:
-	if (ocpy >= 0)
-		H5Pclose(ocpy);
-	if (lcpl >= 0)
-		H5Pclose(lcpl);
-	free(total);
 	sh5_totacc_free(nacc, nnacc);
 	if (g >= 0)
 		H5Gclose(g);

@@ -39,139 +39,161 @@ static int copy_chunks(hid_t din, hid_t dout, hsize_t cr, uint64_t rows,
 	return 0;
 }
 
-int mg_write_series(struct mstate *m, struct sh5_nodestep *ns,
-			struct sh5_ns_series *e, hid_t gout, const char *gpath,
-			struct finfo *f, void *total, int sync)
-{
-	const struct sh5_series *s = e->series;
-	const struct sh5_series_ops *ops = s->ops;
+/* One series being written: its input, its output, how. */
+struct sw {
+	struct mstate *m;
+	struct sh5_nodestep *ns;
+	struct sh5_ns_series *e;
+	struct finfo *f;
+	const struct sh5_series *s;
 	struct sh5_cursor c;
-	struct sh5_error err = { "" };
-	hid_t din = -1, dout = -1, ft = -1, sp = -1, dcpl = -1, lcpl = -1,
-	      ms = -1, fsp = -1;
-	hsize_t dims[1], maxd[1] = { H5S_UNLIMITED }, chunk[1];
-	size_t rows_per_buf = m->buf_bytes / ops->record_size(s);
-	uint64_t done = 0;
-	char full[512];
-	int rc = -1, copen = 0;
-	struct sh5_recmap *map = NULL;
-	void *wbuf = NULL;
-	size_t wbuf_len = 0;
-	hid_t dapl = -1;
-	int raw;
+	hid_t din, dout, ft, fsp;
+	struct sh5_recmap *map;
+	void *wbuf;             /* packed records, or raw chunks */
+	size_t wbuf_len, rows_per_buf;
+	void *total;
+	int raw, sync;
+	uint64_t done;          /* rows written */
+};
 
-	rows_per_buf = mg_rows_per_buffer(m, s);
-	ops->total_init(s, total);
-	if ((din = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0 ||
-	    sh5_cursor_open(&c, din, s, ns->salvaged ? ns->real_eof : 0,
-			    &err) < 0) {
-		sh5_errprintf_h5(&err, "cannot open");
-		mg_report(m, 1, f->in->path, "%s: %s; series left out", e->path,
-		       err.text);
-		f->lost += e->nrows;
-		if (din >= 0)
-			H5Dclose(din);
-		return 0;
-	}
-	copen = 1;
-	dims[0] = c.good_rows;
-	chunk[0] = c.good_rows < 1 ? 1 :
-		   c.good_rows > CHUNK_ROWS_MAX ? CHUNK_ROWS_MAX : c.good_rows;
-	if ((ft = ops->file_type(s)) < 0 ||
+/* The output dataset of w (w->ft, dout, fsp; raw or not, map, wbuf) in
+ * gout.  0, or -1 on an HDF5 failure. */
+static int sw_create(struct sw *w, hid_t gout)
+{
+	hid_t sp = -1, dcpl = -1, lcpl = -1, dapl = -1;
+	hsize_t dims[1], maxd[1] = { H5S_UNLIMITED }, chunk[1];
+	uint64_t good = w->c.good_rows;
+	int rc = -1;
+
+	dims[0] = good;
+	chunk[0] = good < 1 ? 1 : good > CHUNK_ROWS_MAX ? CHUNK_ROWS_MAX :
+							    good;
+	if ((w->ft = w->s->ops->file_type(w->s)) < 0 ||
 	    (sp = H5Screate_simple(1, dims, maxd)) < 0 ||
 	    (lcpl = mg_lcpl_intermediate()) < 0)
-		goto h5fail;
+		goto out;
 	/* Compressed chunks of an intact input already in our file type
 	 * are copied as they are (raw): no recompression, and the job file
 	 * stays as small as the inputs.  The records are still decoded,
 	 * for the totals and to find damage. */
-	raw = !ns->salvaged && c.chunk_rows && mg_raw_copyable(din, ft);
-	if (raw) {
-		if ((dcpl = H5Dget_create_plist(din)) < 0)
-			goto h5fail;
+	w->raw = !w->ns->salvaged && w->c.chunk_rows &&
+		 mg_raw_copyable(w->din, w->ft);
+	if (w->raw) {
+		if ((dcpl = H5Dget_create_plist(w->din)) < 0)
+			goto out;
 	} else if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
 		   H5Pset_chunk(dcpl, 1, chunk) < 0 ||
 		   /* Synchronized series cannot be copied raw: compress
 		    * them as the plugin does. */
-		   (sync && (H5Pset_shuffle(dcpl) < 0 ||
-			     H5Pset_deflate(dcpl, 4) < 0))) {
-		goto h5fail;
+		   (w->sync && (H5Pset_shuffle(dcpl) < 0 ||
+				H5Pset_deflate(dcpl, 4) < 0))) {
+		goto out;
 	}
 	/* No chunk cache: whole chunks go straight from our buffer to the
 	 * file (a cache would calloc and copy each chunk first). */
 	if ((dapl = H5Pcreate(H5P_DATASET_ACCESS)) < 0 ||
 	    H5Pset_chunk_cache(dapl, 0, 0, 1.0) < 0)
-		goto h5fail;
-	dout = H5Dcreate2(gout, e->path, ft, sp, lcpl, dcpl, dapl);
-	if (dout < 0 || sh5_series_write_attrs(s, dout, NULL) < 0)
-		goto h5fail;
-	if ((fsp = H5Dget_space(dout)) < 0)
-		goto h5fail;
+		goto out;
+	w->dout = H5Dcreate2(gout, w->e->path, w->ft, sp, lcpl, dcpl, dapl);
+	if (w->dout < 0 || sh5_series_write_attrs(w->s, w->dout, NULL) < 0 ||
+	    (w->fsp = H5Dget_space(w->dout)) < 0)
+		goto out;
 	/* Pack records into the file layout ourselves (HDF5's compound
 	 * conversion is the slow part of a merge) and write them as they
 	 * are; HDF5 converts only when no map applies. */
-	if (!raw && (map = sh5_recmap_build(c.mtype, ft)) &&
-	    !(wbuf = malloc(rows_per_buf * H5Tget_size(ft)))) {
-		sh5_recmap_free(map);
-		map = NULL;
+	if (!w->raw && (w->map = sh5_recmap_build(w->c.mtype, w->ft)) &&
+	    !(w->wbuf = malloc(w->rows_per_buf * H5Tget_size(w->ft)))) {
+		sh5_recmap_free(w->map);
+		w->map = NULL;
 	}
+	rc = 0;
+out:
+	if (dapl >= 0)
+		H5Pclose(dapl);
+	if (lcpl >= 0)
+		H5Pclose(lcpl);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (sp >= 0)
+		H5Sclose(sp);
+	return rc;
+}
+
+/* Write n records of m->buf (FEED_ flags how) at row w->done.  0, or -1
+ * on an HDF5 failure. */
+static int sw_put(struct sw *w, size_t n, int how)
+{
+	struct mstate *m = w->m;
+	hsize_t start[1] = { w->done }, cnt[1] = { n };
+	hid_t ms;
+	int rc;
+
+	if (w->map && !(how & FEED_PACKED))
+		sh5_recmap_apply(w->map, m->buf, w->wbuf, n);
+	if ((ms = H5Screate_simple(1, cnt, NULL)) < 0)
+		return -1;
+	rc = H5Sselect_hyperslab(w->fsp, H5S_SELECT_SET, start, NULL, cnt,
+				 NULL) < 0 ||
+	     H5Dwrite(w->dout, (how & FEED_PACKED) || w->map ? w->ft :
+		      w->c.mtype, ms, w->fsp, H5P_DEFAULT,
+		      (how & FEED_PACKED) ? m->buf :
+		      w->map ? w->wbuf : m->buf) < 0 ? -1 : 0;
+	H5Sclose(ms);
+	return rc;
+}
+
+/* Every record of the series, as the reader gives them: written (or,
+ * raw, only totalled), synchronized, totalled.  0, -1 on an HDF5
+ * failure, -2 on another error (errp set). */
+static int sw_rows(struct sw *w)
+{
+	struct mstate *m = w->m;
+	const struct sh5_series_ops *ops = w->s->ops;
+
 	for (;;) {
 		int how;
-		size_t n = mg_feed_read(m, (size_t)(f - m->fi),
-				     (size_t)(e - ns->series), &c, m->buf,
-				     rows_per_buf, total, sync, &how);
-		hsize_t start[1] = { done }, cnt[1] = { n };
+		size_t n = mg_feed_read(m, (size_t)(w->f - m->fi),
+					(size_t)(w->e - w->ns->series), &w->c,
+					m->buf, w->rows_per_buf, w->total,
+					w->sync, &how);
 
 		if (!n)
-			break;
+			return 0;
 		if (how & FEED_NODATA) {
 			/* Totalled by the child, the chunks copied raw. */
-			if (!raw) {
+			if (!w->raw) {
 				sh5_errprintf(m->errp, "%s: %s: the reading "
 					      "process is out of step",
-					      f->in->path, e->path);
-				m->write_failed = 1;
-				goto out;
+					      w->f->in->path, w->e->path);
+				return -2;
 			}
-			done += n;
+			w->done += n;
 			continue;
 		}
-		if (sync)
-			m->o->hooks->sync_rows(m->o->hooks->arg, s, m->buf, n);
-		if (raw) {
-			if (!(how & FEED_TOTALED))
-				ops->total_add(s, total, m->buf, n);
-			done += n;
-			continue;
-		}
-		if (map && !(how & FEED_PACKED))
-			sh5_recmap_apply(map, m->buf, wbuf, n);
-		if ((ms = H5Screate_simple(1, cnt, NULL)) < 0 ||
-		    H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, cnt,
-					NULL) < 0 ||
-		    H5Dwrite(dout, (how & FEED_PACKED) || map ? ft : c.mtype,
-			     ms, fsp, H5P_DEFAULT,
-			     (how & FEED_PACKED) ? m->buf :
-			     map ? wbuf : m->buf) < 0)
-			goto h5fail;
-		H5Sclose(ms);
-		ms = -1;
+		if (w->sync)
+			m->o->hooks->sync_rows(m->o->hooks->arg, w->s, m->buf,
+					       n);
+		if (!w->raw && sw_put(w, n, how) < 0)
+			return -1;
 		if (!(how & FEED_TOTALED))
-			ops->total_add(s, total, m->buf, n);
-		done += n;
+			ops->total_add(w->s, w->total, m->buf, n);
+		w->done += n;
 	}
-	if (raw && copy_chunks(din, dout, c.chunk_rows, done, &wbuf,
-			       &wbuf_len) < 0)
-		goto h5fail;
-	if (done < dims[0]) {
-		dims[0] = done;
-		if (H5Dset_extent(dout, dims) < 0)
-			goto h5fail;
-	}
-	f->written += done;
-	m->st->samples += done;
-	if (c.damaged || done < e->nrows) {
-		uint64_t lost = e->nrows - done;
+}
+
+/* What was written and lost, counted and reported; the dataset noted
+ * for the verification.  0, or -1 (out of memory, errp set). */
+static int sw_account(struct sw *w, const char *gpath)
+{
+	struct mstate *m = w->m;
+	struct finfo *f = w->f;
+	const struct sh5_ns_series *e = w->e;
+	char full[512];
+
+	f->written += w->done;
+	m->st->samples += w->done;
+	if (w->c.damaged || w->done < e->nrows) {
+		uint64_t lost = e->nrows - w->done;
 
 		f->lost += lost;
 		m->st->lost += lost;
@@ -179,44 +201,81 @@ int mg_write_series(struct mstate *m, struct sh5_nodestep *ns,
 			/* Damage the first pass did not see. */
 			f->status = "salvaged";
 			snprintf(f->reason, sizeof(f->reason), "%.60s: %.180s",
-				 e->path, c.reason);
+				 e->path, w->c.reason);
 			mg_report(m, 1, f->in->path, "damaged: %s: %s; %" PRIu64
-			       " of %" PRIu64 " samples lost", e->path,
-			       c.reason, lost, e->nrows);
+				  " of %" PRIu64 " samples lost", e->path,
+				  w->c.reason, lost, e->nrows);
 		}
 	}
 	snprintf(full, sizeof(full), "%s/%s", gpath, e->path);
-	if (mg_add_check(m, full, done) < 0) {
-		sh5_errprintf(m->errp, "out of memory");
+	if (mg_add_check(m, full, w->done) < 0)
+		return sh5_errprintf(m->errp, "out of memory");
+	return 0;
+}
+
+int mg_write_series(struct mstate *m, struct sh5_nodestep *ns,
+		    struct sh5_ns_series *e, hid_t gout, const char *gpath,
+		    struct finfo *f, void *total, int sync)
+{
+	struct sw w;
+	struct sh5_error err = { "" };
+	hsize_t dims[1];
+	int rc = -1, r;
+
+	memset(&w, 0, sizeof(w));
+	w.m = m;
+	w.ns = ns;
+	w.e = e;
+	w.f = f;
+	w.s = e->series;
+	w.total = total;
+	w.sync = sync;
+	w.dout = w.ft = w.fsp = -1;
+	w.rows_per_buf = mg_rows_per_buffer(m, w.s);
+	w.s->ops->total_init(w.s, total);
+	if ((w.din = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0 ||
+	    sh5_cursor_open(&w.c, w.din, w.s, ns->salvaged ? ns->real_eof : 0,
+			    &err) < 0) {
+		sh5_errprintf_h5(&err, "cannot open");
+		mg_report(m, 1, f->in->path, "%s: %s; series left out", e->path,
+			  err.text);
+		f->lost += e->nrows;
+		if (w.din >= 0)
+			H5Dclose(w.din);
+		return 0;
+	}
+	dims[0] = w.c.good_rows;
+	if (sw_create(&w, gout) < 0 || (r = sw_rows(&w)) == -1)
+		goto h5fail;
+	if (r == -2) {
+		m->write_failed = 1;
 		goto out;
 	}
-	rc = 0;
+	if (w.raw && copy_chunks(w.din, w.dout, w.c.chunk_rows, w.done,
+				 &w.wbuf, &w.wbuf_len) < 0)
+		goto h5fail;
+	if (w.done < dims[0]) {
+		dims[0] = w.done;
+		if (H5Dset_extent(w.dout, dims) < 0)
+			goto h5fail;
+	}
+	if (sw_account(&w, gpath) == 0)
+		rc = 0;
 	goto out;
 h5fail:
-	mg_h5err(m->errp, "%s: cannot write %s/%s", m->o->output,
-			 gpath, e->path);
+	mg_h5err(m->errp, "%s: cannot write %s/%s", m->o->output, gpath,
+		 e->path);
 	m->write_failed = 1;
 out:
-	sh5_recmap_free(map);
-	free(wbuf);
-	if (dapl >= 0)
-		H5Pclose(dapl);
-	if (ms >= 0)
-		H5Sclose(ms);
-	if (fsp >= 0)
-		H5Sclose(fsp);
-	if (dout >= 0)
-		H5Dclose(dout);
-	if (lcpl >= 0)
-		H5Pclose(lcpl);
-	if (dcpl >= 0)
-		H5Pclose(dcpl);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (ft >= 0)
-		H5Tclose(ft);
-	if (copen)
-		sh5_cursor_close(&c);
-	H5Dclose(din);
+	sh5_recmap_free(w.map);
+	free(w.wbuf);
+	if (w.fsp >= 0)
+		H5Sclose(w.fsp);
+	if (w.dout >= 0)
+		H5Dclose(w.dout);
+	if (w.ft >= 0)
+		H5Tclose(w.ft);
+	sh5_cursor_close(&w.c);
+	H5Dclose(w.din);
 	return rc;
 }
