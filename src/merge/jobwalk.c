@@ -82,14 +82,77 @@ out:
 	return rc;
 }
 
+/* Time members found by scan_members(). */
+#define HAS_EPOCH 1
+#define HAS_NS    2
+#define HAS_SYNC  4
+
+/* The numeric members of ft (not times) into st->fields; the time
+ * members found (HAS_ flags), or -1 (errp set, or out of HDF5 names). */
+static int scan_members(hid_t ft, struct series_state *st, const char *where,
+			struct sh5_error *errp)
+{
+	int nm = H5Tget_nmembers(ft), i, has = 0;
+
+	for (i = 0; i < nm; i++) {
+		char *mn = H5Tget_member_name(ft, (unsigned)i);
+		H5T_class_t mc = H5Tget_member_class(ft, (unsigned)i);
+
+		if (!mn)
+			return -1;
+		if (!strcmp(mn, "EpochTime"))
+			has |= HAS_EPOCH;
+		else if (!strcmp(mn, "EpochTimeNs"))
+			has |= HAS_NS;
+		else if (!strcmp(mn, "SyncTimeNs"))
+			has |= HAS_SYNC;
+		if (!is_time_member(mn) &&
+		    (mc == H5T_INTEGER || mc == H5T_FLOAT)) {
+			if (jr_namelist_add(&st->fields, mn) < 0) {
+				H5free_memory(mn);
+				sh5_errprintf(errp, "%s: out of memory", where);
+				return -1;
+			}
+		}
+		H5free_memory(mn);
+	}
+	return has;
+}
+
+/* The memory types of st: the time (member tname) then the fields as
+ * doubles; the time alone.  0, or -1 (errp set). */
+static int build_memtypes(struct series_state *st, const char *tname,
+			  const char *where, struct sh5_error *errp)
+{
+	size_t k;
+
+	st->rowsize = sizeof(int64_t) + st->fields.n * sizeof(double);
+	st->memtype = H5Tcreate(H5T_COMPOUND, st->rowsize);
+	st->timetype = H5Tcreate(H5T_COMPOUND, sizeof(int64_t));
+	if (st->memtype < 0 || st->timetype < 0 ||
+	    H5Tinsert(st->memtype, tname, 0, H5T_NATIVE_INT64) < 0 ||
+	    H5Tinsert(st->timetype, tname, 0, H5T_NATIVE_INT64) < 0)
+		return sh5_errprintf_h5(errp, "%s: cannot build memory type",
+					where);
+	for (k = 0; k < st->fields.n; k++) {
+		if (H5Tinsert(st->memtype, st->fields.v[k],
+			      sizeof(int64_t) + k * sizeof(double),
+			      H5T_NATIVE_DOUBLE) < 0)
+			return sh5_errprintf_h5(errp, "%s: cannot build "
+						"memory type", where);
+	}
+	st->s.nfields = st->fields.n;
+	st->s.fields = (const char *const *)st->fields.v;
+	return 0;
+}
+
 static int series_prepare(hid_t d, const char *where, struct series_state *st,
 			  struct sh5_error *errp)
 {
 	hid_t ft = -1, sp = -1;
 	const char *tname;
-	int nm, i, has_epoch = 0, has_ns = 0, has_sync = 0;
+	int has;
 	hsize_t dims[1];
-	size_t k;
 	int rc = -1;
 
 	ft = H5Dget_type(d);
@@ -106,38 +169,16 @@ static int series_prepare(hid_t d, const char *where, struct series_state *st,
 	}
 	H5Sget_simple_extent_dims(sp, dims, NULL);
 	st->s.nsamples = dims[0];
-	if (stored_rows_check(d, sp, ft, dims[0], where, errp) < 0)
+	if (stored_rows_check(d, sp, ft, dims[0], where, errp) < 0 ||
+	    (has = scan_members(ft, st, where, errp)) < 0)
 		goto out;
-	nm = H5Tget_nmembers(ft);
-	for (i = 0; i < nm; i++) {
-		char *mn = H5Tget_member_name(ft, (unsigned)i);
-		H5T_class_t mc = H5Tget_member_class(ft, (unsigned)i);
-
-		if (!mn)
-			goto out;
-		if (!strcmp(mn, "EpochTime"))
-			has_epoch = 1;
-		else if (!strcmp(mn, "EpochTimeNs"))
-			has_ns = 1;
-		else if (!strcmp(mn, "SyncTimeNs"))
-			has_sync = 1;
-		if (!is_time_member(mn) &&
-		    (mc == H5T_INTEGER || mc == H5T_FLOAT)) {
-			if (jr_namelist_add(&st->fields, mn) < 0) {
-				H5free_memory(mn);
-				sh5_errprintf(errp, "%s: out of memory", where);
-				goto out;
-			}
-		}
-		H5free_memory(mn);
-	}
-	if (has_sync) {
+	if (has & HAS_SYNC) {
 		st->s.time_source = TIME_SYNC;
 		tname = "SyncTimeNs";
-	} else if (has_ns) {
+	} else if (has & HAS_NS) {
 		st->s.time_source = TIME_EPOCHNS;
 		tname = "EpochTimeNs";
-	} else if (has_epoch) {
+	} else if (has & HAS_EPOCH) {
 		st->s.time_source = TIME_EPOCH;
 		tname = "EpochTime";
 	} else {
@@ -146,26 +187,8 @@ static int series_prepare(hid_t d, const char *where, struct series_state *st,
 			      where);
 		goto out;
 	}
-	st->rowsize = sizeof(int64_t) + st->fields.n * sizeof(double);
-	st->memtype = H5Tcreate(H5T_COMPOUND, st->rowsize);
-	st->timetype = H5Tcreate(H5T_COMPOUND, sizeof(int64_t));
-	if (st->memtype < 0 || st->timetype < 0 ||
-	    H5Tinsert(st->memtype, tname, 0, H5T_NATIVE_INT64) < 0 ||
-	    H5Tinsert(st->timetype, tname, 0, H5T_NATIVE_INT64) < 0) {
-		sh5_errprintf_h5(errp, "%s: cannot build memory type", where);
+	if (build_memtypes(st, tname, where, errp) < 0)
 		goto out;
-	}
-	for (k = 0; k < st->fields.n; k++) {
-		if (H5Tinsert(st->memtype, st->fields.v[k],
-			      sizeof(int64_t) + k * sizeof(double),
-			      H5T_NATIVE_DOUBLE) < 0) {
-			sh5_errprintf_h5(errp, "%s: cannot build memory type",
-					 where);
-			goto out;
-		}
-	}
-	st->s.nfields = st->fields.n;
-	st->s.fields = (const char *const *)st->fields.v;
 	rc = 0;
 out:
 	if (ft >= 0)
@@ -240,48 +263,26 @@ struct walk {
 	size_t valcap;		/* doubles */
 };
 
-static int walk_series(struct walk *w, hid_t parent, const char *dname,
-		       const char *where, struct series_state *st)
+/* A time out of range (of the series at where). */
+static int range_err(struct walk *w, const char *where, int64_t t)
 {
-	hid_t d = -1;
-	int64_t t;
-	uint64_t pos;
-	size_t n, i, k, need;
-	int rc = -1, r;
+	errno = ERANGE;
+	return sh5_errprintf(w->errp, "%s: time %" PRId64 " s out of range",
+			     where, t);
+}
 
-	d = H5Dopen2(parent, dname, H5P_DEFAULT);
-	if (d < 0)
-		return sh5_errprintf_h5(w->errp, "%s: cannot open", where);
-	r = series_prepare(d, where, st, w->errp);
-	if (r != 0) {
-		rc = r > 0 ? 0 : -1;
-		goto out;
-	}
-	if (st->s.nsamples > 0) {
-		if (read_rows(d, st->timetype, 0, 1, &t) < 0)
-			goto h5err;
-		if (to_ns(st, t, &st->s.t_first_ns) < 0)
-			goto range;
-		if (read_rows(d, st->timetype, st->s.nsamples - 1, 1, &t) < 0)
-			goto h5err;
-		if (to_ns(st, t, &st->s.t_last_ns) < 0)
-			goto range;
-	}
-	if (w->ops->series_begin) {
-		r = w->ops->series_begin(w->arg, &st->s, w->errp);
-		if (r != 0) {
-			rc = r > 0 ? 0 : -1;
-			goto out;
-		}
-	}
-	need = SH5_JOBREAD_CHUNK * st->rowsize;
+/* The row and value buffers of w large enough for st.  0, or -1. */
+static int walk_buffers(struct walk *w, const struct series_state *st,
+			const char *where)
+{
+	size_t need = SH5_JOBREAD_CHUNK * st->rowsize;
+
 	if (need > w->rowcap) {
 		char *nb = realloc(w->rowbuf, need);
 
-		if (!nb) {
-			sh5_errprintf(w->errp, "%s: out of memory", where);
-			goto out;
-		}
+		if (!nb)
+			return sh5_errprintf(w->errp, "%s: out of memory",
+					     where);
 		w->rowbuf = nb;
 		w->rowcap = need;
 	}
@@ -289,13 +290,23 @@ static int walk_series(struct walk *w, hid_t parent, const char *dname,
 	if (need > w->valcap) {
 		double *nv = realloc(w->values, need * sizeof(double));
 
-		if (!nv) {
-			sh5_errprintf(w->errp, "%s: out of memory", where);
-			goto out;
-		}
+		if (!nv)
+			return sh5_errprintf(w->errp, "%s: out of memory",
+					     where);
 		w->values = nv;
 		w->valcap = need;
 	}
+	return 0;
+}
+
+/* Every row of d, chunk by chunk, to the chunk callback.  0, or -1. */
+static int walk_rows(struct walk *w, hid_t d, struct series_state *st,
+		     const char *where)
+{
+	uint64_t pos;
+	size_t n, i, k;
+	int64_t t;
+
 	for (pos = 0; pos < st->s.nsamples; pos += n) {
 		struct sh5_jobread_chunk c;
 
@@ -303,13 +314,14 @@ static int walk_series(struct walk *w, hid_t parent, const char *dname,
 			    SH5_JOBREAD_CHUNK :
 			    (size_t)(st->s.nsamples - pos);
 		if (read_rows(d, st->memtype, pos, n, w->rowbuf) < 0)
-			goto h5err;
+			return sh5_errprintf_h5(w->errp, "%s: cannot read",
+						where);
 		for (i = 0; i < n; i++) {
 			const char *row = w->rowbuf + i * st->rowsize;
 
 			memcpy(&t, row, sizeof(t));
 			if (to_ns(st, t, &w->times[i]) < 0)
-				goto range;
+				return range_err(w, where, t);
 			for (k = 0; k < st->s.nfields; k++)
 				memcpy(&w->values[i * st->s.nfields + k],
 				       row + sizeof(int64_t) +
@@ -322,20 +334,59 @@ static int walk_series(struct walk *w, hid_t parent, const char *dname,
 		c.values = w->values;
 		if (w->ops->chunk && w->ops->chunk(w->arg, &st->s, &c,
 						   w->errp) < 0)
-			goto out;
+			return -1;
 	}
+	return 0;
+}
+
+/* The first and last sample times of d into st.  0, or -1. */
+static int walk_span(struct walk *w, hid_t d, struct series_state *st,
+		     const char *where)
+{
+	int64_t t;
+
+	if (!st->s.nsamples)
+		return 0;
+	if (read_rows(d, st->timetype, 0, 1, &t) < 0)
+		return sh5_errprintf_h5(w->errp, "%s: cannot read", where);
+	if (to_ns(st, t, &st->s.t_first_ns) < 0)
+		return range_err(w, where, t);
+	if (read_rows(d, st->timetype, st->s.nsamples - 1, 1, &t) < 0)
+		return sh5_errprintf_h5(w->errp, "%s: cannot read", where);
+	if (to_ns(st, t, &st->s.t_last_ns) < 0)
+		return range_err(w, where, t);
+	return 0;
+}
+
+static int walk_series(struct walk *w, hid_t parent, const char *dname,
+		       const char *where, struct series_state *st)
+{
+	hid_t d = -1;
+	int rc = -1, r;
+
+	d = H5Dopen2(parent, dname, H5P_DEFAULT);
+	if (d < 0)
+		return sh5_errprintf_h5(w->errp, "%s: cannot open", where);
+	r = series_prepare(d, where, st, w->errp);
+	if (r != 0) {
+		rc = r > 0 ? 0 : -1;
+		goto out;
+	}
+	if (walk_span(w, d, st, where) < 0)
+		goto out;
+	if (w->ops->series_begin) {
+		r = w->ops->series_begin(w->arg, &st->s, w->errp);
+		if (r != 0) {
+			rc = r > 0 ? 0 : -1;
+			goto out;
+		}
+	}
+	if (walk_buffers(w, st, where) < 0 || walk_rows(w, d, st, where) < 0)
+		goto out;
 	if (w->ops->series_end && w->ops->series_end(w->arg, &st->s,
 						     w->errp) < 0)
 		goto out;
 	rc = 0;
-	goto out;
-h5err:
-	sh5_errprintf_h5(w->errp, "%s: cannot read", where);
-	goto out;
-range:
-	errno = ERANGE;
-	sh5_errprintf(w->errp, "%s: time %" PRId64 " s out of range", where,
-		      t);
 out:
 	H5Dclose(d);
 	return rc;
@@ -361,12 +412,32 @@ static int cmp_nodes(const void *a, const void *b)
 	return jr_cmp_names(&x->group, &y->group);
 }
 
+/* Series dname of parent (name, task id, local rank) walked. */
+static int walk_one(struct walk *w, const struct sh5_jobread_step *st,
+		    const struct sh5_jobread_node *nd, hid_t parent,
+		    const char *dname, const char *name, int64_t task,
+		    size_t rank, const char *where)
+{
+	struct series_state ss;
+	int r;
+
+	memset(&ss, 0, sizeof(ss));
+	ss.memtype = ss.timetype = -1;
+	ss.s.step = st;
+	ss.s.node = nd;
+	ss.s.name = name;
+	ss.s.task = task;
+	ss.s.local_rank = rank;
+	r = walk_series(w, parent, dname, where, &ss);
+	series_state_free(&ss);
+	return r;
+}
+
 static int walk_node(struct walk *w, const struct sh5_jobread_step *st,
 		     hid_t nodes, struct node_info *ni, size_t position)
 {
 	struct sh5_jobread_node nd;
 	struct namelist others = { 0 };
-	struct series_state ss;
 	char where[512];
 	hid_t ng = -1, tg = -1;
 	size_t i;
@@ -399,18 +470,10 @@ static int walk_node(struct walk *w, const struct sh5_jobread_step *st,
 		}
 	}
 	for (i = 0; i < ni->tasks.n; i++) {
-		memset(&ss, 0, sizeof(ss));
-		ss.memtype = ss.timetype = -1;
-		ss.s.step = st;
-		ss.s.node = &nd;
-		ss.s.name = "Task";
-		ss.s.task = ni->task_ids[i];
-		ss.s.local_rank = i;
 		snprintf(where, sizeof(where), "%s: /Steps/%s/Nodes/%s/Tasks/%s",
 			 w->jr->path, st->name, ni->group, ni->tasks.v[i]);
-		r = walk_series(w, tg, ni->tasks.v[i], where, &ss);
-		series_state_free(&ss);
-		if (r < 0)
+		if (walk_one(w, st, &nd, tg, ni->tasks.v[i], "Task",
+			     ni->task_ids[i], i, where) < 0)
 			goto out;
 	}
 	if (jr_list_members(ng, H5O_TYPE_DATASET, &others) < 0) {
@@ -421,17 +484,10 @@ static int walk_node(struct walk *w, const struct sh5_jobread_step *st,
 	for (i = 0; i < others.n; i++) {
 		if (!strcmp(others.v[i], "ClockOffsets"))
 			continue;
-		memset(&ss, 0, sizeof(ss));
-		ss.memtype = ss.timetype = -1;
-		ss.s.step = st;
-		ss.s.node = &nd;
-		ss.s.name = others.v[i];
-		ss.s.task = -1;
 		snprintf(where, sizeof(where), "%s: /Steps/%s/Nodes/%s/%s",
 			 w->jr->path, st->name, ni->group, others.v[i]);
-		r = walk_series(w, ng, others.v[i], where, &ss);
-		series_state_free(&ss);
-		if (r < 0)
+		if (walk_one(w, st, &nd, ng, others.v[i], others.v[i], -1, 0,
+			     where) < 0)
 			goto out;
 	}
 	if (w->ops->node_end && w->ops->node_end(w->arg, st, &nd, w->errp) < 0)
@@ -458,16 +514,67 @@ static void nodes_free(struct node_info *nv, size_t n)
 	free(nv);
 }
 
+/* Node group ni->group of a step: its name, index and tasks.  0, or -1
+ * (errp set). */
+static int load_node(struct walk *w, const char *step, hid_t nodes,
+		     struct node_info *ni)
+{
+	char buf[128];
+	hid_t ng, tg;
+	int64_t id;
+	size_t k;
+
+	ng = H5Gopen2(nodes, ni->group, H5P_DEFAULT);
+	if (ng < 0)
+		return sh5_errprintf_h5(w->errp, "%s: /Steps/%s/Nodes/%s",
+					w->jr->path, step, ni->group);
+	if (jr_attr_text(ng, "Node Name", ni->name, sizeof(ni->name)) < 0 ||
+	    !ni->name[0])
+		snprintf(ni->name, sizeof(ni->name), "%s", ni->group);
+	if (jr_attr_text(ng, "Node Index", buf, sizeof(buf)) == 0 &&
+	    jr_parse_int(buf, &id) == 0) {
+		ni->index = id;
+		ni->has_index = 1;
+	}
+	if (H5Lexists(ng, "Tasks", H5P_DEFAULT) > 0) {
+		tg = H5Gopen2(ng, "Tasks", H5P_DEFAULT);
+		if (tg < 0 || jr_list_members(tg, H5O_TYPE_DATASET,
+					      &ni->tasks) < 0) {
+			sh5_errprintf_h5(w->errp, "%s: /Steps/%s/Nodes/%s/Tasks",
+					 w->jr->path, step, ni->group);
+			if (tg >= 0)
+				H5Gclose(tg);
+			H5Gclose(ng);
+			return -1;
+		}
+		H5Gclose(tg);
+	}
+	H5Gclose(ng);
+	ni->task_ids = calloc(ni->tasks.n ? ni->tasks.n : 1, sizeof(int64_t));
+	if (!ni->task_ids) {
+		errno = ENOMEM;
+		return sh5_errprintf(w->errp, "%s: out of memory",
+				     w->jr->path);
+	}
+	for (k = 0; k < ni->tasks.n; k++) {
+		if (jr_parse_int(ni->tasks.v[k], &ni->task_ids[k]) < 0) {
+			errno = EINVAL;
+			return sh5_errprintf(w->errp, "%s: /Steps/%s/Nodes/%s/"
+					     "Tasks/%s: task name is not a "
+					     "task id", w->jr->path, step,
+					     ni->group, ni->tasks.v[k]);
+		}
+	}
+	return 0;
+}
+
 /* Gather the node groups of a step with their attributes and tasks. */
 static int load_nodes(struct walk *w, const char *step, hid_t nodes,
 		      struct node_info **out, size_t *nout)
 {
 	struct namelist names = { 0 };
 	struct node_info *nv = NULL;
-	char buf[128];
-	size_t i, k;
-	hid_t ng, tg;
-	int64_t id;
+	size_t i;
 
 	if (jr_list_members(nodes, H5O_TYPE_GROUP, &names) < 0) {
 		sh5_errprintf_h5(w->errp, "%s: cannot list /Steps/%s/Nodes",
@@ -475,59 +582,17 @@ static int load_nodes(struct walk *w, const char *step, hid_t nodes,
 		goto error;
 	}
 	nv = calloc(names.n ? names.n : 1, sizeof(*nv));
-	if (!nv)
-		goto nomem;
+	if (!nv) {
+		errno = ENOMEM;
+		sh5_errprintf(w->errp, "%s: out of memory", w->jr->path);
+		goto error;
+	}
 	for (i = 0; i < names.n; i++) {
-		struct node_info *ni = &nv[i];
-
-		ni->group = names.v[i];
+		nv[i].group = names.v[i];
 		names.v[i] = NULL;
-		ni->index = (int64_t)i;
-		ng = H5Gopen2(nodes, ni->group, H5P_DEFAULT);
-		if (ng < 0) {
-			sh5_errprintf_h5(w->errp, "%s: /Steps/%s/Nodes/%s",
-					 w->jr->path, step, ni->group);
+		nv[i].index = (int64_t)i;
+		if (load_node(w, step, nodes, &nv[i]) < 0)
 			goto error;
-		}
-		if (jr_attr_text(ng, "Node Name", ni->name,
-				 sizeof(ni->name)) < 0 ||
-		    !ni->name[0])
-			snprintf(ni->name, sizeof(ni->name), "%s", ni->group);
-		if (jr_attr_text(ng, "Node Index", buf, sizeof(buf)) == 0 &&
-		    jr_parse_int(buf, &id) == 0) {
-			ni->index = id;
-			ni->has_index = 1;
-		}
-		if (H5Lexists(ng, "Tasks", H5P_DEFAULT) > 0) {
-			tg = H5Gopen2(ng, "Tasks", H5P_DEFAULT);
-			if (tg < 0 || jr_list_members(tg, H5O_TYPE_DATASET,
-						   &ni->tasks) < 0) {
-				sh5_errprintf_h5(w->errp,
-						 "%s: /Steps/%s/Nodes/%s/Tasks",
-						 w->jr->path, step, ni->group);
-				if (tg >= 0)
-					H5Gclose(tg);
-				H5Gclose(ng);
-				goto error;
-			}
-			H5Gclose(tg);
-		}
-		H5Gclose(ng);
-		ni->task_ids = calloc(ni->tasks.n ? ni->tasks.n : 1,
-				      sizeof(int64_t));
-		if (!ni->task_ids)
-			goto nomem;
-		for (k = 0; k < ni->tasks.n; k++) {
-			if (jr_parse_int(ni->tasks.v[k],
-					 &ni->task_ids[k]) < 0) {
-				errno = EINVAL;
-				sh5_errprintf(w->errp, "%s: /Steps/%s/Nodes/%s/"
-					      "Tasks/%s: task name is not a "
-					      "task id", w->jr->path, step,
-					      ni->group, ni->tasks.v[k]);
-				goto error;
-			}
-		}
 	}
 	if (names.n > 1)
 		sh5_qsort(nv, names.n, sizeof(*nv), cmp_nodes);
@@ -535,9 +600,6 @@ static int load_nodes(struct walk *w, const char *step, hid_t nodes,
 	*nout = names.n;
 	jr_namelist_free(&names);
 	return 0;
-nomem:
-	errno = ENOMEM;
-	sh5_errprintf(w->errp, "%s: out of memory", w->jr->path);
 error:
 	if (nv)
 		nodes_free(nv, names.n);
