@@ -243,7 +243,14 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 		snprintf(f->node_name, sizeof(f->node_name), "%s",
 			 ns->node_name);
 	}
-	sh5_nodestep_close(ns);
+	if (m->onepass && f->whole) {
+		/* Copied next from this handle (its metadata cached). */
+		sh5_nodestep_close(m->held);
+		m->held = ns;
+		m->held_idx = (size_t)(f - m->fi);
+	} else {
+		sh5_nodestep_close(ns);
+	}
 	if (map)
 		munmap(map, (size_t)f->size);
 }

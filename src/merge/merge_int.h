@@ -140,6 +140,17 @@ struct mstate {
 	int pass1_state;        /* mg_pass1_done(): 0 not yet, else 1 +
 				 * result */
 	int in_child;           /* this is a checking child */
+	/* This is the one-pass child (onepass.c): it checks each input
+	 * itself just before writing it (mg_early_gate()), sends its
+	 * reports and where it is to the merge through op_fd, and copies
+	 * an input found whole from the handle its check left open (held,
+	 * of input held_idx). */
+	int onepass;
+	int op_fd;
+	int sealed;             /* the one-pass child verified and fsynced
+				 * the output */
+	struct sh5_nodestep *held;
+	size_t held_idx;
 	struct scache {         /* series of stored totals, by signature */
 		char key[2 * SH5_NAME_MAX + 2];
 		uint64_t sig;
@@ -179,6 +190,8 @@ int mg_write_total(struct mstate *m, hid_t loc, const char *path,
 		   const struct sh5_series *s, const void *total,
 		   size_t count);
 void mg_mstate_free(struct mstate *m);
+/* One-pass child: tell the merge that input idx is next. */
+void mg_op_start(struct mstate *m, size_t idx);
 
 /* h5copy.c */
 int mg_h5err(struct sh5_error *errp, const char *fmt, ...)
@@ -226,6 +239,33 @@ int mg_write_series(struct mstate *m, struct sh5_nodestep *ns,
 /* node_write.c */
 int mg_write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 		  size_t *done);
+
+/* onepass.c: the one-pass child's messages to the merge.  A header,
+ * then len bytes: OP_START (idx: the input it goes on with, nothing
+ * follows), OP_REPORT (error; "file\0msg\0"), OP_END (struct op_end,
+ * then struct op_input per input). */
+enum { OP_START = 1, OP_REPORT, OP_END };
+struct op_msg {
+	uint32_t type, error;
+	uint64_t idx, len;
+};
+struct op_end {
+	int rc, partial;        /* as pass2(); 0: verified and fsynced */
+	int any;                /* what hooks->probe found (checked()) */
+	struct sh5_merge_stats st;
+	char err[256];          /* errp text when rc < 0 */
+};
+struct op_input {
+	int usable, merged;     /* merged: status "merged" */
+	uint64_t size;
+};
+/* The child: its result, then _exit. */
+void mg_op_end(struct mstate *m, int rc, int partial);
+/* The merge: wait for the child pid (messages on fd) and take its
+ * result.  0: the job file is written, verified, fsynced (*partial
+ * set); -1: it failed (errp set); 1: the merge starts over the normal
+ * way (a crash or hang is marked on the input it happened on). */
+int mg_op_wait(struct mstate *m, int fd, pid_t pid, int *partial);
 
 /* record.c */
 int mg_write_merge_record(struct mstate *m, hid_t fout, int partial);

@@ -106,6 +106,8 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
 			goto out;
 		}
 	}
+	if (m->onepass)
+		mg_op_start(m, m->nin); /* past the inputs */
 	if (m->early) {
 		/* All written: the first pass must agree (a problem it found
 		 * is kept as it would be after it, with --allow-partial). */
@@ -160,6 +162,7 @@ static void mstate_init(struct mstate *m, const struct sh5_merge_opts *o,
 	m->feed_fd = -1;
 	m->out_fd = -1;
 	m->out_wfd = -1;
+	m->op_fd = -1;
 	memset(stats, 0, sizeof(*stats));
 	m->o = o;
 	m->st = stats;
@@ -241,6 +244,71 @@ static int early_pass(struct mstate *m, const char *tmp, hid_t fapl,
 	return 1;
 }
 
+/* Verify the written tmp and fsync it.  0, or -1 (errp set). */
+static int seal(struct mstate *m, const char *tmp)
+{
+	int rc;
+
+	/* The fsync runs beside the verification. */
+	mg_wb_fsync(m);
+	if (mg_verify(m, tmp) < 0)
+		return -1;
+	if ((rc = mg_wb_stop(m)) == -2)
+		rc = fsync_path(tmp, 0);
+	if (rc < 0)
+		return sh5_errprintf(m->errp, "%s: fsync: %s", tmp,
+				     strerror(errno));
+	return 0;
+}
+
+/*
+ * The early pass in one child process that checks each input just before
+ * it copies it (one HDF5 open per input): it writes, verifies and fsyncs
+ * tmp; this process follows it (mg_op_wait()) and keeps its pass, or
+ * starts over the normal way when it finds an input that is not whole, a
+ * problem, or dies or hangs on an input (which is then marked: a crash
+ * of HDF5 ends only the child).  0, -1, 1 as early_pass(); 2 when no
+ * child could be started.
+ */
+static int onepass_run(struct mstate *m, const char *tmp, hid_t fapl,
+		       int *partial)
+{
+	const struct sh5_merge_opts *o = m->o;
+	size_t i;
+	int pfd[2], rc;
+	pid_t pid;
+
+	if (getenv("SH5MERGE_TWO_PASS") || pipe(pfd) < 0)
+		return 2;
+	/* Named before the child creates it: the signal handlers remove
+	 * it. */
+	if (o->temp_path)
+		o->temp_path(o->arg, tmp);
+	if ((pid = fork()) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return 2;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		mg_child_signals();
+		m->onepass = 1;
+		m->in_child = 1;
+		m->op_fd = pfd[1];
+		m->feed_totals = 1;
+		for (i = 0; i < m->nin; i++)
+			m->fi[i].in = &m->in[i];
+		rc = pass2(m, tmp, fapl, partial, 0);
+		if (rc == 0 && seal(m, tmp) < 0)
+			rc = -1;
+		mg_op_end(m, rc, *partial);
+	}
+	close(pfd[1]);
+	rc = mg_op_wait(m, pfd[0], pid, partial);
+	m->sealed = rc == 0;
+	return rc;
+}
+
 /*
  * Both passes.  0: the job file is written to tmp; -1: failed (errp
  * set); 1: stopped by the problems the first pass found.  *drop: tmp
@@ -265,9 +333,18 @@ static int run_passes(struct mstate *m, const char *tmp, hid_t fapl,
 	m->early = !getenv("SH5MERGE_NO_EARLY") &&
 		   (!o->hooks || !o->hooks->sync_rows || o->hooks->never_sync ||
 		    o->hooks->sync_if_hit);
+	if (m->early && (r = onepass_run(m, tmp, fapl, partial)) != 2) {
+		if (r <= 0)
+			return r;
+		/* Start over, in the same temporary file. */
+		restart = 1;
+		m->early = 0;
+		mg_probe_start(m, (size_t)ncpu);
+	}
 	/* Early, one checking child (it keeps ahead of the copying); the
 	 * others have the CPUs. */
-	mg_probe_start(m, m->early ? 1 : (size_t)ncpu);
+	if (!restart)
+		mg_probe_start(m, m->early ? 1 : (size_t)ncpu);
 	/* Not even the first input is whole (stock files): no early pass. */
 	if (m->early && mg_early_gate(m, 0)) {
 		m->early = 0;
@@ -301,23 +378,13 @@ static int run_passes(struct mstate *m, const char *tmp, hid_t fapl,
 	return pass2(m, tmp, fapl, partial, restart) < 0 ? -1 : 0;
 }
 
-/* Verify the written tmp, fsync it and give it its name.  partial ? 1 :
- * 0, or -1 (errp set; tmp is the caller's to remove). */
-static int publish(struct mstate *m, const char *tmp, const char *outdir,
-		   int partial)
+/* Give the sealed tmp its name.  partial ? 1 : 0, or -1 (errp set; tmp
+ * is the caller's to remove). */
+static int place(struct mstate *m, const char *tmp, const char *outdir,
+		 int partial)
 {
 	const struct sh5_merge_opts *o = m->o;
-	int rc;
 
-	/* The fsync runs beside the verification. */
-	mg_wb_fsync(m);
-	if (mg_verify(m, tmp) < 0)
-		return -1;
-	if ((rc = mg_wb_stop(m)) == -2)
-		rc = fsync_path(tmp, 0);
-	if (rc < 0)
-		return sh5_errprintf(m->errp, "%s: fsync: %s", tmp,
-				     strerror(errno));
 	if (o->force) {
 		if (rename(tmp, o->output) < 0)
 			return sh5_errprintf(m->errp, "%s: rename: %s",
@@ -335,6 +402,15 @@ static int publish(struct mstate *m, const char *tmp, const char *outdir,
 		o->temp_path(o->arg, NULL);
 	fsync_path(outdir, 1);
 	return partial ? 1 : 0;
+}
+
+/* Verify, fsync and name tmp: seal() then place(). */
+static int publish(struct mstate *m, const char *tmp, const char *outdir,
+		   int partial)
+{
+	if (seal(m, tmp) < 0)
+		return -1;
+	return place(m, tmp, outdir, partial);
 }
 
 /* --remove-inputs: the inputs merged whole and unchanged. */
@@ -388,7 +464,8 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 		rc = 1;
 		drop = 1;
 	} else if (rc == 0) {
-		rc = publish(&m, tmp, outdir, partial);
+		rc = m.sealed ? place(&m, tmp, outdir, partial) :
+		     publish(&m, tmp, outdir, partial);
 		drop = rc < 0;
 		if (rc >= 0 && o->remove_inputs)
 			remove_inputs(&m);

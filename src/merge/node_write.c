@@ -138,6 +138,28 @@ static int whole_fold(struct mstate *m, struct finfo *f, hid_t in,
 	return 0;
 }
 
+/* Open the input of f and its node group for the copy.  0, or -1 (both
+ * left closed). */
+static int whole_open(struct finfo *f, hid_t *fid, hid_t *in)
+{
+	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+
+	*fid = *in = -1;
+	if (fapl < 0)
+		return -1;
+#ifdef HAVE_H5PSET_FILE_LOCKING
+	H5Pset_file_locking(fapl, 0, 1);
+#endif
+	*fid = H5Fopen(f->in->path, H5F_ACC_RDONLY, fapl);
+	H5Pclose(fapl);
+	if (*fid >= 0 && (*in = H5Gopen2(*fid, f->node_name,
+					 H5P_DEFAULT)) < 0) {
+		H5Fclose(*fid);
+		*fid = -1;
+	}
+	return *in >= 0 ? 0 : -1;
+}
+
 /*
  * The node group of an input found intact by whole_ok() (checksummed
  * chunks, the writer's totals matching its datasets), without
@@ -153,18 +175,19 @@ static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 {
 	const struct sh5_merge_hooks *hk = m->o->hooks;
 	const char *node = f->node_name;
+	struct sh5_nodestep *held = NULL;
 	char gpath[256];
-	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fid = -1, in = -1, g = -1;
+	hid_t fid = -1, in = -1, g = -1;
 	int rc = -1, r;
 
 	snprintf(gpath, sizeof(gpath), "/Steps/%s/Nodes/%s", step, node);
-#ifdef HAVE_H5PSET_FILE_LOCKING
-	if (fapl >= 0)
-		H5Pset_file_locking(fapl, 0, 1);
-#endif
-	if (fapl < 0 ||
-	    (fid = H5Fopen(f->in->path, H5F_ACC_RDONLY, fapl)) < 0 ||
-	    (in = H5Gopen2(fid, node, H5P_DEFAULT)) < 0) {
+	if (m->held && m->held_idx == (size_t)(f - m->fi)) {
+		/* The one-pass child's check left it open. */
+		held = m->held;
+		m->held = NULL;
+		fid = held->file;
+		in = held->node;
+	} else if (whole_open(f, &fid, &in) < 0) {
 		rc = 1; /* changed since the first pass */
 		goto out;
 	}
@@ -215,12 +238,14 @@ fail:
 out:
 	if (g >= 0)
 		H5Gclose(g);
-	if (in >= 0)
-		H5Gclose(in);
-	if (fid >= 0)
-		H5Fclose(fid);
-	if (fapl >= 0)
-		H5Pclose(fapl);
+	if (held) {
+		sh5_nodestep_close(held);
+	} else {
+		if (in >= 0)
+			H5Gclose(in);
+		if (fid >= 0)
+			H5Fclose(fid);
+	}
 	return rc;
 }
 

@@ -40,6 +40,15 @@ struct probe_msg {
 };
 
 
+/* The first input from i on (by stride) not checked yet (inputs the
+ * one-pass child crashed or hung on are marked before the first pass). */
+static size_t next_unprobed(const struct mstate *m, size_t i, size_t stride)
+{
+	while (i < m->nin && m->fi[i].probed)
+		i += stride;
+	return i;
+}
+
 static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 			size_t stride)
 {
@@ -61,6 +70,8 @@ static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 		for (i = first; i < m->nin; i += stride) {
 			struct probe_msg msg;
 
+			if (m->fi[i].probed)
+				continue;
 			memset(&msg, 0, sizeof(msg));
 			msg.idx = i;
 			msg.f = m->fi[i];
@@ -81,7 +92,7 @@ static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 	close(pfd[1]);
 	p->pid = pid;
 	p->fd = pfd[0];
-	p->next = first;
+	p->next = next_unprobed(m, first, stride);
 	p->live = 1;
 	p->since = mg_now_s();
 	return 0;
@@ -94,6 +105,8 @@ static void check_here(struct mstate *m, size_t first, size_t stride)
 	size_t i;
 
 	for (i = first; i < m->nin; i += stride) {
+		if (m->fi[i].probed)
+			continue;
 		mg_check_file(m, &m->fi[i], m->user, m->cluster);
 		m->fi[i].probed = 1;
 		m->probe.done++;
@@ -114,8 +127,10 @@ void mg_probe_start(struct mstate *m, size_t par)
 		par = m->nin;
 	ps->par = par;
 	ps->done = 0;
-	for (i = 0; i < m->nin; i++)
+	for (i = 0; i < m->nin; i++) {
 		m->fi[i].in = &m->in[i];
+		ps->done += m->fi[i].probed;
+	}
 	for (k = 0; k < par; k++)
 		if (spawn_prober(m, &ps->pr[k], k, par) < 0) {
 			/* No child: check this share here. */
@@ -193,7 +208,7 @@ static void probe_take(struct mstate *m, struct prober *p,
 		memcpy(m->user, msg->user, 64);
 	if (!m->cluster[0])
 		memcpy(m->cluster, msg->cluster, 64);
-	p->next += ps->par;
+	p->next = next_unprobed(m, p->next + ps->par, ps->par);
 	p->since = mg_now_s();
 	ps->done++;
 	if (m->o->progress)
@@ -514,6 +529,15 @@ int mg_early_gate(struct mstate *m, size_t i)
 	const struct sh5_merge_hooks *hk = m->o->hooks;
 	struct finfo *f = &m->fi[i];
 
+	if (m->onepass && !f->probed) {
+		/* The one-pass child: the check just before the copy. */
+		mg_op_start(m, i);
+		mg_check_file(m, f, m->user, m->cluster);
+		f->probed = 1;
+		m->probe.done++;
+		if (m->o->progress)
+			m->o->progress(m->o->arg, 1, m->probe.done, m->nin);
+	}
 	mg_probe_until(m, i);
 	if (!f->usable || !f->whole)
 		return 1;

@@ -11,7 +11,9 @@
 #include <signal.h>
 #include <time.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
+#include "common/fdio.h"
 #include "merge/merge_int.h"
 
 /* Children leave signals to the parent (its handlers remove the
@@ -44,10 +46,28 @@ double mg_now_s(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
-void mg_report(struct mstate *m, int error, const char *file,
-		   const char *fmt, ...)
+
+/* One message of the one-pass child to the merge (it is gone: _exit). */
+static void op_send(struct mstate *m, uint32_t type, uint32_t error,
+		    uint64_t idx, const void *p, size_t len)
 {
-	char msg[512];
+	struct op_msg h = { type, error, idx, len };
+
+	if (sh5_fd_write_all(m->op_fd, &h, sizeof(h)) < 0 ||
+	    (len && sh5_fd_write_all(m->op_fd, p, len) < 0))
+		_exit(3);
+}
+
+void mg_op_start(struct mstate *m, size_t idx)
+{
+	op_send(m, OP_START, 0, idx, NULL, 0);
+}
+
+void mg_report(struct mstate *m, int error, const char *file,
+	       const char *fmt, ...)
+{
+	char msg[512], both[4096 + 512];
+	size_t fl = file ? strlen(file) : 0;
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -55,6 +75,17 @@ void mg_report(struct mstate *m, int error, const char *file,
 	va_end(ap);
 	if (error)
 		m->st->problems++;
+	if (m->onepass) {
+		/* Relayed: the merge shows them if it keeps this pass. */
+		if (fl > 4095)
+			fl = 4095;
+		memcpy(both, file ? file : "", fl);
+		both[fl] = '\0';
+		memcpy(both + fl + 1, msg, strlen(msg) + 1);
+		op_send(m, OP_REPORT, (uint32_t)error, file != NULL, both,
+			fl + 1 + strlen(msg) + 1);
+		return;
+	}
 	if (m->o->report)
 		m->o->report(m->o->arg, error, file, msg);
 }
