@@ -324,6 +324,28 @@ static uint64_t attr_u64(hid_t loc, const char *path, const char *name)
  * step's (those of the series other than tasks, and AllTasks): read here,
  * in the checking child, so the merge need not open them.
  */
+/* The writer's total at tpath covers rows rows (its "Rows"; and count
+ * series, its "Series Count", unless count < 0); with blob, its value is
+ * read onto f's blob (*ofs, *len).  The dataset is opened once.  1 or 0. */
+static int stored_total_ok(struct finfo *f, hid_t node, const char *tpath,
+			   const struct sh5_series *s, uint64_t rows,
+			   long long count, int blob, uint64_t *ofs,
+			   uint64_t *len)
+{
+	hid_t d = H5Dopen2(node, tpath, H5P_DEFAULT);
+	long long c = -1;
+	int ok;
+
+	if (d < 0)
+		return 0;
+	ok = (count < 0 || (sh5_attr_get_int(d, "Series Count", &c) == 0 &&
+			    c == count)) &&
+	     attr_u64(d, ".", "Rows") == rows &&
+	     (!blob || blob_total(f, d, ".", s, ofs, len) == 0);
+	H5Dclose(d);
+	return ok;
+}
+
 /* Every stored chunk of d (rows [0, nrows) in chunks of cr) passes its
  * fletcher32: on the mapped file, else read raw into *raw. */
 static int chunks_ok(hid_t d, struct sh5_nodestep *ns, struct finfo *f,
@@ -392,9 +414,8 @@ static int whole_series(struct sh5_nodestep *ns, struct finfo *f,
 			      0, NULL, NULL) == H5Z_FILTER_FLETCHER32 &&
 	       /* Exactly the datasets under Tasks are tasks. */
 	       task == !strcmp(e->parent, "Tasks") &&
-	       attr_u64(ns->node, tpath, "Rows") == e->nrows &&
-	       (task || blob_total(f, ns->node, tpath, s, &w->tofs,
-				   &w->tlen) == 0);
+	       stored_total_ok(f, ns->node, tpath, s, e->nrows, -1, !task,
+			       &w->tofs, &w->tlen);
 	if (good)
 		good = chunks_ok(d, ns, f, cr, e->nrows, map, raw, rlen);
 	if (dcpl >= 0)
@@ -410,17 +431,10 @@ static int whole_alltasks(struct sh5_nodestep *ns, struct finfo *f,
 			  size_t first, size_t ntasks, uint64_t task_rows)
 {
 	struct whole_ent *w = &f->ents[first];
-	hid_t d = H5Dopen2(ns->node, "Totals/AllTasks", H5P_DEFAULT);
-	long long count = -1;
 
-	if (d >= 0) {
-		sh5_attr_get_int(d, "Series Count", &count);
-		H5Dclose(d);
-	}
-	return count == (long long)ntasks &&
-	       attr_u64(ns->node, "Totals/AllTasks", "Rows") == task_rows &&
-	       blob_total(f, ns->node, "Totals/AllTasks",
-			  ns->series[first].series, &w->tofs, &w->tlen) == 0;
+	return stored_total_ok(f, ns->node, "Totals/AllTasks",
+			       ns->series[first].series, task_rows,
+			       (long long)ntasks, 1, &w->tofs, &w->tlen);
 }
 
 static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
