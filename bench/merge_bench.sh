@@ -22,7 +22,10 @@
 # Environment: BENCH_DIR (scratch, default a new /tmp dir, removed at the
 # end), SIZES (nodes, default "64 256 1024"), SAMPLES (3600), TASKS (1),
 # FORMATS (default "sh5 stock"), RUNS (pairs, default 5), LOADS (default
-# "idle busy"), RSS_NODES (64), RSS_SAMPLES (default "360 3600 36000").
+# "idle busy"), RSS_NODES (64), RSS_SAMPLES (default "360 3600 36000"),
+# BEFORE (the build directory of an earlier commit: its sh5merge runs in
+# the same alternation, A B C A B C ..., and the ratios after/before are
+# printed too; build it from `git archive COMMIT` in a separate dir).
 set -u
 B=${1:-$PWD}
 SH5MERGE=$B/sh5merge/sh5merge
@@ -31,8 +34,11 @@ SH5UTIL=${SH5UTIL:-/usr/bin/sh5util}
 SIZES=${SIZES:-64 256 1024} SAMPLES=${SAMPLES:-3600} TASKS=${TASKS:-1}
 FORMATS=${FORMATS:-sh5 stock} RUNS=${RUNS:-5} LOADS=${LOADS:-idle busy}
 RSS_NODES=${RSS_NODES:-64} RSS_SAMPLES=${RSS_SAMPLES:-360 3600 36000}
+BEFORE=${BEFORE:-}
 [ -x "$SH5MERGE" ] && [ -x "$GEN" ] ||
 	{ echo "build first: make && make bench/gen_job" >&2; exit 1; }
+[ -z "$BEFORE" ] || [ -x "$BEFORE/sh5merge/sh5merge" ] ||
+	{ echo "BEFORE=$BEFORE: no sh5merge/sh5merge there" >&2; exit 1; }
 [ -x "$SH5UTIL" ] ||
 	{ echo "no $SH5UTIL (apt-get install slurm-wlm-hdf5-plugin)" >&2; exit 1; }
 W=${BENCH_DIR:-$(mktemp -d /tmp/sh5-bench.XXXXXX)}
@@ -94,13 +100,17 @@ verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r <= t) ? "met" : "NOT met" 
 # pair JOB: RUNS alternating runs of both tools; prints a summary line
 # per tool and the ratios.
 pair() {
-	local job=$1 i a b
-	: > "$W/a"; : > "$W/b"
+	local job=$1 i a b tools=a\ b
+	: > "$W/a"; : > "$W/b"; : > "$W/c"
+	[ -n "$BEFORE" ] && tools="a b c"
 	for i in $(seq 1 "$RUNS"); do
 		once "$SH5MERGE" -q merge -j "$job" -p "$W/prof" -o "$W/out.h5" >> "$W/a"
 		once "$SH5UTIL" -j "$job" -p "$W/prof" -S -o "$W/out.h5" >> "$W/b"
+		[ -n "$BEFORE" ] &&
+			once "$BEFORE/sh5merge/sh5merge" -q merge -j "$job" \
+				-p "$W/prof" -o "$W/out.h5" >> "$W/c"
 	done
-	for t in a b; do
+	for t in $tools; do
 		eval "${t}w=\$(cut -d' ' -f1 \"\$W/$t\" | median)"
 		eval "${t}c=\$(cut -d' ' -f2 \"\$W/$t\" | median)"
 		eval "${t}r=\$(cut -d' ' -f3 \"\$W/$t\" | sort -n | tail -n 1)"
@@ -115,6 +125,12 @@ pair() {
 	printf '    ratio     wall %s (<= %s: %s)  cpu %s (<= 1.0: %s)  rss %s\n' \
 		"$rw" "$2" "$(verdict "$rw" "$2")" "$rc" "$(verdict "$rc" 1.0)" \
 		"$(ratio "$ar" "$br")"
+	[ -n "$BEFORE" ] || return 0
+	printf '    before    wall %6.3f s (%s)  cpu %6.3f s (%s)  rss %6d KiB\n' \
+		"$cw" "$cws" "$cc" "$ccs" "$cr"
+	printf '    before/sh5util  wall %s  cpu %s;  after/before  wall %s  cpu %s\n' \
+		"$(ratio "$cw" "$bw")" "$(ratio "$cc" "$bc")" \
+		"$(ratio "$aw" "$cw")" "$(ratio "$ac" "$cc")"
 }
 
 gen() { # gen JOB NODES SAMPLES FORMAT
@@ -125,7 +141,7 @@ gen() { # gen JOB NODES SAMPLES FORMAT
 }
 
 echo "merge_bench: $(nproc) CPUs, $(uname -r), RUNS=$RUNS alternating pairs," \
-	"medians (min-max)"
+	"medians (min-max)${BEFORE:+; before: $BEFORE}"
 for fmt in $FORMATS; do
 	for n in $SIZES; do
 		gen 2000 "$n" "$SAMPLES" "$fmt"
