@@ -135,7 +135,8 @@ static int parse_jobs(char *list, struct jobsel **out, size_t *n)
 		if (!dot) {
 			v[i].all = 1;
 		} else {
-			const char **ns = realloc(v[i].steps, (v[i].nsteps + 1) *
+			const char **ns = realloc(v[i].steps,
+						  (v[i].nsteps + 1) *
 						  sizeof(*ns));
 
 			if (!ns)
@@ -238,7 +239,8 @@ static int parse_args(int argc, char **argv, struct sh5_merge_opts *o,
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "j:p:u:o:fqh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "j:p:u:o:fqh", lopts,
+				NULL)) != -1) {
 		switch (c) {
 		case 'j': a->jobs = optarg; break;
 		case 'p': a->pdir = optarg; break;
@@ -307,8 +309,8 @@ static int find_dir(const char *pdir, const char *user, char *dir,
 	if (!pdir) {
 		if (cli_profile_dir(conf_dir, sizeof(conf_dir), conf_path,
 				    sizeof(conf_path)) < 0) {
-			cli_error(conf_path, "no ProfileSH5Dir or ProfileHDF5Dir "
-				  "(give -p DIR)");
+			cli_error(conf_path, "no ProfileSH5Dir or "
+				  "ProfileHDF5Dir (give -p DIR)");
 			return 1;
 		}
 		pdir = conf_dir;

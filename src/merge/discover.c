@@ -87,7 +87,8 @@ static int parse_name(const char *name, uint32_t job, struct sh5_input *in)
 	char *end;
 	unsigned long long j;
 
-	if (len < 8 || strcmp(name + len - 3, ".h5") || !isdigit((unsigned char)*p))
+	if (len < 8 || strcmp(name + len - 3, ".h5") ||
+	    !isdigit((unsigned char)*p))
 		return -1;
 	errno = 0;
 	j = strtoull(p, &end, 10);

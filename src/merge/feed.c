@@ -69,8 +69,8 @@ static void feed_put(int fd, struct feed_head *h, int64_t status,
 {
 	h->status = status;
 	h->rows = n;
-	if (sh5_fd_write_all(fd, h, sizeof(*h)) < 0 || (n && sh5_fd_write_all(fd, p, n * size)
-					       < 0))
+	if (sh5_fd_write_all(fd, h, sizeof(*h)) < 0 ||
+	    (n && sh5_fd_write_all(fd, p, n * size) < 0))
 		_exit(3);
 }
 

@@ -464,14 +464,16 @@ static int walk_node(struct walk *w, const struct sh5_jobread_step *st,
 	if (ni->tasks.n) {
 		tg = H5Gopen2(ng, "Tasks", H5P_DEFAULT);
 		if (tg < 0) {
-			sh5_errprintf_h5(w->errp, "%s: /Steps/%s/Nodes/%s/Tasks",
-					 w->jr->path, st->name, ni->group);
+			sh5_errprintf_h5(w->errp, "%s: /Steps/%s/Nodes/%s/"
+					 "Tasks", w->jr->path, st->name,
+					 ni->group);
 			goto out;
 		}
 	}
 	for (i = 0; i < ni->tasks.n; i++) {
-		snprintf(where, sizeof(where), "%s: /Steps/%s/Nodes/%s/Tasks/%s",
-			 w->jr->path, st->name, ni->group, ni->tasks.v[i]);
+		snprintf(where, sizeof(where), "%s: /Steps/%s/Nodes/%s/Tasks/"
+			 "%s", w->jr->path, st->name, ni->group,
+			 ni->tasks.v[i]);
 		if (walk_one(w, st, &nd, tg, ni->tasks.v[i], "Task",
 			     ni->task_ids[i], i, where) < 0)
 			goto out;
@@ -540,8 +542,8 @@ static int load_node(struct walk *w, const char *step, hid_t nodes,
 		tg = H5Gopen2(ng, "Tasks", H5P_DEFAULT);
 		if (tg < 0 || jr_list_members(tg, H5O_TYPE_DATASET,
 					      &ni->tasks) < 0) {
-			sh5_errprintf_h5(w->errp, "%s: /Steps/%s/Nodes/%s/Tasks",
-					 w->jr->path, step, ni->group);
+			sh5_errprintf_h5(w->errp, "%s: /Steps/%s/Nodes/%s/"
+					 "Tasks", w->jr->path, step, ni->group);
 			if (tg >= 0)
 				H5Gclose(tg);
 			H5Gclose(ng);

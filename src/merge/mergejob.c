@@ -98,8 +98,8 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
 	}
 	H5Gclose(sg);
 	for (lo = 0; lo < m->nin; lo = i) {
-		for (i = lo; i < m->nin && !strcmp(m->in[i].step, m->in[lo].step);
-		     i++)
+		for (i = lo; i < m->nin &&
+		     !strcmp(m->in[i].step, m->in[lo].step); i++)
 			;
 		if ((r = mg_write_step(m, fout, lo, i, &done)) != 0) {
 			rc = r > 0 ? 1 : -1;
@@ -124,9 +124,11 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
 	*partial = stats->problems > 0;
 	if (sh5_h5attr_put_int(fout, "sh5 Format Version", 1) < 0 ||
 	    sh5_h5attr_put_u32(fout, "Job ID", o->job) < 0 ||
-	    sh5_h5attr_put_int(fout, "Number of Steps", (int)m->nsteps_written) < 0 ||
+	    sh5_h5attr_put_int(fout, "Number of Steps",
+			       (int)m->nsteps_written) < 0 ||
 	    (m->user[0] && sh5_h5attr_put_str(fout, "User", m->user) < 0) ||
-	    (m->cluster[0] && sh5_h5attr_put_str(fout, "Cluster", m->cluster) < 0)) {
+	    (m->cluster[0] &&
+	     sh5_h5attr_put_str(fout, "Cluster", m->cluster) < 0)) {
 		mg_h5err(m->errp, "%s: cannot write the root attributes", tmp);
 		goto out;
 	}
@@ -198,7 +200,8 @@ static int inputs_prepare(struct mstate *m)
 		errno = ENOENT;
 		return sh5_errprintf(m->errp, "%s: no node-step files of job %"
 				     PRIu32 "%s", o->dir, o->job,
-				     o->nsteps ? " for the selected steps" : "");
+				     o->nsteps ? " for the selected steps" :
+				     "");
 	}
 	if (!(m->fi = calloc(m->nin, sizeof(*m->fi))) ||
 	    !(m->buf = malloc(m->buf_bytes)))

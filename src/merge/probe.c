@@ -417,8 +417,8 @@ static int missing_indexes(struct mstate *m, size_t lo, size_t hi,
 		}
 		if (first < 0)
 			continue;
-		if (mg_add_missing(m, "step %s: node index%s "
-				   "%ld%s%.0ld missing (no node-step file%s%s%s)",
+		if (mg_add_missing(m, "step %s: node index%s %ld%s%.0ld "
+				   "missing (no node-step file%s%s%s)",
 				   step, k - 1 > first ? "es" : "", first,
 				   k - 1 > first ? "-" : "",
 				   k - 1 > first ? k - 1 : 0,
@@ -495,8 +495,8 @@ int mg_pass1_done(struct mstate *m)
 	for (i = 0; i < m->nin; i++)
 		report_file(m, &m->fi[i]);
 	for (lo = 0; lo < m->nin; lo = i) {
-		for (i = lo; i < m->nin && !strcmp(m->in[i].step, m->in[lo].step);
-		     i++)
+		for (i = lo; i < m->nin &&
+		     !strcmp(m->in[i].step, m->in[lo].step); i++)
 			;
 		if (check_step(m, lo, i) < 0) {
 			errno = ENOMEM;

@@ -84,10 +84,13 @@ int mg_write_merge_record(struct mstate *m, hid_t fout, int partial)
 	    sh5_h5attr_put_str(g, "sh5merge Version", PACKAGE_VERSION) < 0 ||
 	    sh5_h5attr_put_str(g, "Merge Time", now) < 0 ||
 	    sh5_h5attr_put_str(g, "Profile Directory", m->o->dir) < 0 ||
-	    sh5_h5attr_put_str(g, "Options", m->o->options ? m->o->options : "") < 0 ||
+	    sh5_h5attr_put_str(g, "Options",
+			       m->o->options ? m->o->options : "") < 0 ||
 	    sh5_h5attr_put_int(g, "Partial", partial) < 0 ||
-	    sh5_h5attr_put_int(g, "Number of Problems", (int)m->st->problems) < 0 ||
-	    sh5_h5attr_put_str(g, "Checksum", "CRC-32 (zlib) of the whole file") < 0)
+	    sh5_h5attr_put_int(g, "Number of Problems",
+			       (int)m->st->problems) < 0 ||
+	    sh5_h5attr_put_str(g, "Checksum",
+			       "CRC-32 (zlib) of the whole file") < 0)
 		goto out;
 	st = H5Tcopy(H5T_C_S1);
 	H5Tset_size(st, H5T_VARIABLE);
@@ -172,8 +175,8 @@ int mg_verify(struct mstate *m, const char *tmp)
 				g = H5Gopen2(f, gname, H5P_DEFAULT);
 			}
 		}
-		d = H5Dopen2(glen && g >= 0 ? g : f, glen && g >= 0 ? rel : path,
-			     H5P_DEFAULT);
+		d = H5Dopen2(glen && g >= 0 ? g : f,
+			     glen && g >= 0 ? rel : path, H5P_DEFAULT);
 		sp = d >= 0 ? H5Dget_space(d) : -1;
 		if (sp < 0 || H5Sget_simple_extent_dims(sp, dims, NULL) != 1) {
 			sh5_errprintf(m->errp, "%s: verification: %s missing",
