@@ -116,12 +116,15 @@ static void op_keep(struct mstate *m, struct op_reports *r,
 	}
 }
 
-/* The child died (st) or hung on input cur: marked as the first pass
- * marks such an input, which is then not checked again. */
+/* The child was killed by a signal (st) or hung on input cur: marked as
+ * the first pass marks such an input, which is then not checked again.
+ * (A child that exited otherwise marks nothing: checked again.) */
 static void op_mark(struct mstate *m, size_t cur, int hung, int st)
 {
 	struct finfo *f = &m->fi[cur];
 
+	if (!hung && !WIFSIGNALED(st))
+		return;
 	f->in = &m->in[cur];
 	f->usable = 0;
 	f->status = "skipped";
@@ -130,11 +133,9 @@ static void op_mark(struct mstate *m, size_t cur, int hung, int st)
 		snprintf(f->reason, sizeof(f->reason), "corrupt: HDF5 does "
 			 "not finish reading it (stopped after %d s)",
 			 mg_read_timeout());
-	else if (WIFSIGNALED(st))
+	else
 		snprintf(f->reason, sizeof(f->reason), "corrupt: reading it "
 			 "crashes HDF5 (signal %d)", WTERMSIG(st));
-	else
-		f->probed = 0; /* it failed otherwise: checked again */
 }
 
 /* Read the END message's body (h->len bytes) into *e and *v. */
@@ -169,7 +170,10 @@ static int op_follow(struct mstate *m, int fd, pid_t pid,
 		if (pr < 0 && errno == EINTR)
 			continue;
 		if (pr == 0) {
-			if (mg_now_s() - since < mg_read_timeout())
+			/* Past the inputs (verification, fsync): no
+			 * HDF5 on an input, no limit. */
+			if (*cur == m->nin ||
+			    mg_now_s() - since < mg_read_timeout())
 				continue;
 			/* Stuck on this input: end it. */
 			kill(pid, SIGKILL);
