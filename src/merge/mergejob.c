@@ -67,6 +67,29 @@ static void pass2_reset(struct mstate *m)
 	m->st->merged = 0;
 }
 
+/* The root attributes, /Merge and the finish hook.  0, or -1. */
+static int pass2_finish(struct mstate *m, hid_t fout, const char *tmp,
+			int partial)
+{
+	const struct sh5_merge_opts *o = m->o;
+
+	if (sh5_h5attr_put_int(fout, "sh5 Format Version", 1) < 0 ||
+	    sh5_h5attr_put_u32(fout, "Job ID", o->job) < 0 ||
+	    sh5_h5attr_put_int(fout, "Number of Steps",
+			       (int)m->nsteps_written) < 0 ||
+	    (m->user[0] && sh5_h5attr_put_str(fout, "User", m->user) < 0) ||
+	    (m->cluster[0] &&
+	     sh5_h5attr_put_str(fout, "Cluster", m->cluster) < 0))
+		return mg_h5err(m->errp, "%s: cannot write the root "
+				"attributes", tmp);
+	if (mg_write_merge_record(m, fout, partial) < 0)
+		return -1;
+	if (o->hooks && o->hooks->finish &&
+	    o->hooks->finish(o->hooks->arg, fout, m->errp) < 0)
+		return -1;
+	return 0;
+}
+
 /*
  * Write the job file to tmp and close it (again: tmp is the temporary of
  * an abandoned early pass, overwritten).  *partial: problems were found.
@@ -122,22 +145,7 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
 			stats->merged++;
 	stats->skipped = m->nin - stats->merged;
 	*partial = stats->problems > 0;
-	if (sh5_h5attr_put_int(fout, "sh5 Format Version", 1) < 0 ||
-	    sh5_h5attr_put_u32(fout, "Job ID", o->job) < 0 ||
-	    sh5_h5attr_put_int(fout, "Number of Steps",
-			       (int)m->nsteps_written) < 0 ||
-	    (m->user[0] && sh5_h5attr_put_str(fout, "User", m->user) < 0) ||
-	    (m->cluster[0] &&
-	     sh5_h5attr_put_str(fout, "Cluster", m->cluster) < 0)) {
-		mg_h5err(m->errp, "%s: cannot write the root attributes", tmp);
-		goto out;
-	}
-	if (mg_write_merge_record(m, fout, *partial) < 0)
-		goto out;
-	if (o->hooks && o->hooks->finish &&
-	    o->hooks->finish(o->hooks->arg, fout, m->errp) < 0)
-		goto out;
-	rc = 0;
+	rc = pass2_finish(m, fout, tmp, *partial);
 out:
 	if (m->out_fd >= 0) {
 		close(m->out_fd);
