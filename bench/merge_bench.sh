@@ -1,35 +1,54 @@
 #!/bin/bash
-# merge_bench.sh - sh5merge against Slurm's sh5util on the same inputs.
+# merge_bench.sh - sh5merge merge against Slurm's sh5util -S, same inputs.
 #
 #   bench/merge_bench.sh [BUILD_DIR]     (default: the current directory)
 #
-# Generates node-step files with bench/gen_job (stock layout, as Slurm's
-# acct_gather_profile/hdf5 writes them, and ours), then measures side by
-# side in one run: merge wall time and peak RSS (sh5merge merge vs
-# sh5util -j ... -S), and CSV extraction of every task series (sh5merge
-# extract vs sh5util -E -l Node:TimeSeries -s Tasks).  Prints ratios.
-# Targets: merge <= 1.5x sh5util's time, extract >= 10x sh5util's rows/s,
-# merge's peak RSS independent of the number of samples.
+# Generates node-step files with bench/gen_job (1 task x 3600 samples per
+# node, as issue 17 states; our layout and Slurm's stock one), then runs
+# `sh5merge merge` and `sh5util -j JOB -S` on them alternately (A B A B
+# ..., RUNS pairs, the same machine state for both) and prints, per case,
+# the median wall time, the median CPU time (user + sys of the process and
+# every child it waited for) and the peak RSS of each tool, with the
+# ratios sh5merge / sh5util.  Each case runs on the machine as it is
+# ("idle") and again with one core kept busy by a CPU hog the script
+# starts and kills by its pid ("busy").  Targets (issue 17): wall and CPU
+# <= 1.0x at every size, idle and busy; wall <= 0.6x with both cores free.
+# Then sh5merge's peak RSS at 3 job lengths (memory bounded independently
+# of the job length).  Extraction is measured by bench/extract_bench.sh.
 #
-# The two tools run alternately (the same machine state for both), best
-# wall time of RUNS each.
+# The load average is printed beside each case: other work on the machine
+# makes wall times (not CPU times) meaningless.
 #
 # Environment: BENCH_DIR (scratch, default a new /tmp dir, removed at the
-# end), NODES/TASKS/SAMPLES (default 64/4/3600), BIG_NODES (512),
-# BIG_SAMPLES (3600), RUNS (best of, default 3).
+# end), SIZES (nodes, default "64 256 1024"), SAMPLES (3600), TASKS (1),
+# FORMATS (default "sh5 stock"), RUNS (pairs, default 5), LOADS (default
+# "idle busy"), RSS_NODES (64), RSS_SAMPLES (default "360 3600 36000"),
+# BEFORE (the build directory of an earlier commit: its sh5merge runs in
+# the same alternation, A B C A B C ..., and the ratios after/before are
+# printed too; build it from `git archive COMMIT` in a separate dir).
 set -u
 B=${1:-$PWD}
 SH5MERGE=$B/sh5merge/sh5merge
 GEN=$B/bench/gen_job
 SH5UTIL=${SH5UTIL:-/usr/bin/sh5util}
-NODES=${NODES:-64} TASKS=${TASKS:-4} SAMPLES=${SAMPLES:-3600}
-BIG_NODES=${BIG_NODES:-512} BIG_SAMPLES=${BIG_SAMPLES:-3600}
-RUNS=${RUNS:-3}
+SIZES=${SIZES:-64 256 1024} SAMPLES=${SAMPLES:-3600} TASKS=${TASKS:-1}
+FORMATS=${FORMATS:-sh5 stock} RUNS=${RUNS:-5} LOADS=${LOADS:-idle busy}
+RSS_NODES=${RSS_NODES:-64} RSS_SAMPLES=${RSS_SAMPLES:-360 3600 36000}
+BEFORE=${BEFORE:-}
 [ -x "$SH5MERGE" ] && [ -x "$GEN" ] ||
 	{ echo "build first: make && make bench/gen_job" >&2; exit 1; }
-[ -x "$SH5UTIL" ] || { echo "no $SH5UTIL (apt-get install slurm-wlm-hdf5-plugin)" >&2; exit 1; }
+[ -z "$BEFORE" ] || [ -x "$BEFORE/sh5merge/sh5merge" ] ||
+	{ echo "BEFORE=$BEFORE: no sh5merge/sh5merge there" >&2; exit 1; }
+[ -x "$SH5UTIL" ] ||
+	{ echo "no $SH5UTIL (apt-get install slurm-wlm-hdf5-plugin)" >&2; exit 1; }
 W=${BENCH_DIR:-$(mktemp -d /tmp/sh5-bench.XXXXXX)}
-trap 'rm -rf "$W"' EXIT
+HOG=
+cleanup() {
+	[ -n "$HOG" ] && kill "$HOG" 2>/dev/null
+	rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 U=$(id -un)
 mkdir -p "$W/conf"
 # sh5util needs a Slurm configuration naming the stock plugin.
@@ -37,84 +56,113 @@ printf 'ClusterName=bench\nSlurmctldHost=localhost\nAcctGatherProfileType=acct_g
 printf 'ProfileHDF5Dir=%s/prof\n' "$W" > "$W/conf/acct_gather.conf"
 export SLURM_CONF=$W/conf/slurm.conf
 
-# One run of CMD...: "WALL RSS" (s, microsecond resolution; KiB).
+# hog_start / hog_stop: one core kept busy (a shell loop, by its pid).
+hog_start() {
+	bash -c 'while :; do :; done' &
+	HOG=$!
+	sleep 0.2
+}
+hog_stop() {
+	[ -n "$HOG" ] || return 0
+	kill "$HOG" 2>/dev/null
+	wait "$HOG" 2>/dev/null
+	HOG=
+}
+
+# once CMD...: "WALL CPU RSS" (s, s, KiB) of one run; the output removed
+# first.  CPU: user + sys of CMD and every child it waited for, from
+# wait4() (microseconds; GNU time prints hundredths); RSS: the largest
+# peak of those processes.
+RUN1='
+import os, sys, time
+t0 = time.monotonic()
+pid = os.fork()
+if pid == 0:
+    fd = os.open("/dev/null", os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, st, ru = os.wait4(pid, 0)
+t1 = time.monotonic()
+print("%.4f %.4f %d" % (t1 - t0, ru.ru_utime + ru.ru_stime, ru.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(st))
+'
 once() {
-	local t0 t1 rss
-	rm -f "$W/out.h5" "$W/out.csv"
-	t0=$EPOCHREALTIME
-	/usr/bin/time -o "$W/time" -f '%M' "$@" >/dev/null 2>&1
-	t1=$EPOCHREALTIME
-	rss=$(tail -n 1 "$W/time")
-	awk -v a="$t0" -v b="$t1" -v r="$rss" 'BEGIN{printf "%.4f %d\n", b - a, r}'
+	rm -f "$W/out.h5"
+	/usr/bin/python3 -c "$RUN1" "$@" 2>"$W/err" ||
+		{ echo "failed: $* ($(tail -n 2 "$W/err"))" >&2; exit 1; }
 }
-# measure CMD...: best wall time (s) and its peak RSS (KiB) of RUNS runs.
-measure() {
-	local best= rss= i out t
-	for i in $(seq 1 "$RUNS"); do
-		out=$(once "$@")
-		t=${out% *}
-		if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then
-			best=$t rss=${out#* }
-		fi
-	done
-	echo "$best $rss"
-}
-# pair "CMD A" "CMD B": both measured in alternation (the same machine
-# state for both), best of RUNS each: "A_WALL A_RSS B_WALL B_RSS".
+# median of the numbers on stdin
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+spread() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.3f-%.3f", lo, hi }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "inf" }'; }
+verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r <= t) ? "met" : "NOT met" }'; }
+
+# pair JOB: RUNS alternating runs of both tools; prints a summary line
+# per tool and the ratios.
 pair() {
-	local a=$1 b=$2 ba= ra= bb= rb= i out t
+	local job=$1 i a b tools=a\ b
+	: > "$W/a"; : > "$W/b"; : > "$W/c"
+	[ -n "$BEFORE" ] && tools="a b c"
 	for i in $(seq 1 "$RUNS"); do
-		out=$(once $a); t=${out% *}
-		if [ -z "$ba" ] || awk "BEGIN{exit !($t < $ba)}"; then ba=$t ra=${out#* }; fi
-		out=$(once $b); t=${out% *}
-		if [ -z "$bb" ] || awk "BEGIN{exit !($t < $bb)}"; then bb=$t rb=${out#* }; fi
+		once "$SH5MERGE" -q merge -j "$job" -p "$W/prof" -o "$W/out.h5" >> "$W/a"
+		once "$SH5UTIL" -j "$job" -p "$W/prof" -S -o "$W/out.h5" >> "$W/b"
+		[ -n "$BEFORE" ] &&
+			once "$BEFORE/sh5merge/sh5merge" -q merge -j "$job" \
+				-p "$W/prof" -o "$W/out.h5" >> "$W/c"
 	done
-	echo "$ba $ra $bb $rb"
+	for t in $tools; do
+		eval "${t}w=\$(cut -d' ' -f1 \"\$W/$t\" | median)"
+		eval "${t}c=\$(cut -d' ' -f2 \"\$W/$t\" | median)"
+		eval "${t}r=\$(cut -d' ' -f3 \"\$W/$t\" | sort -n | tail -n 1)"
+		eval "${t}ws=\$(cut -d' ' -f1 \"\$W/$t\" | spread)"
+		eval "${t}cs=\$(cut -d' ' -f2 \"\$W/$t\" | spread)"
+	done
+	printf '    sh5merge  wall %6.3f s (%s)  cpu %6.3f s (%s)  rss %6d KiB\n' \
+		"$aw" "$aws" "$ac" "$acs" "$ar"
+	printf '    sh5util   wall %6.3f s (%s)  cpu %6.3f s (%s)  rss %6d KiB\n' \
+		"$bw" "$bws" "$bc" "$bcs" "$br"
+	rw=$(ratio "$aw" "$bw") rc=$(ratio "$ac" "$bc")
+	printf '    ratio     wall %s (<= %s: %s)  cpu %s (<= 1.0: %s)  rss %s\n' \
+		"$rw" "$2" "$(verdict "$rw" "$2")" "$rc" "$(verdict "$rc" 1.0)" \
+		"$(ratio "$ar" "$br")"
+	[ -n "$BEFORE" ] || return 0
+	printf '    before    wall %6.3f s (%s)  cpu %6.3f s (%s)  rss %6d KiB\n' \
+		"$cw" "$cws" "$cc" "$ccs" "$cr"
+	printf '    before/sh5util  wall %s  cpu %s;  after/before  wall %s  cpu %s\n' \
+		"$(ratio "$cw" "$bw")" "$(ratio "$cc" "$bc")" \
+		"$(ratio "$aw" "$cw")" "$(ratio "$ac" "$cc")"
 }
-ratio() { awk "BEGIN{ if ($2 > 0) printf \"%.2f\", $1 / $2; else print \"inf\" }"; }
 
-run_case() { # run_case NAME JOB NODES SAMPLES FORMAT [noextract]
-	local name=$1 job=$2 nodes=$3 samples=$4 fmt=$5 mode=${6:-} d rows e u p
-	d=$W/prof/$U
+gen() { # gen JOB NODES SAMPLES FORMAT
 	rm -rf "$W/prof"
-	mkdir -p "$d"
-	"$GEN" -d "$d" -j "$job" -n "$nodes" -t "$TASKS" -s "$samples" -E -f "$fmt" ||
+	mkdir -p "$W/prof/$U"
+	"$GEN" -d "$W/prof/$U" -j "$1" -n "$2" -t "$TASKS" -s "$3" -f "$4" ||
 		{ echo "gen_job failed" >&2; exit 1; }
-	rows=$((nodes * TASKS * samples))
-	echo "== $name: $nodes nodes x $TASKS tasks x $samples samples + Energy" \
-		"($fmt files, $(du -sh "$d" | cut -f1), $rows task rows)"
-	p=$(pair "$SH5MERGE -q merge -j $job -p $W/prof -o $W/out.h5" \
-		 "$SH5UTIL -j $job -p $W/prof -S -o $W/out.h5")
-	set -- $p
-	printf '  merge    sh5merge %7.3f s %7d KiB   sh5util %7.3f s %7d KiB   time ratio %s (target <= 1.5)\n' \
-		$1 $2 $3 $4 "$(ratio $1 $3)"
-	[ "$mode" = noextract ] && return 0
-	# Extraction of all task series from each tool's own job file.
-	"$SH5MERGE" -q merge -j "$job" -p "$W/prof" -o "$W/m.h5" || exit 1
-	"$SH5UTIL" -j "$job" -p "$W/prof" -S -o "$W/s.h5" >/dev/null 2>&1 || exit 1
-	e=$(measure "$SH5MERGE" extract -i "$W/m.h5" -o "$W/out.csv")
-	u=$(measure "$SH5UTIL" -j "$job" -E -i "$W/s.h5" -l Node:TimeSeries -s Tasks -o "$W/out.csv")
-	printf '  extract  sh5merge %6.2f s (%s rows/s)   sh5util %6.2f s (%s rows/s)   speed ratio %s (target >= 10)\n' \
-		${e% *} "$(awk "BEGIN{printf \"%.0f\", $rows / ${e% *}}")" \
-		${u% *} "$(awk "BEGIN{printf \"%.0f\", $rows / ${u% *}}")" \
-		"$(ratio ${u% *} ${e% *})"
-	rm -f "$W/m.h5" "$W/s.h5"
 }
 
-run_case "stock files" 1001 "$NODES" "$SAMPLES" stock
-run_case "sh5 files" 1002 "$NODES" "$SAMPLES" sh5
-run_case "large case" 1003 "$BIG_NODES" "$BIG_SAMPLES" stock
-# (sh5util -E of 512 nodes takes half a minute a run: extraction is
-# measured on the stock large case only.)
-run_case "large case, sh5 files" 1005 "$BIG_NODES" "$BIG_SAMPLES" sh5 noextract
-
-# Peak RSS against job length: same nodes, 10x the samples.
-for fmt in stock sh5; do
-	echo "== merge peak RSS against job length ($NODES nodes, $fmt files)"
-	for s in 360 3600 36000; do
-		rm -rf "$W/prof"; mkdir -p "$W/prof/$U"
-		"$GEN" -d "$W/prof/$U" -j 1004 -n "$NODES" -t "$TASKS" -s $s -E -f $fmt || exit 1
-		m=$(measure "$SH5MERGE" -q merge -j 1004 -p "$W/prof" -o "$W/out.h5")
-		printf '  %6d samples per series: %6.2f s, peak RSS %d KiB\n' $s ${m% *} ${m#* }
+echo "merge_bench: $(nproc) CPUs, $(uname -r), RUNS=$RUNS alternating pairs," \
+	"medians (min-max)${BEFORE:+; before: $BEFORE}"
+for fmt in $FORMATS; do
+	for n in $SIZES; do
+		gen 2000 "$n" "$SAMPLES" "$fmt"
+		echo "== $n nodes x $TASKS task x $SAMPLES samples, $fmt files" \
+			"($(du -sh "$W/prof/$U" | cut -f1))"
+		for load in $LOADS; do
+			# With both cores free the wall target is 0.6x.
+			tw=0.6
+			[ "$load" = busy ] && { hog_start; tw=1.0; }
+			echo "  $load (load average $(cut -d' ' -f1 /proc/loadavg))"
+			pair 2000 "$tw"
+			hog_stop
+		done
 	done
+done
+
+echo "== sh5merge peak RSS against job length ($RSS_NODES nodes, sh5 files)"
+for s in $RSS_SAMPLES; do
+	gen 2001 "$RSS_NODES" "$s" sh5
+	m=$(once "$SH5MERGE" -q merge -j 2001 -p "$W/prof" -o "$W/out.h5")
+	set -- $m
+	printf '  %6d samples per series (%s): wall %6.3f s, cpu %6.3f s, peak RSS %d KiB\n' \
+		"$s" "$(du -sh "$W/prof/$U" | cut -f1)" "$1" "$2" "$3"
 done

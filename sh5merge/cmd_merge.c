@@ -135,7 +135,8 @@ static int parse_jobs(char *list, struct jobsel **out, size_t *n)
 		if (!dot) {
 			v[i].all = 1;
 		} else {
-			const char **ns = realloc(v[i].steps, (v[i].nsteps + 1) *
+			const char **ns = realloc(v[i].steps,
+						  (v[i].nsteps + 1) *
 						  sizeof(*ns));
 
 			if (!ns)
@@ -210,7 +211,16 @@ static void wait_ready(const struct sh5_merge_opts *o, double wait_s)
 	}
 }
 
-int cmd_merge(int argc, char **argv)
+/* What the command line says besides the merge options. */
+struct margs {
+	char *jobs, *pdir, *user, *output;
+	double wait_s;
+};
+
+/* Parse the options into o, mi and a.  -1 to go on, else the exit
+ * status (0 after --help, 2 on a usage error). */
+static int parse_args(int argc, char **argv, struct sh5_merge_opts *o,
+		      struct merge_integ *mi, struct margs *a)
 {
 	static const struct option lopts[] = {
 		{ "jobs", required_argument, NULL, 'j' },
@@ -226,33 +236,21 @@ int cmd_merge(int argc, char **argv)
 		MERGE_INTEG_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct merge_integ mi;
-	struct sh5_merge_opts o;
-	struct ctx ctx = { 0 };
-	char *jobs = NULL, *pdir = NULL, *user = NULL, *output = NULL;
-	char conf_dir[4096], conf_path[4096], dir[8192], outbuf[64];
-	char options[2048];
-	struct jobsel *sel = NULL;
-	size_t nsel = 0, i;
-	int c, status = 0;
-	size_t ol = 0;
-	double wait_s = 0;
+	int c;
 
-	sh5_error_h5_silence();
-	memset(&o, 0, sizeof(o));
-	merge_integ_init(&mi);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "j:p:u:o:fqh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "j:p:u:o:fqh", lopts,
+				NULL)) != -1) {
 		switch (c) {
-		case 'j': jobs = optarg; break;
-		case 'p': pdir = optarg; break;
-		case 'u': user = optarg; break;
-		case 'o': output = optarg; break;
-		case 'f': o.force = 1; break;
-		case 'R': o.remove_inputs = 1; break;
-		case 'P': o.allow_partial = 1; break;
+		case 'j': a->jobs = optarg; break;
+		case 'p': a->pdir = optarg; break;
+		case 'u': a->user = optarg; break;
+		case 'o': a->output = optarg; break;
+		case 'f': o->force = 1; break;
+		case 'R': o->remove_inputs = 1; break;
+		case 'P': o->allow_partial = 1; break;
 		case 'W':
-			if (parse_seconds(optarg, &wait_s) < 0) {
+			if (parse_seconds(optarg, &a->wait_s) < 0) {
 				cli_error(NULL, "--wait: '%s' is not a number "
 					  "of seconds (0 to 86400)", optarg);
 				return 2;
@@ -262,61 +260,58 @@ int cmd_merge(int argc, char **argv)
 		case 'h': usage(stdout); return 0;
 		case '?': usage(stderr); return 2;
 		default:
-			if (merge_integ_option(&mi, c, optarg))
+			if (merge_integ_option(mi, c, optarg))
 				return 2;
 		}
 	}
-	if (optind < argc || !jobs) {
+	if (optind < argc || !a->jobs) {
 		cli_error(NULL, optind < argc ? "unexpected argument '%s'" :
 			  "merge: -j JOB is required%s",
 			  optind < argc ? argv[optind] : "");
 		usage(stderr);
 		return 2;
 	}
-	options[0] = '\0';
-	for (i = 0; i < (size_t)argc && ol < sizeof(options) - 1; i++)
-		ol += (size_t)snprintf(options + ol, sizeof(options) - ol,
-				       "%s%s", i ? " " : "", argv[i]);
-	if (parse_jobs(jobs, &sel, &nsel) < 0) {
-		usage(stderr);
-		return 2;
-	}
-	if (!nsel) {
-		cli_error(NULL, "merge: -j '%s' names no job (want JOB[.STEP]"
-			  "[,JOB[.STEP]...])", jobs);
-		usage(stderr);
-		return 2;
-	}
-	if ((status = merge_integ_check(&mi, nsel)))
-		goto out;
-	if (output && nsel > 1) {
-		cli_error(NULL, "-o names one file: give one job");
-		status = 2;
-		goto out;
-	}
-	if (output && strlen(output) >= PATH_MAX) {
-		cli_error(NULL, "%.60s...: %s", output, strerror(ENAMETOOLONG));
-		status = 1;
-		goto out;
-	}
-	if (output) {
-		struct stat ost;
+	return -1;
+}
 
-		/* HDF5 needs a regular file it can seek and rename. */
-		if (stat(output, &ost) == 0 && !S_ISREG(ost.st_mode)) {
-			cli_error(output, "not a regular file (merge writes an "
-				  "HDF5 file and renames it into place)");
-			status = 1;
-			goto out;
-		}
+/* -o: one job, a path that fits, a regular file if it exists.  0, or
+ * the exit status. */
+static int check_output(const char *output, size_t nsel)
+{
+	struct stat ost;
+
+	if (!output)
+		return 0;
+	if (nsel > 1) {
+		cli_error(NULL, "-o names one file: give one job");
+		return 2;
 	}
+	if (strlen(output) >= PATH_MAX) {
+		cli_error(NULL, "%.60s...: %s", output, strerror(ENAMETOOLONG));
+		return 1;
+	}
+	/* HDF5 needs a regular file it can seek and rename. */
+	if (stat(output, &ost) == 0 && !S_ISREG(ost.st_mode)) {
+		cli_error(output, "not a regular file (merge writes an "
+			  "HDF5 file and renames it into place)");
+		return 1;
+	}
+	return 0;
+}
+
+/* The profile directory of the user: DIR/USER into dir.  0, or the exit
+ * status. */
+static int find_dir(const char *pdir, const char *user, char *dir,
+		    size_t size)
+{
+	char conf_dir[4096], conf_path[4096];
+
 	if (!pdir) {
 		if (cli_profile_dir(conf_dir, sizeof(conf_dir), conf_path,
 				    sizeof(conf_path)) < 0) {
-			cli_error(conf_path, "no ProfileSH5Dir or ProfileHDF5Dir "
-				  "(give -p DIR)");
-			status = 1;
-			goto out;
+			cli_error(conf_path, "no ProfileSH5Dir or "
+				  "ProfileHDF5Dir (give -p DIR)");
+			return 1;
 		}
 		pdir = conf_dir;
 	}
@@ -326,18 +321,115 @@ int cmd_merge(int argc, char **argv)
 		if (!pw) {
 			cli_error(NULL, "cannot find your user name (give "
 				  "--user)");
-			status = 1;
-			goto out;
+			return 1;
 		}
 		user = pw->pw_name;
 	}
-	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", pdir, user) >=
-	    sizeof(dir)) {
+	if ((size_t)snprintf(dir, size, "%s/%s", pdir, user) >= size) {
 		cli_error(NULL, "%.60s...: profile directory path longer than "
-			  "%zu bytes", pdir, sizeof(dir) - 1);
-		status = 1;
-		goto out;
+			  "%zu bytes", pdir, size - 1);
+		return 1;
 	}
+	return 0;
+}
+
+/* The outcome of one job's merge on stderr.  1 when it failed. */
+static int merge_outcome(const struct sh5_merge_opts *o,
+			 const struct sh5_merge_stats *st, int rc,
+			 const struct sh5_error *err)
+{
+	char whole[48] = "";
+
+	if (rc < 0) {
+		cli_error(NULL, "%s", err->text);
+		return 1;
+	}
+	if (rc > 0 && !o->allow_partial) {
+		cli_error(o->output, "not written: %zu problem%s (see above; "
+			  "--allow-partial writes what is there)",
+			  st->problems, st->problems == 1 ? "" : "s");
+		return 1;
+	}
+	if (sh5merge_quiet)
+		return 0;
+	if (st->whole)
+		snprintf(whole, sizeof(whole), " (%zu copied whole)",
+			 st->whole);
+	fprintf(stderr, "sh5merge: %s: %zu step%s, %zu node file%s%s, %"
+		PRIu64 " samples%s%s\n", o->output, st->steps,
+		st->steps == 1 ? "" : "s", st->merged,
+		st->merged == 1 ? "" : "s", whole, st->samples,
+		rc > 0 ? " (partial: see /Merge)" : "",
+		st->removed ? ", inputs removed" : "");
+	return 0;
+}
+
+/* Merge job sel (into output, else ./job_JOB.h5).  0, or 1 on failure. */
+static int merge_one(struct sh5_merge_opts *o, struct merge_integ *mi,
+		     struct ctx *ctx, const struct jobsel *sel,
+		     const struct margs *a)
+{
+	struct sh5_merge_stats st;
+	struct sh5_error err = { "" };
+	static char outbuf[64];
+	int rc, status;
+
+	o->job = sel->job;
+	o->steps = sel->all ? NULL : sel->steps;
+	o->nsteps = sel->all ? 0 : sel->nsteps;
+	if (a->output) {
+		o->output = a->output;
+	} else {
+		snprintf(outbuf, sizeof(outbuf), "./job_%" PRIu32 ".h5",
+			 sel->job);
+		o->output = outbuf;
+	}
+	if (a->wait_s > 0)
+		wait_ready(o, a->wait_s);
+	if (merge_integ_begin(mi, o, on_report, ctx))
+		return 1;
+	rc = sh5_merge_job(o, &st, &err);
+	status = merge_outcome(o, &st, rc, &err);
+	if (merge_integ_end(mi, o, rc == 0 || (rc > 0 && o->allow_partial)))
+		status = 1;
+	return status;
+}
+
+int cmd_merge(int argc, char **argv)
+{
+	struct merge_integ mi;
+	struct sh5_merge_opts o;
+	struct ctx ctx = { 0 };
+	struct margs a = { NULL, NULL, NULL, NULL, 0 };
+	char dir[8192], options[2048];
+	struct jobsel *sel = NULL;
+	size_t nsel = 0, i, ol = 0;
+	int status = 0;
+
+	sh5_error_h5_silence();
+	memset(&o, 0, sizeof(o));
+	merge_integ_init(&mi);
+	if ((status = parse_args(argc, argv, &o, &mi, &a)) >= 0)
+		return status;
+	status = 0;
+	options[0] = '\0';
+	for (i = 0; i < (size_t)argc && ol < sizeof(options) - 1; i++)
+		ol += (size_t)snprintf(options + ol, sizeof(options) - ol,
+				       "%s%s", i ? " " : "", argv[i]);
+	if (parse_jobs(a.jobs, &sel, &nsel) < 0) {
+		usage(stderr);
+		return 2;
+	}
+	if (!nsel) {
+		cli_error(NULL, "merge: -j '%s' names no job (want JOB[.STEP]"
+			  "[,JOB[.STEP]...])", a.jobs);
+		usage(stderr);
+		return 2;
+	}
+	if ((status = merge_integ_check(&mi, nsel)) ||
+	    (status = check_output(a.output, nsel)) ||
+	    (status = find_dir(a.pdir, a.user, dir, sizeof(dir))))
+		goto out;
 	signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error */
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -349,54 +441,9 @@ int cmd_merge(int argc, char **argv)
 	o.progress = on_progress;
 	o.temp_path = on_temp;
 	o.arg = &ctx;
-	for (i = 0; i < nsel; i++) {
-		struct sh5_merge_stats st;
-		struct sh5_error err = { "" };
-		int rc;
-
-		o.job = sel[i].job;
-		o.steps = sel[i].all ? NULL : sel[i].steps;
-		o.nsteps = sel[i].all ? 0 : sel[i].nsteps;
-		if (output) {
-			o.output = output;
-		} else {
-			snprintf(outbuf, sizeof(outbuf), "./job_%" PRIu32 ".h5",
-				 sel[i].job);
-			o.output = outbuf;
-		}
-		if (wait_s > 0)
-			wait_ready(&o, wait_s);
-		if (merge_integ_begin(&mi, &o, on_report, &ctx)) {
+	for (i = 0; i < nsel; i++)
+		if (merge_one(&o, &mi, &ctx, &sel[i], &a))
 			status = 1;
-			continue;
-		}
-		rc = sh5_merge_job(&o, &st, &err);
-		if (rc < 0) {
-			cli_error(NULL, "%s", err.text);
-			status = 1;
-		} else if (rc > 0 && !o.allow_partial) {
-			cli_error(o.output, "not written: %zu problem%s (see "
-				  "above; --allow-partial writes what is "
-				  "there)", st.problems,
-				  st.problems == 1 ? "" : "s");
-			status = 1;
-		} else if (!sh5merge_quiet) {
-			char whole[48] = "";
-
-			if (st.whole)
-				snprintf(whole, sizeof(whole), " (%zu copied "
-					 "whole)", st.whole);
-			fprintf(stderr, "sh5merge: %s: %zu step%s, %zu node "
-				"file%s%s, %" PRIu64 " samples%s%s\n", o.output,
-				st.steps, st.steps == 1 ? "" : "s", st.merged,
-				st.merged == 1 ? "" : "s", whole, st.samples,
-				rc > 0 ? " (partial: see /Merge)" : "",
-				st.removed ? ", inputs removed" : "");
-		}
-		if (merge_integ_end(&mi, &o, rc == 0 ||
-				    (rc > 0 && o.allow_partial)))
-			status = 1;
-	}
 out:
 	for (i = 0; i < nsel; i++)
 		free(sel[i].steps);

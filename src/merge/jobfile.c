@@ -139,7 +139,8 @@ int sh5_jobfile_list(hid_t file, const char *fname,
 				     fname);
 	}
 	if (H5Oget_info_by_name2(file, "Steps", &oi, H5O_INFO_BASIC,
-				 H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_GROUP) {
+				 H5P_DEFAULT) < 0 ||
+	    oi.type != H5O_TYPE_GROUP) {
 		errno = EINVAL;
 		return sh5_errprintf(errp, "%s: not a job file (/Steps is not "
 				     "a group)", fname);

@@ -1,0 +1,491 @@
+/* check.c - the first pass over one input: checksum, open, read its
+ * metadata, decide whether it can be copied whole (see merge_int.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/checksum.h"
+#include "common/h5attr.h"
+#include "profile/totals.h"
+#include "merge/merge_int.h"
+
+static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
+		    void *buf, size_t len, void **map, struct sh5_error *errp)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint32_t c = 0;
+	uint64_t total = 0;
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0)
+		return sh5_errprintf(errp, "%s", strerror(errno));
+	/* Mapped in a checking child (no copy out of the page cache),
+	 * else read. */
+	if (map && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size > 0 &&
+	    (uint64_t)st.st_size < ((uint64_t)1 << 40)) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ,
+			       MAP_PRIVATE | MAP_POPULATE, fd, 0);
+
+		if (p != MAP_FAILED) {
+			/* A file cut short while mapped raises SIGBUS: in
+			 * the checking child only, which marks the file.
+			 * The caller unmaps it (*size bytes). */
+			c = sh5_crc32(0, p, (size_t)st.st_size);
+			close(fd);
+			*map = p;
+			*crc = c;
+			*size = (uint64_t)st.st_size;
+			return 0;
+		}
+	}
+	while ((n = read(fd, buf, len)) > 0) {
+		c = sh5_crc32(c, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	if (n < 0) {
+		sh5_errprintf(errp, "read error: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	*crc = c;
+	*size = total;
+	return 0;
+}
+
+static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
+		    const unsigned char *map);
+
+/* What the node group of ns says: the probe hook, its index, tasks,
+ * start, user and cluster; its attributes read. */
+static void check_node(struct mstate *m, struct finfo *f,
+		       struct sh5_nodestep *ns, char *user, char *cluster)
+{
+	long long v;
+
+	f->usable = 1;
+	f->status = "merged";
+	f->kind = ns->kind;
+	/* probe's value may be a mask of what it found (mergesync.c:
+	 * measurements, events); any > 0 is a hit. */
+	if (m->o->hooks && m->o->hooks->probe) {
+		int hit = m->o->hooks->probe(m->o->hooks->arg, ns->node);
+
+		f->probe_hit = hit > 0 ? hit : 0;
+	}
+	f->node_index = ns->node_index;
+	f->ntasks = ns->ntasks;
+	if (sh5_attr_get_int(ns->node, "Start Time ns", &v) == 0) {
+		f->has_start = 1;
+		f->start_ns = v;
+	}
+	f->nnodes = ns->nnodes;
+	f->step_tasks = ns->step_tasks;
+	if (ns->kind == SH5_NODESTEP_OURS && !user[0])
+		sh5_attr_get_str(ns->node, "User", user, 64);
+	if (ns->kind == SH5_NODESTEP_OURS && !cluster[0])
+		sh5_attr_get_str(ns->node, "Cluster", cluster, 64);
+	if ((f->lost_objects = mg_read_attrs(ns->node)))
+		snprintf(f->reason, sizeof(f->reason), "%u unreadable "
+			 "attribute%s of /%s", f->lost_objects,
+			 f->lost_objects == 1 ? "" : "s", ns->node_name);
+}
+
+/* One series dataset (not of a whole copy): its attributes and chunk
+ * index, or in a salvaged file its records. */
+static void check_series(struct finfo *f, struct sh5_nodestep *ns,
+			 struct sh5_ns_series *e)
+{
+	struct sh5_cursor c;
+	hid_t d;
+
+	if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0) {
+		f->lost += e->nrows;
+		if (!f->reason[0])
+			snprintf(f->reason, sizeof(f->reason),
+				 "%.60s: cannot open", e->path);
+		return;
+	}
+	if (mg_read_attrs(d)) {
+		f->lost_objects++;
+		if (!f->reason[0])
+			snprintf(f->reason, sizeof(f->reason),
+				 "%.60s: unreadable attributes", e->path);
+	}
+	if (!ns->salvaged) {
+		hsize_t nchunks = 0;
+		hid_t dcpl = H5Dget_create_plist(d);
+
+		/* Walk the chunk index (the metadata a damaged file may
+		 * crash HDF5 with); the records themselves are checked as
+		 * the second pass reads them. */
+		if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED)
+			H5Dget_num_chunks(d, H5S_ALL, &nchunks);
+		if (dcpl >= 0)
+			H5Pclose(dcpl);
+	} else if (sh5_cursor_open(&c, d, e->series, ns->real_eof,
+				   NULL) == 0) {
+		if (c.damaged) {
+			f->lost += sh5_cursor_lost(&c);
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: %.180s", e->path, c.reason);
+		}
+		sh5_cursor_close(&c);
+	}
+	H5Dclose(d);
+}
+
+/* The objects of the node group that are not series. */
+static void check_others(struct finfo *f, struct sh5_nodestep *ns)
+{
+	struct sh5_error err = { "" };
+	size_t i;
+
+	for (i = 0; i < ns->nother; i++) {
+		H5O_info_t oi;
+
+		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
+					 H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+		    (oi.type == H5O_TYPE_DATASET &&
+		     mg_copy_dataset(ns->node, ns->other[i], -1, &err) < 0)) {
+			if (!f->reason[0])
+				snprintf(f->reason, sizeof(f->reason),
+					 "%.60s: unreadable object",
+					 ns->other[i]);
+			f->lost_objects++;
+		}
+	}
+}
+
+/* The highest task id of a Tasks series so far, in f->max_task. */
+static void note_task(struct finfo *f, const struct sh5_series *s)
+{
+	char *end;
+	long t;
+
+	if (s->ops != sh5_series_ops_lookup("Tasks", "0"))
+		return;
+	errno = 0;
+	t = strtol(s->name, &end, 10);
+	/* A task id beyond INT_MAX is no task of Slurm's. */
+	if (!errno && !*end && t <= INT_MAX && t > f->max_task)
+		f->max_task = t;
+}
+
+/* First pass over one input: checksum, open, and read all the metadata
+ * the second pass will read (attributes, object headers, chunk indexes,
+ * other objects), so that damage to it is known before anything is
+ * written.  Damaged records are found as the second pass reads them.
+ * Fills f; reports nothing (it runs in a child process). */
+void mg_check_file(struct mstate *m, struct finfo *f, char *user,
+		   char *cluster)
+{
+	struct sh5_error err = { "" };
+	struct sh5_nodestep *ns;
+	void *map = NULL;
+	size_t i;
+	int whole;
+
+	f->status = "skipped";
+	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
+	f->max_task = -1;
+	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
+		     m->in_child ? &map : NULL, &err) < 0) {
+		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
+		return;
+	}
+	ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
+			       f->in->step_id, &err);
+	if (!ns) {
+		const char *r = err.text;
+		size_t pl = strlen(f->in->path);
+
+		/* The reason names the file; keep only the reason. */
+		if (!strncmp(r, f->in->path, pl) && r[pl] == ':')
+			r += pl + 2;
+		snprintf(f->reason, sizeof(f->reason), "%s", r);
+		if (map)
+			munmap(map, (size_t)f->size);
+		return;
+	}
+	check_node(m, f, ns, user, cluster);
+	/* A whole copy's datasets are all read (attributes, every chunk
+	 * checksummed) by whole_ok(): not again below. */
+	whole = whole_ok(ns, f, map);
+	for (i = 0; i < ns->nseries; i++) {
+		f->samples += ns->series[i].nrows;
+		note_task(f, ns->series[i].series);
+		if (!whole)
+			check_series(f, ns, &ns->series[i]);
+	}
+	check_others(f, ns);
+	if (ns->damage[0] || f->lost || f->lost_objects) {
+		char tmp[256];
+
+		f->status = "salvaged";
+		snprintf(tmp, sizeof(tmp), "%.120s%s%.120s", ns->damage,
+			 ns->damage[0] && f->reason[0] ? "; " : "", f->reason);
+		snprintf(f->reason, sizeof(f->reason), "%s", tmp);
+	} else if ((f->whole = whole)) {
+		snprintf(f->node_name, sizeof(f->node_name), "%s",
+			 ns->node_name);
+	}
+	if (m->onepass && f->whole) {
+		/* Copied next from this handle (its metadata cached). */
+		sh5_nodestep_close(m->held);
+		m->held = ns;
+		m->held_idx = (size_t)(f - m->fi);
+	} else {
+		sh5_nodestep_close(ns);
+	}
+	if (map)
+		munmap(map, (size_t)f->size);
+}
+
+/* The fields of s as sh5_series_same_fields() compares them (FNV-1a):
+ * totals of series with equal signatures fold alike. */
+static uint64_t series_sig(const struct sh5_series *s)
+{
+	uint64_t h = 14695981039346656037ull;
+	size_t i;
+
+#define SIG_MIX(p, n) do { \
+		const unsigned char *q_ = (const unsigned char *)(p); \
+		size_t n_ = (n); \
+		while (n_--) { h ^= *q_++; h *= 1099511628211ull; } \
+	} while (0)
+	SIG_MIX(&s->ops, sizeof(s->ops));
+	SIG_MIX(&s->nfields, sizeof(s->nfields));
+	for (i = 0; i < s->nfields; i++) {
+		SIG_MIX(s->fields[i].name, strlen(s->fields[i].name) + 1);
+		SIG_MIX(&s->fields[i].type, sizeof(s->fields[i].type));
+		SIG_MIX(&s->fields[i].kind, sizeof(s->fields[i].kind));
+	}
+#undef SIG_MIX
+	return h;
+}
+
+/* Read the stored total at tpath (for series s) onto the end of f's blob;
+ * *ofs, *len: where.  0 or -1. */
+static int blob_total(struct finfo *f, hid_t node, const char *tpath,
+		      const struct sh5_series *s, uint64_t *ofs, uint64_t *len)
+{
+	size_t n = s->ops->total_size(s);
+	unsigned char *b = realloc(f->blob, f->blob_len + n);
+
+	if (!b)
+		return -1;
+	f->blob = b;
+	if (sh5_total_read(node, tpath, s, b + f->blob_len) < 0)
+		return -1;
+	*ofs = f->blob_len;
+	*len = n;
+	f->blob_len += n;
+	return 0;
+}
+
+/* A uint64 attribute of the object at path (relative to loc), or
+ * UINT64_MAX. */
+static uint64_t attr_u64(hid_t loc, const char *path, const char *name)
+{
+	hid_t a = H5Aopen_by_name(loc, path, name, H5P_DEFAULT, H5P_DEFAULT);
+	uint64_t v = UINT64_MAX;
+
+	if (a >= 0) {
+		if (H5Aread(a, H5T_NATIVE_UINT64, &v) < 0)
+			v = UINT64_MAX;
+		H5Aclose(a);
+	}
+	return v;
+}
+
+/*
+ * Can the node group of ns be copied whole into the job file, without
+ * decoding its records?  When the file is ours and intact, every series
+ * dataset is chunked with the fletcher32 filter last and every stored
+ * chunk passes it (checked on the raw chunk: no inflating), and the
+ * writer's totals (Totals/<path>, Totals/AllTasks) are readable and cover
+ * exactly the rows of the datasets.  Anything else goes the normal way
+ * (records decoded, totalled, damage salvaged).  When it can, f->ents
+ * lists the series and f->blob holds the totals the merge folds into the
+ * step's (those of the series other than tasks, and AllTasks): read here,
+ * in the checking child, so the merge need not open them.
+ */
+/* The writer's total at tpath covers rows rows (its "Rows"; and count
+ * series, its "Series Count", unless count < 0); with blob, its value is
+ * read onto f's blob (*ofs, *len).  The dataset is opened once.  1 or 0. */
+static int stored_total_ok(struct finfo *f, hid_t node, const char *tpath,
+			   const struct sh5_series *s, uint64_t rows,
+			   long long count, int blob, uint64_t *ofs,
+			   uint64_t *len)
+{
+	long long c = -1;
+	hid_t d;
+	int ok;
+
+	/* Only its rows (a task's): no need to open the dataset. */
+	if (count < 0 && !blob)
+		return attr_u64(node, tpath, "Rows") == rows;
+	if ((d = H5Dopen2(node, tpath, H5P_DEFAULT)) < 0)
+		return 0;
+	ok = (count < 0 || (sh5_attr_get_int(d, "Series Count", &c) == 0 &&
+			    c == count)) &&
+	     attr_u64(d, ".", "Rows") == rows &&
+	     (!blob || blob_total(f, d, ".", s, ofs, len) == 0);
+	H5Dclose(d);
+	return ok;
+}
+
+/* Every stored chunk of d (rows [0, nrows) in chunks of cr) passes its
+ * fletcher32: on the mapped file, else read raw into *raw. */
+static int chunks_ok(hid_t d, struct sh5_nodestep *ns, struct finfo *f,
+		     hsize_t cr, uint64_t nrows, const unsigned char *map,
+		     void **raw, size_t *rlen)
+{
+	hsize_t off[1];
+	int good = 1;
+
+	for (off[0] = 0; good && off[0] < nrows; off[0] += cr) {
+		hsize_t size = 0;
+		haddr_t addr = HADDR_UNDEF;
+		unsigned fmask = 0;
+		uint32_t mask = 0;
+
+		if (H5Dget_chunk_info_by_coord(d, off, &fmask, &addr,
+					       &size) < 0 ||
+		    !size || fmask || addr == HADDR_UNDEF ||
+		    addr > ns->size || size > ns->size - addr)
+			return 0;
+		if (map) {
+			/* The file is mapped (its CRC): no read. */
+			good = addr + size <= f->size &&
+			       sh5_fletcher32_ok(map + addr, (size_t)size);
+			continue;
+		}
+		if (size > *rlen) {
+			void *r = realloc(*raw, (size_t)size);
+
+			if (!r)
+				return 0;
+			*raw = r;
+			*rlen = (size_t)size;
+		}
+		good = H5Dread_chunk(d, H5P_DEFAULT, off, &mask, *raw) >= 0 &&
+		       !mask && sh5_fletcher32_ok(*raw, (size_t)size);
+	}
+	return good;
+}
+
+/* Series e of ns as whole_ok() wants it (w filled, its stored total, but
+ * a task's, onto f's blob).  1 or 0. */
+static int whole_series(struct sh5_nodestep *ns, struct finfo *f,
+			struct sh5_ns_series *e, struct whole_ent *w,
+			const unsigned char *map, void **raw, size_t *rlen)
+{
+	const struct sh5_series *s = e->series;
+	hid_t d = H5Dopen2(ns->node, e->path, H5P_DEFAULT);
+	hid_t dcpl = d >= 0 ? H5Dget_create_plist(d) : -1;
+	char tpath[2 * SH5_NAME_MAX + 16];
+	hsize_t cr = 0;
+	unsigned flags, cd[8];
+	size_t ncd = 8;
+	int nf, good, task = !strcmp(s->ops->name, "Task");
+
+	snprintf(w->path, sizeof(w->path), "%s", e->path);
+	w->rows = e->nrows;
+	w->task = task;
+	w->sig = series_sig(s);
+	snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
+	good = dcpl >= 0 && !mg_read_attrs(d) &&
+	       H5Pget_layout(dcpl) == H5D_CHUNKED &&
+	       H5Pget_chunk(dcpl, 1, &cr) == 1 && cr > 0 &&
+	       (nf = H5Pget_nfilters(dcpl)) > 0 &&
+	       H5Pget_filter2(dcpl, (unsigned)nf - 1, &flags, &ncd, cd,
+			      0, NULL, NULL) == H5Z_FILTER_FLETCHER32 &&
+	       /* Exactly the datasets under Tasks are tasks. */
+	       task == !strcmp(e->parent, "Tasks") &&
+	       stored_total_ok(f, ns->node, tpath, s, e->nrows, -1, !task,
+			       &w->tofs, &w->tlen);
+	if (good)
+		good = chunks_ok(d, ns, f, cr, e->nrows, map, raw, rlen);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (d >= 0)
+		H5Dclose(d);
+	return good;
+}
+
+/* Every task in the writer's node total (Totals/AllTasks), kept with the
+ * first task (first).  1 or 0. */
+static int whole_alltasks(struct sh5_nodestep *ns, struct finfo *f,
+			  size_t first, size_t ntasks, uint64_t task_rows)
+{
+	struct whole_ent *w = &f->ents[first];
+
+	return stored_total_ok(f, ns->node, "Totals/AllTasks",
+			       ns->series[first].series, task_rows,
+			       (long long)ntasks, 1, &w->tofs, &w->tlen);
+}
+
+static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
+		    const unsigned char *map)
+{
+	void *raw = NULL;
+	size_t i, rlen = 0, ntasks = 0, first_task = SIZE_MAX;
+	uint64_t task_rows = 0;
+	int ok = 0;
+
+	if (ns->kind != SH5_NODESTEP_OURS || !ns->has_totals ||
+	    ns->salvaged || ns->damage[0])
+		return 0;
+	for (i = 0; i < ns->nother; i++) {
+		H5O_info_t oi;
+
+		if (H5Oget_info_by_name2(ns->node, ns->other[i], &oi,
+					 H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+		    oi.type != H5O_TYPE_DATASET)
+			return 0;
+	}
+	if (!(f->ents = calloc(ns->nseries ? ns->nseries : 1,
+			       sizeof(*f->ents))))
+		return 0;
+	f->nents = ns->nseries;
+	for (i = 0; i < ns->nseries; i++) {
+		if (!whole_series(ns, f, &ns->series[i], &f->ents[i], map,
+				  &raw, &rlen))
+			goto out;
+		if (f->ents[i].task) {
+			if (first_task == SIZE_MAX)
+				first_task = i;
+			ntasks++;
+			task_rows += ns->series[i].nrows;
+		}
+	}
+	if (ntasks && !whole_alltasks(ns, f, first_task, ntasks, task_rows))
+		goto out;
+	ok = 1;
+out:
+	if (!ok) {
+		free(f->ents);
+		f->ents = NULL;
+		f->nents = 0;
+		free(f->blob);
+		f->blob = NULL;
+		f->blob_len = 0;
+	}
+	free(raw);
+	return ok;
+}

@@ -1,0 +1,158 @@
+#!/bin/bash
+# merge_onepass.sh: inputs copied whole are checked and copied in one
+# child process (one HDF5 open per input).  Its job file equals the one of
+# the two-pass early merge (SH5MERGE_TWO_PASS=1) object by object, value
+# by value, but /Merge's time; its reports reach the merge; an input that
+# is not whole or a damaged one makes the merge start over the normal
+# way, with the same outcome as before; HDF5 crashing or looping on an
+# input ends only the child (the input is marked, the others merged);
+# the inputs are never modified.
+. "$top_srcdir/tests/tools/merge_lib.sh"
+
+mkdir -p prof/u
+$GEN -d prof/u -j 801 -n 6 -t 2 -s 200 -f sh5 || fail "gen_job"
+sum0=$(cat prof/u/801_*.h5 | md5sum)
+
+# compare A B: same objects, attributes and values (but /Merge's time
+# and command line).
+compare() {
+	$PY - "$1" "$2" <<'PY' || fail "$1 and $2 differ"
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+SKIP = ("Merge Time", "Options")  # when, and the command line (-o)
+def names(f):
+    out = []
+    f.visit(out.append)
+    return sorted(out)
+na, nb = names(a), names(b)
+assert na == nb, (set(na) ^ set(nb))
+for n in ["/"] + na:
+    x, y = a[n], b[n]
+    ka = sorted(k for k in x.attrs if k not in SKIP)
+    kb = sorted(k for k in y.attrs if k not in SKIP)
+    assert ka == kb, (n, ka, kb)
+    for k in ka:
+        assert np.array_equal(np.asarray(x.attrs[k]), np.asarray(y.attrs[k])), (n, k)
+    if isinstance(x, h5py.Dataset):
+        assert x.dtype == y.dtype and x.shape == y.shape, n
+        assert np.array_equal(x[()], y[()]), n
+print("compared %d objects" % len(na))
+PY
+}
+
+$SH5MERGE merge -j 801 -p prof -u u -o one.h5 2>one.err || { cat one.err; fail "one-pass merge"; }
+grep -q '6 node files (6 copied whole)' one.err || { cat one.err; fail "not copied whole"; }
+SH5MERGE_TWO_PASS=1 $SH5MERGE merge -j 801 -p prof -u u -o two.h5 2>two.err ||
+	{ cat two.err; fail "two-pass merge"; }
+grep -q '6 node files (6 copied whole)' two.err || { cat two.err; fail "two-pass: not copied whole"; }
+compare one.h5 two.h5
+$CHECK job one.h5 prof/u/801_*.h5 || fail "one-pass job file values"
+no_temp .
+echo "ok: one pass equals two passes"
+
+# A node missing (a problem the first pass finds at the end): no job file
+# without --allow-partial, the same report once; with it, the same file.
+mkdir -p prof/v
+cp prof/u/801_*.h5 prof/v/
+rm prof/v/801_0_node3.h5
+expect_fail "missing node" "node index.* 2 missing" $SH5MERGE merge -j 801 -p prof -u v -o m1.h5
+[ "$(grep -c 'node index 2 missing' "$T/err")" = 1 ] || { cat "$T/err"; fail "report not given once"; }
+[ ! -e m1.h5 ] || fail "job file written despite a problem"
+$SH5MERGE merge -j 801 -p prof -u v -o m1.h5 --allow-partial 2>m1.err ||
+	{ cat m1.err; fail "--allow-partial"; }
+SH5MERGE_TWO_PASS=1 $SH5MERGE merge -j 801 -p prof -u v -o m2.h5 --allow-partial 2>m2.err ||
+	{ cat m2.err; fail "--allow-partial, two passes"; }
+compare m1.h5 m2.h5
+diff <(sed 's/m1\.h5/X/' m1.err) <(sed 's/m2\.h5/X/' m2.err) ||
+	fail "reports differ between one and two passes"
+echo "ok: a problem found by the checks"
+
+# An input cut short (not whole: salvaged the normal way) after whole ones.
+mkdir -p prof/w
+cp prof/u/801_*.h5 prof/w/
+f=prof/w/801_0_node4.h5
+truncate -s $(( $(stat -c %s $f) * 2 / 3 )) $f
+$SH5MERGE merge -j 801 -p prof -u w -o c1.h5 --allow-partial 2>c1.err ||
+	{ cat c1.err; fail "truncated input"; }
+grep -q "801_0_node4.h5: damaged" c1.err || { cat c1.err; fail "truncation not reported"; }
+SH5MERGE_TWO_PASS=1 $SH5MERGE merge -j 801 -p prof -u w -o c2.h5 --allow-partial 2>c2.err ||
+	{ cat c2.err; fail "truncated input, two passes"; }
+compare c1.h5 c2.h5
+no_temp .
+echo "ok: an input that is not whole"
+
+# HDF5 crashing or looping on an input in the one-pass child (whole
+# inputs before it): that input is marked, not checked again, the others
+# merged.  A damaged global heap (variable-length string attributes, as
+# merge_faults.sh makes them) crashes HDF5 1.10; an overrun one loops.
+vlen_heap() { # vlen_heap FILE crash|loop
+	$PY - "$1" "$2" <<'PY' || fail "corrupting the heap"
+import struct, sys, h5py
+f = h5py.File(sys.argv[1], "r+")
+def conv(name, obj):
+    if isinstance(obj, h5py.Dataset):
+        for a in ("Field Kinds", "Field Units"):
+            if a in obj.attrs:
+                v = [bytes(x) for x in obj.attrs[a]]
+                del obj.attrs[a]
+                obj.attrs.create(a, v, dtype=h5py.string_dtype("ascii"))
+f.visititems(conv)
+f.close()
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.find(b"GCOL")
+assert i > 0
+if sys.argv[2] == "crash":
+    struct.pack_into("<Q", d, i + 24, 0x7fffffff)
+else:
+    o, last = i + 16, None
+    while True:
+        idx = struct.unpack_from("<H", d, o)[0]
+        size = struct.unpack_from("<Q", d, o + 8)[0]
+        if idx == 0:
+            break
+        last = o
+        o += 16 + ((size + 7) // 8) * 8
+    struct.pack_into("<Q", d, last + 8, 0xd8)
+open(sys.argv[1], "wb").write(d)
+PY
+}
+for how in crash loop; do
+	rm -rf prof/h
+	mkdir -p prof/h
+	cp prof/u/801_*.h5 prof/h/
+	vlen_heap prof/h/801_0_node4.h5 $how
+	hsum=$(cat prof/h/801_*.h5 | md5sum)
+	t0=$(date +%s)
+	SH5MERGE_READ_TIMEOUT=5 timeout 60 $SH5MERGE merge -j 801 -p prof -u h \
+		-o h-$how.h5 --allow-partial 2>h.err
+	rc=$?
+	t1=$(date +%s)
+	[ $rc -eq 0 ] || { cat h.err; fail "$how: --allow-partial exit $rc"; }
+	if [ $how = crash ]; then
+		grep -q "801_0_node4.h5: corrupt: reading it crashes HDF5" h.err ||
+			{ cat h.err; fail "crash not reported"; }
+	else
+		grep -q "801_0_node4.h5: corrupt: HDF5 does not finish reading it" h.err ||
+			{ cat h.err; fail "loop not reported"; }
+		# Stopped once (5 s), not again by the first pass.
+		[ $((t1 - t0)) -lt 9 ] || fail "loop: $((t1 - t0)) s (checked twice?)"
+	fi
+	[ "$(grep -c '801_0_node4.h5: corrupt' h.err)" = 1 ] ||
+		{ cat h.err; fail "$how: reported more than once"; }
+	grep -q '5 node files' h.err || { cat h.err; fail "$how: the others not merged"; }
+	$PY - h-$how.h5 <<'PY' || fail "$how: job file"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+nodes = sorted(f["/Steps/0/Nodes"])
+assert "node4" not in nodes and len(nodes) == 5, nodes
+inp = {r["File"].decode().rsplit("/", 1)[-1]: r for r in f["/Merge/Inputs"][()]}
+assert inp["801_0_node4.h5"]["Status"] == b"skipped", inp["801_0_node4.h5"]
+assert f["/Merge"].attrs["Partial"] == 1
+PY
+	[ "$(cat prof/h/801_*.h5 | md5sum)" = "$hsum" ] || fail "$how: inputs modified"
+	no_temp .
+	echo "ok: HDF5 ${how}ing in the one-pass child"
+done
+
+[ "$(cat prof/u/801_*.h5 | md5sum)" = "$sum0" ] || fail "inputs modified"
+echo "ok: inputs unchanged"
