@@ -16,7 +16,7 @@
 #include "cli_util.h"
 #include "common/outfile.h"
 #include "commands.h"
-#include "common/csvfmt.h"
+#include "profile/series_csv.h"
 #include "common/fdio.h"
 #include "common/error.h"
 #include "merge/jobfile.h"

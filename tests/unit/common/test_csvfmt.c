@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/csvfmt.h"
+#include "profile/series_csv.h"
 #include "profile/series.h"
 
 static uint64_t x = 0x9E3779B97F4A7C15ULL;
