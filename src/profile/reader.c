@@ -183,11 +183,102 @@ static herr_t events_cb(hid_t g, const char *name, const H5L_info_t *info,
 }
 
 static herr_t walk_cb(hid_t g, const char *name, const H5L_info_t *info,
+		      void *data);
+
+/* Keep path as an "other" object: 0, or -1 out of memory (w->oom). */
+static herr_t walk_other(struct walk *w, const char *path)
+{
+	return add_other(w->ns, path) < 0 ? (w->oom = 1, -1) : 0;
+}
+
+/* /<node>/Events: each member an "other" object. */
+static herr_t walk_events(struct walk *w, hid_t g, const char *name,
+			  const char *path)
+{
+	hid_t sg = H5Gopen2(g, name, H5P_DEFAULT);
+	herr_t rc;
+
+	if (sg < 0)
+		return walk_other(w, path);
+	w->ns->has_events = 1;
+	rc = H5Literate(sg, H5_INDEX_NAME, H5_ITER_INC, NULL, events_cb, w);
+	H5Gclose(sg);
+	return w->oom ? -1 : rc < 0 ? 0 : 0;
+}
+
+/* A series group under the node group (Tasks, ...): its members. */
+static herr_t walk_group(struct walk *w, hid_t g, const char *name,
+			 const char *path)
+{
+	struct walk sub = { w->ns, name, w->errp, 0 };
+	hid_t sg = H5Gopen2(g, name, H5P_DEFAULT);
+	herr_t rc;
+
+	if (sg < 0)
+		return walk_other(w, path);
+	rc = H5Literate(sg, H5_INDEX_NAME, H5_ITER_INC, NULL, walk_cb, &sub);
+	H5Gclose(sg);
+	if (sub.oom) {
+		w->oom = 1;
+		return -1;
+	}
+	if (rc < 0 && !w->ns->damage[0])
+		snprintf(w->ns->damage, sizeof(w->ns->damage),
+			 "group %s: cannot list all members", name);
+	return 0;
+}
+
+/* The series of dataset d if its type and attributes are sane, else
+ * NULL. */
+static struct sh5_series *sane_series(struct walk *w, hid_t d,
+				      const char *name)
+{
+	hid_t t = H5Dget_type(d);
+	int sane = sh5_type_sane(t);
+
+	if (t >= 0)
+		H5Tclose(t);
+	/* Attributes read by the series factory too. */
+	if (sane) {
+		hsize_t idx = 0;
+
+		sane = H5Aiterate2(d, H5_INDEX_NAME, H5_ITER_INC, &idx,
+				   attr_sane_cb, NULL) >= 0;
+	}
+	return sane ? sh5_series_from_dataset(w->parent, name, d, NULL) :
+		      NULL;
+}
+
+/* A dataset: a series, else an "other" object. */
+static herr_t walk_dataset(struct walk *w, hid_t g, const char *name,
+			   const char *path)
+{
+	hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
+	struct sh5_series *s = d >= 0 ? sane_series(w, d, name) : NULL;
+
+	if (s) {
+		uint64_t n = sh5_dset_rows(d);
+
+		H5Dclose(d);
+		if (add_series(w->ns, w->parent, name, s, n) < 0) {
+			sh5_series_destroy(s);
+			w->oom = 1;
+			return -1;
+		}
+		return 0;
+	}
+	if (d >= 0)
+		H5Dclose(d);
+	return walk_other(w, path);
+}
+
+static herr_t walk_cb(hid_t g, const char *name, const H5L_info_t *info,
 		      void *data)
 {
 	struct walk *w = data;
 	H5O_info_t oi;
 	char path[2 * SH5_NAME_MAX + 2];
+	int top;
 
 	(void)info;
 	if (w->parent[0])
@@ -198,85 +289,25 @@ static herr_t walk_cb(hid_t g, const char *name, const H5L_info_t *info,
 	    H5Oget_info_by_name2(g, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
 		/* Unreadable object header: keep it as "other" so the
 		 * caller reports it when copying fails. */
-		return add_other(w->ns, path) < 0 ? (w->oom = 1, -1) : 0;
+		return walk_other(w, path);
 	}
+	top = oi.type == H5O_TYPE_GROUP && !w->parent[0];
 	/* The writer's totals (see writer.c): not a series group. */
-	if (oi.type == H5O_TYPE_GROUP && !w->parent[0] &&
-	    w->ns->kind == SH5_NODESTEP_OURS && !strcmp(name, "Totals")) {
+	if (top && w->ns->kind == SH5_NODESTEP_OURS &&
+	    !strcmp(name, "Totals")) {
 		w->ns->has_totals = 1;
 		return 0;
 	}
 	/* Application events (events/evstore.h): not series; each of
 	 * their datasets is an "other" object, copied by value. */
-	if (oi.type == H5O_TYPE_GROUP && !w->parent[0] &&
-	    w->ns->kind == SH5_NODESTEP_OURS && !strcmp(name, "Events")) {
-		hid_t sg = H5Gopen2(g, name, H5P_DEFAULT);
-		herr_t rc;
-
-		if (sg < 0)
-			return add_other(w->ns, path) < 0 ? (w->oom = 1, -1) : 0;
-		w->ns->has_events = 1;
-		rc = H5Literate(sg, H5_INDEX_NAME, H5_ITER_INC, NULL,
-				events_cb, w);
-		H5Gclose(sg);
-		return w->oom ? -1 : rc < 0 ? 0 : 0;
-	}
-	if (oi.type == H5O_TYPE_GROUP && !w->parent[0]) {
-		struct walk sub = { w->ns, name, w->errp, 0 };
-		hid_t sg = H5Gopen2(g, name, H5P_DEFAULT);
-		herr_t rc;
-
-		if (sg < 0)
-			return add_other(w->ns, path) < 0 ? (w->oom = 1, -1) : 0;
-		rc = H5Literate(sg, H5_INDEX_NAME, H5_ITER_INC, NULL, walk_cb,
-				&sub);
-		H5Gclose(sg);
-		if (sub.oom) {
-			w->oom = 1;
-			return -1;
-		}
-		if (rc < 0 && !w->ns->damage[0])
-			snprintf(w->ns->damage, sizeof(w->ns->damage),
-				 "group %s: cannot list all members", name);
-		return 0;
-	}
-	if (oi.type == H5O_TYPE_DATASET) {
-		hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
-		struct sh5_series *s = NULL;
-
-		if (d >= 0) {
-			hid_t t = H5Dget_type(d);
-			int sane = sh5_type_sane(t);
-
-			if (t >= 0)
-				H5Tclose(t);
-			/* Attributes read by the series factory too. */
-			if (sane) {
-				hsize_t idx = 0;
-
-				sane = H5Aiterate2(d, H5_INDEX_NAME,
-						   H5_ITER_INC, &idx,
-						   attr_sane_cb, NULL) >= 0;
-			}
-			if (sane)
-				s = sh5_series_from_dataset(w->parent, name, d,
-							    NULL);
-		}
-		if (s) {
-			uint64_t n = sh5_dset_rows(d);
-
-			H5Dclose(d);
-			if (add_series(w->ns, w->parent, name, s, n) < 0) {
-				sh5_series_destroy(s);
-				w->oom = 1;
-				return -1;
-			}
-			return 0;
-		}
-		if (d >= 0)
-			H5Dclose(d);
-	}
-	return add_other(w->ns, path) < 0 ? (w->oom = 1, -1) : 0;
+	if (top && w->ns->kind == SH5_NODESTEP_OURS &&
+	    !strcmp(name, "Events"))
+		return walk_events(w, g, name, path);
+	if (top)
+		return walk_group(w, g, name, path);
+	if (oi.type == H5O_TYPE_DATASET)
+		return walk_dataset(w, g, name, path);
+	return walk_other(w, path);
 }
 
 /* ------------------------------------------------------------------ */
@@ -334,94 +365,69 @@ static int count_attr(struct sh5_nodestep *ns, const char *name,
 	return -1;
 }
 
-struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
-				       uint32_t job_id, const char *step,
-				       struct sh5_error *errp)
+/* Open path (fd) as HDF5, through a sparse copy when it is shorter than
+ * its superblock says.  0, or -1 with errp set. */
+static int open_file(struct sh5_nodestep *ns, int fd, const char *path,
+		     struct sh5_error *errp)
 {
-	struct sh5_nodestep *ns = calloc(1, sizeof(*ns));
 	struct sh5_error h5err = { "" };
-	struct walk w;
 	struct stat st;
 	unsigned char sig[8];
-	long long v;
-	int fd = -1;
-	herr_t rc;
+	uint64_t eoa;
 
-	if (!ns) {
-		sh5_errprintf(errp, "%s: out of memory", path);
-		return NULL;
-	}
-	ns->file = ns->node = -1;
-	ns->node_index = ns->ntasks = ns->nnodes = ns->step_tasks = -1;
-	if (!(ns->path = strdup(path))) {
-		sh5_errprintf(errp, "%s: out of memory", path);
-		goto error;
-	}
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		sh5_errprintf(errp, "%s: %s", path, strerror(errno));
-		goto error;
-	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		errno = EINVAL;
-		sh5_errprintf(errp, "%s: not a regular file", path);
-		goto error;
+		return sh5_errprintf(errp, "%s: not a regular file", path);
 	}
 	ns->size = ns->real_eof = (uint64_t)st.st_size;
 	if (st.st_size == 0) {
 		errno = EINVAL;
-		sh5_errprintf(errp, "%s: empty file (the writer never "
-			      "flushed it: no samples to salvage)", path);
-		goto error;
+		return sh5_errprintf(errp, "%s: empty file (the writer never "
+				     "flushed it: no samples to salvage)",
+				     path);
 	}
 	if (pread(fd, sig, sizeof(sig), 0) != (ssize_t)sizeof(sig) ||
 	    memcmp(sig, h5_signature, sizeof(sig))) {
 		errno = EINVAL;
-		sh5_errprintf(errp, "%s: not an HDF5 file", path);
-		goto error;
+		return sh5_errprintf(errp, "%s: not an HDF5 file", path);
 	}
-	ns->file = open_h5(path);
+	if ((ns->file = open_h5(path)) >= 0)
+		return 0;
+	sh5_errprintf_h5(&h5err, "cannot open");
+	eoa = superblock_eoa(fd);
+	if (eoa <= ns->size) {
+		errno = EIO;
+		return sh5_errprintf(errp, "%s: corrupt HDF5 file (%s)", path,
+				     h5err.text);
+	}
+	ns->tmp_copy = sparse_copy(fd, ns->size, eoa);
+	if (ns->tmp_copy)
+		ns->file = open_h5(ns->tmp_copy);
 	if (ns->file < 0) {
-		uint64_t eoa;
-
-		sh5_errprintf_h5(&h5err, "cannot open");
-		eoa = superblock_eoa(fd);
-		if (eoa > ns->size) {
-			ns->tmp_copy = sparse_copy(fd, ns->size, eoa);
-			if (ns->tmp_copy)
-				ns->file = open_h5(ns->tmp_copy);
-			if (ns->file < 0) {
-				errno = EIO;
-				sh5_errprintf(errp, "%s: truncated (%" PRIu64
-					      " of %" PRIu64 " bytes) and its "
-					      "structure is lost: nothing to "
-					      "salvage", path, ns->size, eoa);
-				goto error;
-			}
-			ns->salvaged = 1;
-			snprintf(ns->damage, sizeof(ns->damage),
-				 "truncated: %" PRIu64 " of %" PRIu64
-				 " bytes", ns->size, eoa);
-		} else {
-			errno = EIO;
-			sh5_errprintf(errp, "%s: corrupt HDF5 file (%s)", path,
-				      h5err.text);
-			goto error;
-		}
+		errno = EIO;
+		return sh5_errprintf(errp, "%s: truncated (%" PRIu64 " of %"
+				     PRIu64 " bytes) and its structure is "
+				     "lost: nothing to salvage", path,
+				     ns->size, eoa);
 	}
-	close(fd);
-	fd = -1;
+	ns->salvaged = 1;
+	snprintf(ns->damage, sizeof(ns->damage), "truncated: %" PRIu64
+		 " of %" PRIu64 " bytes", ns->size, eoa);
+	return 0;
+}
 
-	ns->kind = H5Aexists(ns->file, "sh5 Format Version") > 0 ?
-			   SH5_NODESTEP_OURS : SH5_NODESTEP_STOCK;
-	/* The node group: the one named by the file name, else the only
-	 * group at the root. */
+/* The node group: the one named node, else the only group at the root.
+ * 0, or -1 with errp set. */
+static int open_node(struct sh5_nodestep *ns, const char *node,
+		     const char *path, struct sh5_error *errp)
+{
 	if (node) {
 		snprintf(ns->node_name, sizeof(ns->node_name), "%s", node);
 		if (H5Lexists(ns->file, node, H5P_DEFAULT) <= 0) {
 			errno = EINVAL;
-			sh5_errprintf(errp, "%s: not a node-step file of node "
-				      "%s (no group /%s)", path, node, node);
-			goto error;
+			return sh5_errprintf(errp, "%s: not a node-step file "
+					     "of node %s (no group /%s)", path,
+					     node, node);
 		}
 	} else {
 		H5G_info_t gi;
@@ -432,18 +438,25 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 				       H5_ITER_INC, 0, name, sizeof(name),
 				       H5P_DEFAULT) <= 0) {
 			errno = EINVAL;
-			sh5_errprintf(errp, "%s: not a node-step file (the "
-				      "root holds no single node group)", path);
-			goto error;
+			return sh5_errprintf(errp, "%s: not a node-step file "
+					     "(the root holds no single node "
+					     "group)", path);
 		}
 		snprintf(ns->node_name, sizeof(ns->node_name), "%s", name);
 	}
 	if ((ns->node = H5Gopen2(ns->file, ns->node_name, H5P_DEFAULT)) < 0) {
 		errno = EINVAL;
-		sh5_errprintf_h5(errp, "%s: /%s is not a readable group", path,
-				 ns->node_name);
-		goto error;
+		return sh5_errprintf_h5(errp, "%s: /%s is not a readable group",
+					path, ns->node_name);
 	}
+	return 0;
+}
+
+/* The node group's attributes (those out of range noted as damage). */
+static void read_node_attrs(struct sh5_nodestep *ns)
+{
+	long long v;
+
 	if (ns->kind == SH5_NODESTEP_OURS) {
 		if (sh5_attr_get_int(ns->node, "Job ID", &v) == 0) {
 			ns->has_job_id = 1;
@@ -466,23 +479,39 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 	if (sh5_attr_get_int(ns->node, "Number of Tasks", &v) == 0 &&
 	    count_attr(ns, "Number of Tasks", v, 0) == 0)
 		ns->ntasks = (int)v;
+}
+
+/* The file is of job job_id and step step (NULL: any).  0, or -1 with
+ * errp set. */
+static int check_owner(const struct sh5_nodestep *ns, uint32_t job_id,
+		       const char *step, const char *path,
+		       struct sh5_error *errp)
+{
+	char a[32], b[32];
+
 	if (ns->has_job_id && ns->job_id != job_id) {
 		errno = EINVAL;
-		sh5_errprintf(errp, "%s: belongs to job %" PRIu32 ", not %"
-			      PRIu32, path, ns->job_id, job_id);
-		goto error;
+		return sh5_errprintf(errp, "%s: belongs to job %" PRIu32
+				     ", not %" PRIu32, path, ns->job_id,
+				     job_id);
 	}
-	if (step && ns->step[0]) {
-		char a[32], b[32];
+	if (step && ns->step[0] &&
+	    strcmp(sh5_step_name(ns->step, a, sizeof(a)),
+		   sh5_step_name(step, b, sizeof(b)))) {
+		errno = EINVAL;
+		return sh5_errprintf(errp, "%s: holds step %s, its name says "
+				     "%s", path, ns->step, step);
+	}
+	return 0;
+}
 
-		if (strcmp(sh5_step_name(ns->step, a, sizeof(a)),
-			   sh5_step_name(step, b, sizeof(b)))) {
-			errno = EINVAL;
-			sh5_errprintf(errp, "%s: holds step %s, its name says "
-				      "%s", path, ns->step, step);
-			goto error;
-		}
-	}
+/* List the node group's series and other objects.  0, or -1 with errp
+ * set. */
+static int list_members(struct sh5_nodestep *ns, const char *path,
+			struct sh5_error *errp)
+{
+	struct walk w;
+	herr_t rc;
 
 	memset(&w, 0, sizeof(w));
 	w.ns = ns;
@@ -490,10 +519,8 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 	w.errp = errp;
 	rc = H5Literate(ns->node, H5_INDEX_NAME, H5_ITER_INC, NULL, walk_cb,
 			&w);
-	if (w.oom) {
-		sh5_errprintf(errp, "%s: out of memory", path);
-		goto error;
-	}
+	if (w.oom)
+		return sh5_errprintf(errp, "%s: out of memory", path);
 	if (rc < 0 && !ns->damage[0])
 		snprintf(ns->damage, sizeof(ns->damage),
 			 "node group /%s: cannot list all members",
@@ -501,11 +528,46 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 	if (!ns->nseries && ns->kind == SH5_NODESTEP_STOCK &&
 	    ns->node_index < 0) {
 		errno = EINVAL;
-		sh5_errprintf(errp, "%s: not a node-step file (/%s holds no "
-			      "series and no node attributes)", path,
-			      ns->node_name);
+		return sh5_errprintf(errp, "%s: not a node-step file (/%s "
+				     "holds no series and no node "
+				     "attributes)", path, ns->node_name);
+	}
+	return 0;
+}
+
+struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
+				       uint32_t job_id, const char *step,
+				       struct sh5_error *errp)
+{
+	struct sh5_nodestep *ns = calloc(1, sizeof(*ns));
+	int fd = -1;
+
+	if (!ns) {
+		sh5_errprintf(errp, "%s: out of memory", path);
+		return NULL;
+	}
+	ns->file = ns->node = -1;
+	ns->node_index = ns->ntasks = ns->nnodes = ns->step_tasks = -1;
+	if (!(ns->path = strdup(path))) {
+		sh5_errprintf(errp, "%s: out of memory", path);
 		goto error;
 	}
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		sh5_errprintf(errp, "%s: %s", path, strerror(errno));
+		goto error;
+	}
+	if (open_file(ns, fd, path, errp) < 0)
+		goto error;
+	close(fd);
+	fd = -1;
+	ns->kind = H5Aexists(ns->file, "sh5 Format Version") > 0 ?
+			   SH5_NODESTEP_OURS : SH5_NODESTEP_STOCK;
+	if (open_node(ns, node, path, errp) < 0)
+		goto error;
+	read_node_attrs(ns);
+	if (check_owner(ns, job_id, step, path, errp) < 0 ||
+	    list_members(ns, path, errp) < 0)
+		goto error;
 	return ns;
 error:
 	if (fd >= 0)
