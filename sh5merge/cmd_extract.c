@@ -52,6 +52,12 @@ struct opts {
 	const char *input, *step, *series, *node, *task, *field, *output;
 	int totals;
 	int group;  /* the series is a group of series: Tasks, or another */
+	/* A series lost rows (msg names the input and the series). */
+	void (*warn)(void *arg, const char *msg);
+	/* done of total series written. */
+	void (*progress)(void *arg, size_t done, size_t total);
+	void *arg;
+	int out_errno; /* errno of the first failed write to the output */
 };
 
 struct sel {
@@ -74,10 +80,9 @@ static const char *key_name(const struct opts *o)
 
 /* Select and open the entries that match the options. */
 static int select_entries(hid_t f, struct opts *o, struct sel **out,
-			  size_t *nout)
+			  size_t *nout, struct sh5_error *errp)
 {
 	struct sh5_jf_entry *v = NULL;
-	struct sh5_error err = { "" };
 	struct sel *sv = NULL;
 	size_t n = 0, i, k = 0;
 	char stepname[32] = "";
@@ -88,8 +93,7 @@ static int select_entries(hid_t f, struct opts *o, struct sel **out,
 	 * side): no chunk cache per dataset, or memory grows with their
 	 * number.  Reads are of many records at a time anyway. */
 	H5Pset_chunk_cache(dapl, 0, 0, 1.0);
-	if (sh5_jobfile_list(f, o->input, &v, &n, &err) < 0) {
-		cli_error(NULL, "%s", err.text);
+	if (sh5_jobfile_list(f, o->input, &v, &n, errp) < 0) {
 		H5Pclose(dapl);
 		return -1;
 	}
@@ -101,8 +105,7 @@ static int select_entries(hid_t f, struct opts *o, struct sel **out,
 	if (!(sv = calloc(n ? n : 1, sizeof(*sv)))) {
 		free(v);
 		H5Pclose(dapl);
-		cli_error(o->input, "out of memory");
-		return -1;
+		return sh5_errprintf(errp, "%s: out of memory", o->input);
 	}
 	for (i = 0; i < n; i++) {
 		struct sh5_jf_entry *e = &v[i];
@@ -166,6 +169,20 @@ static void prefix_of(const struct opts *o, const struct sel *e, char *buf,
 		snprintf(buf, len, "%s,%s,", e->e.step, e->e.node);
 }
 
+/* Tell o->warn that series e lost rows. */
+static void warn_lost(const struct opts *o, const struct sel *e,
+		      uint64_t lost, const char *reason)
+{
+	char msg[1024];
+
+	if (!o->warn)
+		return;
+	snprintf(msg, sizeof(msg), "%s: %s/%s/%s: %" PRIu64 " rows "
+		 "unreadable (%s)", o->input, e->e.step, e->e.node, e->e.path,
+		 lost, reason);
+	o->warn(o->arg, msg);
+}
+
 /* The header an entry's ops write, for checking all entries agree. */
 static char *header_of(const struct sel *e, int totals)
 {
@@ -195,15 +212,14 @@ struct obuf {
 	int fd;           /* >= 0: frames to this pipe (the child) */
 	int splice;       /* the parent may splice the child's CSV to out */
 	int err;          /* errno of a failed splice (no ferror(out) then) */
+	int *out_errno;   /* errno of the first failed write (stdio keeps
+			   * none) */
 };
 
 static int frame_flush(struct obuf *b);
 
-/* The errno of the first failed write to the output (stdio keeps none). */
-static int out_errno;
-
 /* Has writing the output failed, through stdio or the descriptor? */
-static int out_failed(FILE *out)
+static int out_failed(FILE *out, int out_errno)
 {
 	return ferror(out) || out_errno;
 }
@@ -217,13 +233,13 @@ static int obuf_flush(struct obuf *b)
 	 * write itself. */
 	if (b->len && (fflush(b->out) != 0 ||
 		       sh5_fd_write_all(fileno(b->out), b->p, b->len) < 0)) {
-		if (!out_errno)
-			out_errno = errno ? errno : EIO;
+		if (!*b->out_errno)
+			*b->out_errno = errno ? errno : EIO;
 		b->len = 0;
 		return -1;
 	}
 	b->len = 0;
-	return out_failed(b->out) ? -1 : 0;
+	return out_failed(b->out, *b->out_errno) ? -1 : 0;
 }
 
 /* The rows of n records after prefix: what ops->extract_series writes
@@ -500,7 +516,7 @@ static int take_segment(int fd, struct obuf *out, int drop,
 /* 0 done (a write error is left in ferror(out->out) for the caller to
  * report), -1 failed (reported), 1 no child could be started. */
 static int timeseries_piped(const struct opts *o, struct sel *v, size_t n,
-			    struct obuf *out, void *buf)
+			    struct obuf *out, void *buf, struct sh5_error *errp)
 {
 	int pfd[2], st = 0, rc = -1, werr = 0;
 	struct segs *sg = calloc(n ? n : 1, sizeof(*sg));
@@ -548,12 +564,14 @@ static int timeseries_piped(const struct opts *o, struct sel *v, size_t n,
 
 				r = take_segment(pfd[0], out, dead, &fr);
 				if (r == -3)
-					cli_error(o->input, "%s/%s/%s: %s",
-						  v[i].e.step, v[i].e.node,
-						  v[i].e.path, fr.reason);
+					sh5_errprintf(errp, "%s: %s/%s/%s: %s",
+						      o->input, v[i].e.step,
+						      v[i].e.node, v[i].e.path,
+						      fr.reason);
 				else if (r == -1)
-					cli_error(o->input, "the reading "
-						  "process failed");
+					sh5_errprintf(errp, "%s: the reading "
+						      "process failed",
+						      o->input);
 				if (r < 0) {
 					werr = r == -2;
 					goto fail;
@@ -570,8 +588,10 @@ static int timeseries_piped(const struct opts *o, struct sel *v, size_t n,
 				continue;
 			if (!open && sh5_cursor_open(&c, v[i].dset, v[i].s, 0,
 						     &err) < 0) {
-				cli_error(o->input, "%s/%s/%s: %s", v[i].e.step,
-					  v[i].e.node, v[i].e.path, err.text);
+				sh5_errprintf(errp, "%s: %s/%s/%s: %s",
+					      o->input, v[i].e.step,
+					      v[i].e.node, v[i].e.path,
+					      err.text);
 				goto out;
 			}
 			open = 1;
@@ -593,10 +613,9 @@ static int timeseries_piped(const struct opts *o, struct sel *v, size_t n,
 			sh5_cursor_close(&c);
 		open = 0;
 		if (dead)
-			cli_warn(o->input, "%s/%s/%s: %" PRIu64 " rows "
-				 "unreadable (%s)", v[i].e.step, v[i].e.node,
-				 v[i].e.path, lost, reason);
-		cli_progress("extracting", i + 1, n);
+			warn_lost(o, &v[i], lost, reason);
+		if (o->progress)
+			o->progress(o->arg, i + 1, n);
 		continue;
 fail:
 		if (open)
@@ -610,37 +629,37 @@ out:
 		kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
 	free(sg);
-	if (werr && out->err && !out_failed(out->out)) {
-		cli_error(o->output ? o->output : "stdout", "write failed: %s",
-			  strerror(out->err));
-		return -1;
-	}
+	if (werr && out->err && !out_failed(out->out, *out->out_errno))
+		return sh5_errprintf(errp, "%s: write failed: %s",
+				     o->output ? o->output : "stdout",
+				     strerror(out->err));
 	if (werr)
 		return 0;
 	if (!rc && (!WIFEXITED(st) || WEXITSTATUS(st))) {
-		cli_error(o->input, "the reading process failed");
-		rc = -1;
+		rc = sh5_errprintf(errp, "%s: the reading process failed",
+				   o->input);
 	}
 	return rc;
 }
 
-static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
+static int timeseries(struct opts *o, struct sel *v, size_t n, FILE *out,
+		      struct sh5_error *errp)
 {
 	void *buf = malloc(ROW_BUFFER);
-	struct obuf ob = { malloc(OUT_BUFFER), 0, out, -1, 1, 0 };
+	struct obuf ob = { malloc(OUT_BUFFER), 0, out, -1, 1, 0,
+			   &o->out_errno };
 	size_t i;
 	int rc = -1;
 
 	if (!buf || !ob.p) {
-		cli_error(o->input, "out of memory");
 		free(buf);
 		free(ob.p);
-		return -1;
+		return sh5_errprintf(errp, "%s: out of memory", o->input);
 	}
 	/* SH5MERGE_NO_FORK: one process (tests compare both). */
 	if (sysconf(_SC_NPROCESSORS_ONLN) > 1 && !getenv("SH5MERGE_NO_FORK") &&
 	    all_buffered(o, v, n)) {
-		rc = timeseries_piped(o, v, n, &ob, buf);
+		rc = timeseries_piped(o, v, n, &ob, buf, errp);
 		if (rc <= 0)
 			goto out;
 		rc = -1; /* no child: do it here */
@@ -655,21 +674,21 @@ static int timeseries(const struct opts *o, struct sel *v, size_t n, FILE *out)
 			rows = 1;
 		prefix_of(o, &v[i], prefix, sizeof(prefix));
 		if (sh5_cursor_open(&c, v[i].dset, v[i].s, 0, &err) < 0) {
-			cli_error(o->input, "%s/%s/%s: %s", v[i].e.step,
-				  v[i].e.node, v[i].e.path, err.text);
+			sh5_errprintf(errp, "%s: %s/%s/%s: %s", o->input,
+				      v[i].e.step, v[i].e.node, v[i].e.path,
+				      err.text);
 			goto out;
 		}
 		while ((got = sh5_cursor_read(&c, buf, rows)) > 0)
 			if (emit_rows(&v[i], prefix, buf, got, &ob) < 0)
 				break;
 		if (c.damaged)
-			cli_warn(o->input, "%s/%s/%s: %" PRIu64 " rows "
-				 "unreadable (%s)", v[i].e.step, v[i].e.node,
-				 v[i].e.path, sh5_cursor_lost(&c), c.reason);
+			warn_lost(o, &v[i], sh5_cursor_lost(&c), c.reason);
 		sh5_cursor_close(&c);
-		if (out_failed(out))
+		if (out_failed(out, o->out_errno))
 			break;
-		cli_progress("extracting", i + 1, n);
+		if (o->progress)
+			o->progress(o->arg, i + 1, n);
 	}
 	rc = 0;
 out:
@@ -729,7 +748,7 @@ static void *entry_total(hid_t f, struct sel *e)
 }
 
 static int totals(const struct opts *o, hid_t f, struct sel *v, size_t n,
-		  FILE *out)
+		  FILE *out, struct sh5_error *errp)
 {
 	void *node_t = NULL, *step_t = NULL;
 	size_t i;
@@ -742,7 +761,7 @@ static int totals(const struct opts *o, hid_t f, struct sel *v, size_t n,
 		void *t = entry_total(f, &v[i]);
 
 		if (!t) {
-			cli_error(o->input, "out of memory");
+			sh5_errprintf(errp, "%s: out of memory", o->input);
 			goto error;
 		}
 		prefix_of(o, &v[i], prefix, sizeof(prefix));
@@ -811,7 +830,8 @@ static uint64_t col_time(const struct col *k, const struct sh5_series *s)
 						  1].u;
 }
 
-static int aligned(const struct opts *o, struct sel *v, size_t n, FILE *out)
+static int aligned(const struct opts *o, struct sel *v, size_t n, FILE *out,
+		   struct sh5_error *errp)
 {
 	struct col *cols = calloc(n ? n : 1, sizeof(*cols));
 	size_t i, multi_step = 0, budget;
@@ -838,8 +858,9 @@ static int aligned(const struct opts *o, struct sel *v, size_t n, FILE *out)
 
 		k->field = sh5_series_field_index(v[i].s, o->field);
 		if (k->field < 0) {
-			cli_error(o->input, "%s/%s/%s: no field %s", v[i].e.step,
-				  v[i].e.node, v[i].e.path, o->field);
+			sh5_errprintf(errp, "%s: %s/%s/%s: no field %s",
+				      o->input, v[i].e.step, v[i].e.node,
+				      v[i].e.path, o->field);
 			goto out;
 		}
 		k->rows = budget / rs;
@@ -850,8 +871,9 @@ static int aligned(const struct opts *o, struct sel *v, size_t n, FILE *out)
 		if (!(k->buf = malloc(k->rows * rs)))
 			goto oom;
 		if (sh5_cursor_open(&k->c, v[i].dset, v[i].s, 0, NULL) < 0) {
-			cli_error(o->input, "%s/%s/%s: unreadable", v[i].e.step,
-				  v[i].e.node, v[i].e.path);
+			sh5_errprintf(errp, "%s: %s/%s/%s: unreadable",
+				      o->input, v[i].e.step, v[i].e.node,
+				      v[i].e.path);
 			goto out;
 		}
 		/* Direct chunk reads need a whole chunk per column. */
@@ -913,7 +935,7 @@ static int aligned(const struct opts *o, struct sel *v, size_t n, FILE *out)
 	rc = 0;
 	goto out;
 oom:
-	cli_error(o->input, "out of memory");
+	sh5_errprintf(errp, "%s: out of memory", o->input);
 out:
 	for (i = 0; cols && i < n; i++) {
 		if (cols[i].buf)
@@ -923,6 +945,18 @@ out:
 	free(cols);
 	free(line);
 	return rc;
+}
+
+static void warn_cb(void *arg, const char *msg)
+{
+	(void)arg;
+	cli_warn(NULL, "%s", msg);
+}
+
+static void progress_cb(void *arg, size_t done, size_t total)
+{
+	(void)arg;
+	cli_progress("extracting", done, total);
 }
 
 int cmd_extract(int argc, char **argv)
@@ -1002,8 +1036,12 @@ int cmd_extract(int argc, char **argv)
 		cli_error(o.input, "%s", err.text);
 		return 1;
 	}
-	if (select_entries(f, &o, &v, &n) < 0)
+	o.warn = warn_cb;
+	o.progress = progress_cb;
+	if (select_entries(f, &o, &v, &n, &oerr) < 0) {
+		cli_error(NULL, "%s", oerr.text);
 		goto out;
+	}
 	if (o.task && !o.group) {
 		cli_error(NULL, "--task needs a series group such as Tasks");
 		status = 2;
@@ -1044,12 +1082,15 @@ int cmd_extract(int argc, char **argv)
 		fprintf(out, "Step,Node,%s%s%s", is_tasks(&o) ? key_name(&o) : "",
 			is_tasks(&o) ? "," : "",
 			first ? first : "\n");
-	if (o.field ? aligned(&o, v, n, out) :
-	    o.totals ? totals(&o, f, v, n, out) : timeseries(&o, v, n, out))
+	if (o.field ? aligned(&o, v, n, out, &oerr) :
+	    o.totals ? totals(&o, f, v, n, out, &oerr) :
+	    timeseries(&o, v, n, out, &oerr)) {
+		cli_error(NULL, "%s", oerr.text);
 		goto out;
+	}
 	errno = 0;
-	if (fflush(out) != 0 || out_failed(out)) {
-		int e = out_errno ? out_errno : errno;
+	if (fflush(out) != 0 || out_failed(out, o.out_errno)) {
+		int e = o.out_errno ? o.out_errno : errno;
 
 		cli_error(o.output ? o.output : "stdout", "write failed: %s",
 			  strerror(e ? e : EIO));
