@@ -54,7 +54,8 @@ static void progress_cb(void *arg, size_t done, size_t total)
 	cli_progress("extracting", done, total);
 }
 
-int cmd_extract(int argc, char **argv)
+/* The options into o.  -1 go on, else the exit status (help, usage). */
+static int parse_opts(int argc, char **argv, struct sh5_extract *o)
 {
 	static const struct option lopts[] = {
 		{ "input", required_argument, NULL, 'i' },
@@ -68,130 +69,172 @@ int cmd_extract(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sh5_extract o;
-	struct sh5_extract_sel *v = NULL;
-	size_t n = 0, i;
-	hid_t f = -1;
-	FILE *out = NULL;
-	struct sh5_outfile of = { .fd = -1 };
-	struct sh5_error oerr = { "" };
-	char *first = NULL;
-	static char obuf[1 << 20];
-	int c, status = 1;
+	int c;
 
-	memset(&o, 0, sizeof(o));
-	o.series = "Tasks";
+	memset(o, 0, sizeof(*o));
+	o->series = "Tasks";
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "i:s:S:n:t:F:l:o:h", lopts,
 				NULL)) != -1) {
 		switch (c) {
-		case 'i': o.input = optarg; break;
-		case 's': o.step = optarg; break;
-		case 'S': o.series = optarg; break;
-		case 'n': o.node = optarg; break;
-		case 't': o.task = optarg; break;
-		case 'F': o.field = optarg; break;
+		case 'i': o->input = optarg; break;
+		case 's': o->step = optarg; break;
+		case 'S': o->series = optarg; break;
+		case 'n': o->node = optarg; break;
+		case 't': o->task = optarg; break;
+		case 'F': o->field = optarg; break;
 		case 'l':
 			if (!strcmp(optarg, "totals") ||
 			    !strcasecmp(optarg, "Node:Totals"))
-				o.totals = 1;
+				o->totals = 1;
 			else if (strcmp(optarg, "timeseries") &&
 				 strcasecmp(optarg, "Node:TimeSeries")) {
-				cli_error(NULL, "--level: timeseries or totals");
+				cli_error(NULL,
+					  "--level: timeseries or totals");
 				return 2;
 			}
 			break;
-		case 'o': o.output = optarg; break;
+		case 'o': o->output = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind < argc || !o.input) {
+	if (optind < argc || !o->input) {
 		cli_error(NULL, "extract: %s", optind < argc ?
 			  "unexpected argument" : "-i JOB.h5 is required");
 		usage(stderr);
 		return 2;
 	}
-	if (o.field && o.totals) {
+	if (o->field && o->totals) {
 		cli_error(NULL, "--field works on time series only");
 		return 2;
 	}
-	if (sh5_infile_check(o.input, &oerr) < 0 ||
-	    (o.output && sh5_outfile_same(o.output, &o.input, 1) &&
-	     sh5_errprintf(&oerr, "%s: is also the input; refusing to "
-			   "overwrite it", o.output))) {
-		cli_error(NULL, "%s", oerr.text);
-		return 1;
-	}
-	sh5_error_h5_silence();
-	if ((f = H5Fopen(o.input, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
-		struct sh5_error err;
+	return -1;
+}
 
-		sh5_errprintf_h5(&err, "cannot open");
-		cli_error(o.input, "%s", err.text);
-		return 1;
-	}
-	o.warn = warn_cb;
-	o.progress = progress_cb;
-	if (sh5_extract_select(f, &o, &v, &n, &oerr) < 0) {
-		cli_error(NULL, "%s", oerr.text);
-		goto out;
-	}
-	if (o.task && !o.group) {
-		cli_error(NULL, "--task needs a series group such as Tasks");
-		status = 2;
-		goto out;
-	}
-	if (!n) {
-		cli_error(o.input, "no series %s%s%s%s%s%s%s", o.series,
-			  o.step ? " in step " : "", o.step ? o.step : "",
-			  o.node ? " on node " : "", o.node ? o.node : "",
-			  o.task ? " of task " : "", o.task ? o.task : "");
-		goto out;
-	}
-	first = sh5_extract_header(&v[0], o.totals);
-	for (i = 1; i < n && !o.field; i++) {
-		char *h = sh5_extract_header(&v[i], o.totals);
-		int same = h && first && !strcmp(h, first);
+/* The header every entry's ops write (malloc'd in *first): all the same
+ * unless --field.  0, or -1 reported. */
+static int common_header(const struct sh5_extract *o,
+			 const struct sh5_extract_sel *v, size_t n,
+			 char **first)
+{
+	size_t i;
+
+	*first = sh5_extract_header(&v[0], o->totals);
+	for (i = 1; i < n && !o->field; i++) {
+		char *h = sh5_extract_header(&v[i], o->totals);
+		int same = h && *first && !strcmp(h, *first);
 
 		free(h);
 		if (!same) {
-			cli_error(o.input, "%s/%s/%s: fields differ from %s/%s/%s"
-				  " (select one step or node)", v[i].e.step,
-				  v[i].e.node, v[i].e.path, v[0].e.step,
-				  v[0].e.node, v[0].e.path);
-			goto out;
+			cli_error(o->input, "%s/%s/%s: fields differ from "
+				  "%s/%s/%s (select one step or node)",
+				  v[i].e.step, v[i].e.node, v[i].e.path,
+				  v[0].e.step, v[0].e.node, v[0].e.path);
+			return -1;
 		}
 	}
+	return 0;
+}
+
+/* The CSV into the open output file: header row, then the rows.  0, or
+ * -1 reported. */
+static int write_csv(struct sh5_extract *o, hid_t f,
+		     struct sh5_extract_sel *v, size_t n, const char *first,
+		     struct sh5_outfile *of)
+{
+	static char obuf[1 << 20];
+	struct sh5_error err = { "" };
+	FILE *out = sh5_outfile_fp(of);
+
+	if (!out) {
+		cli_error(o->output, "%s", strerror(errno));
+		return -1;
+	}
+	setvbuf(out, obuf, _IOFBF, sizeof(obuf));
+	if (!o->field)
+		fprintf(out, "Step,Node,%s%s%s", o->group ? key_name(o) : "",
+			o->group ? "," : "", first ? first : "\n");
+	if (o->field ? sh5_extract_aligned(o, v, n, out, &err) :
+	    o->totals ? sh5_extract_totals(o, f, v, n, out, &err) :
+	    sh5_extract_timeseries(o, v, n, out, &err)) {
+		cli_error(NULL, "%s", err.text);
+		return -1;
+	}
+	errno = 0;
+	if (fflush(out) != 0 || ferror(out) || o->out_errno) {
+		int e = o->out_errno ? o->out_errno : errno;
+
+		cli_error(o->output ? o->output : "stdout", "write failed: %s",
+			  strerror(e ? e : EIO));
+		return -1;
+	}
+	return 0;
+}
+
+/* The input checked and opened (f), its series selected (v, n).  0, or
+ * the exit status (reported). */
+static int open_input(struct sh5_extract *o, hid_t *f,
+		      struct sh5_extract_sel **v, size_t *n)
+{
+	struct sh5_error err = { "" };
+
+	if (sh5_infile_check(o->input, &err) < 0 ||
+	    (o->output && sh5_outfile_same(o->output, &o->input, 1) &&
+	     sh5_errprintf(&err, "%s: is also the input; refusing to "
+			   "overwrite it", o->output))) {
+		cli_error(NULL, "%s", err.text);
+		return 1;
+	}
+	sh5_error_h5_silence();
+	if ((*f = H5Fopen(o->input, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
+		sh5_errprintf_h5(&err, "cannot open");
+		cli_error(o->input, "%s", err.text);
+		return 1;
+	}
+	o->warn = warn_cb;
+	o->progress = progress_cb;
+	if (sh5_extract_select(*f, o, v, n, &err) < 0) {
+		cli_error(NULL, "%s", err.text);
+		return 1;
+	}
+	if (o->task && !o->group) {
+		cli_error(NULL, "--task needs a series group such as Tasks");
+		return 2;
+	}
+	if (!*n) {
+		cli_error(o->input, "no series %s%s%s%s%s%s%s", o->series,
+			  o->step ? " in step " : "", o->step ? o->step : "",
+			  o->node ? " on node " : "", o->node ? o->node : "",
+			  o->task ? " of task " : "", o->task ? o->task : "");
+		return 1;
+	}
+	return 0;
+}
+
+int cmd_extract(int argc, char **argv)
+{
+	struct sh5_extract o;
+	struct sh5_extract_sel *v = NULL;
+	size_t n = 0;
+	hid_t f = -1;
+	struct sh5_outfile of = { .fd = -1 };
+	struct sh5_error oerr = { "" };
+	char *first = NULL;
+	int status;
+
+	if ((status = parse_opts(argc, argv, &o)) >= 0)
+		return status;
+	if ((status = open_input(&o, &f, &v, &n)) != 0 ||
+	    (status = 1, common_header(&o, v, n, &first) < 0))
+		goto out;
 	if (sh5_outfile_open(&of, o.output ? o.output : "-", &o.input, 1,
 			     &oerr) < 0) {
 		cli_error(NULL, "%s", oerr.text);
 		goto out;
 	}
-	if (!(out = sh5_outfile_fp(&of))) {
-		cli_error(o.output, "%s", strerror(errno));
+	if (write_csv(&o, f, v, n, first, &of) < 0)
 		goto out;
-	}
-	setvbuf(out, obuf, _IOFBF, sizeof(obuf));
-	if (!o.field)
-		fprintf(out, "Step,Node,%s%s%s", o.group ? key_name(&o) : "",
-			o.group ? "," : "",
-			first ? first : "\n");
-	if (o.field ? sh5_extract_aligned(&o, v, n, out, &oerr) :
-	    o.totals ? sh5_extract_totals(&o, f, v, n, out, &oerr) :
-	    sh5_extract_timeseries(&o, v, n, out, &oerr)) {
-		cli_error(NULL, "%s", oerr.text);
-		goto out;
-	}
-	errno = 0;
-	if (fflush(out) != 0 || ferror(out) || o.out_errno) {
-		int e = o.out_errno ? o.out_errno : errno;
-
-		cli_error(o.output ? o.output : "stdout", "write failed: %s",
-			  strerror(e ? e : EIO));
-		goto out;
-	}
-	out = NULL;
 	if (sh5_outfile_commit(&of, &oerr) < 0) {
 		cli_error(NULL, "%s", oerr.text);
 		goto out;
@@ -205,4 +248,3 @@ out:
 		H5Fclose(f);
 	return status;
 }
-

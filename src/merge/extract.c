@@ -15,8 +15,9 @@
 #include "merge/jobfile.h"
 
 /* Select and open the entries that match the options. */
-int sh5_extract_select(hid_t f, struct sh5_extract *o, struct sh5_extract_sel **out,
-			  size_t *nout, struct sh5_error *errp)
+int sh5_extract_select(hid_t f, struct sh5_extract *o,
+		       struct sh5_extract_sel **out, size_t *nout,
+		       struct sh5_error *errp)
 {
 	struct sh5_jf_entry *v = NULL;
 	struct sh5_extract_sel *sv = NULL;
@@ -113,8 +114,8 @@ char *sh5_extract_header(const struct sh5_extract_sel *e, int totals)
 	return buf;
 }
 
-int sh5_extract_timeseries(struct sh5_extract *o, struct sh5_extract_sel *v, size_t n, FILE *out,
-		      struct sh5_error *errp)
+int sh5_extract_timeseries(struct sh5_extract *o, struct sh5_extract_sel *v,
+			   size_t n, FILE *out, struct sh5_error *errp)
 {
 	void *buf = malloc(ROW_BUFFER);
 	struct obuf ob = { malloc(OUT_BUFFER), 0, out, -1, 1, 0,
@@ -138,7 +139,8 @@ int sh5_extract_timeseries(struct sh5_extract *o, struct sh5_extract_sel *v, siz
 	for (i = 0; i < n; i++) {
 		struct sh5_cursor c;
 		struct sh5_error err = { "" };
-		size_t rows = ROW_BUFFER / v[i].s->ops->record_size(v[i].s), got;
+		size_t rows = ROW_BUFFER / v[i].s->ops->record_size(v[i].s);
+		size_t got;
 		char prefix[256];
 
 		if (!rows)
@@ -151,10 +153,12 @@ int sh5_extract_timeseries(struct sh5_extract *o, struct sh5_extract_sel *v, siz
 			goto out;
 		}
 		while ((got = sh5_cursor_read(&c, buf, rows)) > 0)
-			if (sh5_extract_emit_rows(&v[i], prefix, buf, got, &ob) < 0)
+			if (sh5_extract_emit_rows(&v[i], prefix, buf, got,
+						  &ob) < 0)
 				break;
 		if (c.damaged)
-			sh5_extract_warn_lost(o, &v[i], sh5_cursor_lost(&c), c.reason);
+			sh5_extract_warn_lost(o, &v[i], sh5_cursor_lost(&c),
+					      c.reason);
 		sh5_cursor_close(&c);
 		if (sh5_extract_out_failed(out, o->out_errno))
 			break;
@@ -218,8 +222,9 @@ static void *entry_total(hid_t f, struct sh5_extract_sel *e)
 	return t;
 }
 
-int sh5_extract_totals(const struct sh5_extract *o, hid_t f, struct sh5_extract_sel *v, size_t n,
-		  FILE *out, struct sh5_error *errp)
+int sh5_extract_totals(const struct sh5_extract *o, hid_t f,
+		       struct sh5_extract_sel *v, size_t n, FILE *out,
+		       struct sh5_error *errp)
 {
 	void *node_t = NULL, *step_t = NULL;
 	size_t i;
@@ -301,13 +306,88 @@ static uint64_t col_time(const struct col *k, const struct sh5_series *s)
 						  1].u;
 }
 
-int sh5_extract_aligned(const struct sh5_extract *o, struct sh5_extract_sel *v, size_t n, FILE *out,
-		   struct sh5_error *errp)
+/* Open column i (series v) of the --field table with its share of the
+ * row-buffer budget.  0, or -1 with errp set. */
+static int col_open(const struct sh5_extract *o, struct sh5_extract_sel *v,
+		    struct col *k, size_t budget, struct sh5_error *errp)
+{
+	size_t rs = v->s->ops->record_size(v->s);
+
+	k->field = sh5_series_field_index(v->s, o->field);
+	if (k->field < 0)
+		return sh5_errprintf(errp, "%s: %s/%s/%s: no field %s",
+				     o->input, v->e.step, v->e.node,
+				     v->e.path, o->field);
+	k->rows = budget / rs;
+	if (k->rows < 16)
+		k->rows = 16;
+	if (k->rows > 4096)
+		k->rows = 4096;
+	if (!(k->buf = malloc(k->rows * rs)))
+		return sh5_errprintf(errp, "%s: out of memory", o->input);
+	if (sh5_cursor_open(&k->c, v->dset, v->s, 0, NULL) < 0) {
+		free(k->buf);
+		k->buf = NULL;
+		return sh5_errprintf(errp, "%s: %s/%s/%s: unreadable",
+				     o->input, v->e.step, v->e.node,
+				     v->e.path);
+	}
+	/* Direct chunk reads need a whole chunk per column. */
+	k->c.direct = 0;
+	return 0;
+}
+
+/* One row of the --field table into line: the earliest EpochTime of all
+ * columns and each column's value then (empty if it has none).  The
+ * length, or 0 when every column is done. */
+static size_t aligned_row(struct sh5_extract_sel *v, size_t n,
+			  struct col *cols, char *line)
+{
+	uint64_t tmin = UINT64_MAX;
+	size_t len = 0, i;
+
+	for (i = 0; i < n; i++) {
+		if (cols[i].done || !col_fill(&cols[i]))
+			continue;
+		if (col_time(&cols[i], v[i].s) < tmin)
+			tmin = col_time(&cols[i], v[i].s);
+	}
+	if (tmin == UINT64_MAX)
+		return 0;
+	len = sh5_fmt_u64(line, tmin);
+	for (i = 0; i < n; i++) {
+		struct col *k = &cols[i];
+		const struct sh5_series *s = v[i].s;
+		union sh5_value val;
+		int have = 0;
+
+		line[len++] = ',';
+		/* Several samples in one second: the last one.  The value
+		 * is copied out: refilling the buffer overwrites it. */
+		while (!k->done && col_fill(k) && col_time(k, s) == tmin) {
+			val = ((const union sh5_value *)k->buf)
+				[k->at * sh5_record_slots(s) +
+				 SH5_TIME_SLOTS + (size_t)k->field];
+			have = 1;
+			k->at++;
+		}
+		if (!have)
+			continue;
+		if (s->fields[k->field].type == SH5_FT_DOUBLE)
+			len += sh5_fmt_double(line + len, val.d);
+		else
+			len += sh5_fmt_u64(line + len, val.u);
+	}
+	line[len++] = '\n';
+	return len;
+}
+
+int sh5_extract_aligned(const struct sh5_extract *o, struct sh5_extract_sel *v,
+			size_t n, FILE *out, struct sh5_error *errp)
 {
 	struct col *cols = calloc(n ? n : 1, sizeof(*cols));
-	size_t i, multi_step = 0, budget;
+	size_t i, multi_step = 0, budget, len;
 	char *line = NULL;
-	size_t linecap;
 	int rc = -1;
 
 	if (!cols)
@@ -324,31 +404,8 @@ int sh5_extract_aligned(const struct sh5_extract *o, struct sh5_extract_sel *v, 
 	budget /= n ? n : 1;
 	fputs("EpochTime", out);
 	for (i = 0; i < n; i++) {
-		struct col *k = &cols[i];
-		size_t rs = v[i].s->ops->record_size(v[i].s);
-
-		k->field = sh5_series_field_index(v[i].s, o->field);
-		if (k->field < 0) {
-			sh5_errprintf(errp, "%s: %s/%s/%s: no field %s",
-				      o->input, v[i].e.step, v[i].e.node,
-				      v[i].e.path, o->field);
+		if (col_open(o, &v[i], &cols[i], budget, errp) < 0)
 			goto out;
-		}
-		k->rows = budget / rs;
-		if (k->rows < 16)
-			k->rows = 16;
-		if (k->rows > 4096)
-			k->rows = 4096;
-		if (!(k->buf = malloc(k->rows * rs)))
-			goto oom;
-		if (sh5_cursor_open(&k->c, v[i].dset, v[i].s, 0, NULL) < 0) {
-			sh5_errprintf(errp, "%s: %s/%s/%s: unreadable",
-				      o->input, v[i].e.step, v[i].e.node,
-				      v[i].e.path);
-			goto out;
-		}
-		/* Direct chunk reads need a whole chunk per column. */
-		k->c.direct = 0;
 		fputc(',', out);
 		if (multi_step)
 			fprintf(out, "%s:", v[i].e.step);
@@ -358,51 +415,11 @@ int sh5_extract_aligned(const struct sh5_extract *o, struct sh5_extract_sel *v, 
 			fputs(v[i].e.node, out);
 	}
 	fputc('\n', out);
-	linecap = 32 + n * (SH5_FMT_MAX + 1);
-	if (!(line = malloc(linecap)))
+	if (!(line = malloc(32 + n * (SH5_FMT_MAX + 1))))
 		goto oom;
-	for (;;) {
-		uint64_t tmin = UINT64_MAX;
-		size_t len = 0;
-
-		for (i = 0; i < n; i++) {
-			if (cols[i].done || !col_fill(&cols[i]))
-				continue;
-			if (col_time(&cols[i], v[i].s) < tmin)
-				tmin = col_time(&cols[i], v[i].s);
-		}
-		if (tmin == UINT64_MAX)
-			break;
-		len = sh5_fmt_u64(line, tmin);
-		for (i = 0; i < n; i++) {
-			struct col *k = &cols[i];
-			const struct sh5_series *s = v[i].s;
-			union sh5_value val;
-			int have = 0;
-
-			line[len++] = ',';
-			/* Several samples in one second: the last one.  The
-			 * value is copied out: refilling the buffer
-			 * overwrites it. */
-			while (!k->done && col_fill(k) &&
-			       col_time(k, s) == tmin) {
-				val = ((const union sh5_value *)k->buf)
-					[k->at * sh5_record_slots(s) +
-					 SH5_TIME_SLOTS + (size_t)k->field];
-				have = 1;
-				k->at++;
-			}
-			if (!have)
-				continue;
-			if (s->fields[k->field].type == SH5_FT_DOUBLE)
-				len += sh5_fmt_double(line + len, val.d);
-			else
-				len += sh5_fmt_u64(line + len, val.u);
-		}
-		line[len++] = '\n';
+	while ((len = aligned_row(v, n, cols, line)) > 0)
 		if (fwrite(line, 1, len, out) != len)
 			break;
-	}
 	rc = 0;
 	goto out;
 oom:

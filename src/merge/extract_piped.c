@@ -16,8 +16,10 @@
 #include "merge/extract_int.h"
 #include "profile/series_csv.h"
 
-/* Can every row go through sh5_extract_emit_rows' buffer (the child has no FILE)? */
-int sh5_extract_all_buffered(const struct sh5_extract *o, const struct sh5_extract_sel *v, size_t n)
+/* Can every row go through sh5_extract_emit_rows' buffer (the child has
+ * no FILE)? */
+int sh5_extract_all_buffered(const struct sh5_extract *o,
+			     const struct sh5_extract_sel *v, size_t n)
 {
 	size_t i;
 
@@ -53,7 +55,8 @@ struct segs {
 	uint64_t nrows, step, first, count;
 };
 
-static void plan_segments(const struct sh5_extract_sel *v, size_t n, struct segs *sg)
+static void plan_segments(const struct sh5_extract_sel *v, size_t n,
+			  struct segs *sg)
 {
 	uint64_t g = 0;
 	size_t i;
@@ -89,9 +92,9 @@ static int owns(const struct segs *sg, unsigned mine)
 }
 
 /* The child: its (odd) segments, framed, to fd.  Exits. */
-static void seg_child(int fd, const struct sh5_extract *o, struct sh5_extract_sel *v,
-		      size_t n, const struct segs *sg, void *buf,
-		      struct obuf *b)
+static void seg_child(int fd, const struct sh5_extract *o,
+		      struct sh5_extract_sel *v, size_t n,
+		      const struct segs *sg, void *buf, struct obuf *b)
 {
 	size_t i;
 
@@ -144,8 +147,7 @@ static void seg_child(int fd, const struct sh5_extract *o, struct sh5_extract_se
 /* Copy (or drop) one segment of the child into out.  1 when it ended at
  * damage (fr filled), 0 ok, -1 the child failed, -2 writing the output
  * failed, -3 the child could not open the series (fr->reason). */
-static int take_segment(int fd, struct obuf *out, int drop,
-			struct frame *fr)
+static int take_segment(int fd, struct obuf *out, int drop, struct frame *fr)
 {
 	for (;;) {
 		uint64_t left;
@@ -200,10 +202,92 @@ static int take_segment(int fd, struct obuf *out, int drop,
 	}
 }
 
+/* A failure of the child's segment of e (take_segment's r < 0) into
+ * errp; writing the output failed (-2) is the caller's. */
+static void child_error(const struct sh5_extract *o,
+			const struct sh5_extract_sel *e, int r,
+			const struct frame *fr, struct sh5_error *errp)
+{
+	if (r == -3)
+		sh5_errprintf(errp, "%s: %s/%s/%s: %s", o->input, e->e.step,
+			      e->e.node, e->e.path, fr->reason);
+	else if (r == -1)
+		sh5_errprintf(errp, "%s: the reading process failed",
+			      o->input);
+}
+
+/* This process's side of series e: its own segments formatted here, the
+ * child's copied from fd (or dropped after damage), in order.  0, or -1
+ * failed (*werr: writing the output failed, else errp set). */
+static int parent_series(const struct sh5_extract *o, struct sh5_extract_sel *e,
+			 const struct segs *sg, int fd, struct obuf *out,
+			 void *buf, int *werr, struct sh5_error *errp)
+{
+	struct sh5_cursor c;
+	struct sh5_error err = { "" };
+	char prefix[256], reason[200] = "";
+	uint64_t k, at, lost = 0;
+	int dead = 0, open = 0, r, rc = -1;
+
+	sh5_extract_prefix(o, e, prefix, sizeof(prefix));
+	for (k = 0; k < sg->count; k++) {
+		at = k * sg->step;
+		if ((sg->first + k) & 1) {
+			struct frame fr;
+
+			r = take_segment(fd, out, dead, &fr);
+			if (r < 0) {
+				child_error(o, e, r, &fr, errp);
+				*werr = r == -2;
+				goto out;
+			}
+			if (r && !dead) {
+				dead = 1;
+				lost = fr.lost;
+				snprintf(reason, sizeof(reason), "%s",
+					 fr.reason);
+			}
+			continue;
+		}
+		if (dead)
+			continue;
+		if (!open && sh5_cursor_open(&c, e->dset, e->s, 0, &err) < 0) {
+			sh5_errprintf(errp, "%s: %s/%s/%s: %s", o->input,
+				      e->e.step, e->e.node, e->e.path,
+				      err.text);
+			goto out;
+		}
+		open = 1;
+		r = sh5_extract_segment(&c, e, prefix, buf, at,
+					at + sg->step < sg->nrows ?
+					at + sg->step : sg->nrows, out);
+		if (r < 0) {
+			*werr = 1;
+			goto out;
+		}
+		if (r) {
+			dead = 1;
+			lost = sh5_cursor_lost(&c);
+			snprintf(reason, sizeof(reason), "%s", c.reason);
+		}
+	}
+	if (open)
+		sh5_cursor_close(&c);
+	open = 0;
+	if (dead)
+		sh5_extract_warn_lost(o, e, lost, reason);
+	rc = 0;
+out:
+	if (open)
+		sh5_cursor_close(&c);
+	return rc;
+}
+
 /* 0 done (a write error is left in ferror(out->out) for the caller to
- * report), -1 failed (reported), 1 no child could be started. */
-int sh5_extract_piped(const struct sh5_extract *o, struct sh5_extract_sel *v, size_t n,
-			    struct obuf *out, void *buf, struct sh5_error *errp)
+ * report), -1 failed (errp set), 1 no child could be started. */
+int sh5_extract_piped(const struct sh5_extract *o, struct sh5_extract_sel *v,
+		      size_t n, struct obuf *out, void *buf,
+		      struct sh5_error *errp)
 {
 	int pfd[2], st = 0, rc = -1, werr = 0;
 	struct segs *sg = calloc(n ? n : 1, sizeof(*sg));
@@ -234,80 +318,11 @@ int sh5_extract_piped(const struct sh5_extract *o, struct sh5_extract_sel *v, si
 	}
 	close(pfd[1]);
 	for (i = 0; i < n; i++) {
-		struct sh5_cursor c;
-		struct sh5_error err = { "" };
-		char prefix[256];
-		uint64_t k, at, lost = 0;
-		int dead = 0, open = 0;
-		char reason[200] = "";
-
-		sh5_extract_prefix(o, &v[i], prefix, sizeof(prefix));
-		for (k = 0; k < sg[i].count; k++) {
-			int r;
-
-			at = k * sg[i].step;
-			if ((sg[i].first + k) & 1) {
-				struct frame fr;
-
-				r = take_segment(pfd[0], out, dead, &fr);
-				if (r == -3)
-					sh5_errprintf(errp, "%s: %s/%s/%s: %s",
-						      o->input, v[i].e.step,
-						      v[i].e.node, v[i].e.path,
-						      fr.reason);
-				else if (r == -1)
-					sh5_errprintf(errp, "%s: the reading "
-						      "process failed",
-						      o->input);
-				if (r < 0) {
-					werr = r == -2;
-					goto fail;
-				}
-				if (r && !dead) {
-					dead = 1;
-					lost = fr.lost;
-					snprintf(reason, sizeof(reason), "%s",
-						 fr.reason);
-				}
-				continue;
-			}
-			if (dead)
-				continue;
-			if (!open && sh5_cursor_open(&c, v[i].dset, v[i].s, 0,
-						     &err) < 0) {
-				sh5_errprintf(errp, "%s: %s/%s/%s: %s",
-					      o->input, v[i].e.step,
-					      v[i].e.node, v[i].e.path,
-					      err.text);
-				goto out;
-			}
-			open = 1;
-			r = sh5_extract_segment(&c, &v[i], prefix, buf, at,
-				       at + sg[i].step < sg[i].nrows ?
-				       at + sg[i].step : sg[i].nrows, out);
-			if (r < 0) {
-				werr = 1;
-				goto fail;
-			}
-			if (r) {
-				dead = 1;
-				lost = sh5_cursor_lost(&c);
-				snprintf(reason, sizeof(reason), "%s",
-					 c.reason);
-			}
-		}
-		if (open)
-			sh5_cursor_close(&c);
-		open = 0;
-		if (dead)
-			sh5_extract_warn_lost(o, &v[i], lost, reason);
+		if (parent_series(o, &v[i], &sg[i], pfd[0], out, buf, &werr,
+				  errp) < 0)
+			goto out;
 		if (o->progress)
 			o->progress(o->arg, i + 1, n);
-		continue;
-fail:
-		if (open)
-			sh5_cursor_close(&c);
-		goto out;
 	}
 	rc = 0;
 out:
@@ -316,15 +331,15 @@ out:
 		kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
 	free(sg);
-	if (werr && out->err && !sh5_extract_out_failed(out->out, *out->out_errno))
+	if (werr && out->err &&
+	    !sh5_extract_out_failed(out->out, *out->out_errno))
 		return sh5_errprintf(errp, "%s: write failed: %s",
 				     o->output ? o->output : "stdout",
 				     strerror(out->err));
 	if (werr)
 		return 0;
-	if (!rc && (!WIFEXITED(st) || WEXITSTATUS(st))) {
+	if (!rc && (!WIFEXITED(st) || WEXITSTATUS(st)))
 		rc = sh5_errprintf(errp, "%s: the reading process failed",
 				   o->input);
-	}
 	return rc;
 }

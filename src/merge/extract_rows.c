@@ -13,8 +13,8 @@
 #include "merge/extract_int.h"
 #include "profile/series_csv.h"
 
-void sh5_extract_prefix(const struct sh5_extract *o, const struct sh5_extract_sel *e, char *buf,
-		      size_t len)
+void sh5_extract_prefix(const struct sh5_extract *o,
+			const struct sh5_extract_sel *e, char *buf, size_t len)
 {
 	if (is_tasks(o))
 		snprintf(buf, len, "%s,%s,%s,", e->e.step, e->e.node, e->e.name);
@@ -23,8 +23,9 @@ void sh5_extract_prefix(const struct sh5_extract *o, const struct sh5_extract_se
 }
 
 /* Tell o->warn that series e lost rows. */
-void sh5_extract_warn_lost(const struct sh5_extract *o, const struct sh5_extract_sel *e,
-		      uint64_t lost, const char *reason)
+void sh5_extract_warn_lost(const struct sh5_extract *o,
+			   const struct sh5_extract_sel *e, uint64_t lost,
+			   const char *reason)
 {
 	char msg[1024];
 
@@ -64,7 +65,7 @@ int sh5_obuf_flush(struct obuf *b)
  * (it formats each row with sh5_fmt_row unless prefix and row could
  * exceed its line buffer; then it does it itself). */
 int sh5_extract_emit_rows(const struct sh5_extract_sel *e, const char *prefix,
-		     const void *recs, size_t n, struct obuf *b)
+			  const void *recs, size_t n, struct obuf *b)
 {
 	const struct sh5_series *s = e->s;
 	size_t plen = strlen(prefix), max = SH5_FMT_ROW_MAX(s->nfields);
@@ -91,8 +92,8 @@ int sh5_extract_emit_rows(const struct sh5_extract_sel *e, const char *prefix,
 /* Read and format rows [from, to) of an open cursor into b.  1 when the
  * series ended at damage there, 0 done, -1 write error. */
 int sh5_extract_segment(struct sh5_cursor *c, const struct sh5_extract_sel *e,
-		      const char *prefix, void *buf, uint64_t from,
-		      uint64_t to, struct obuf *b)
+			const char *prefix, void *buf, uint64_t from,
+			uint64_t to, struct obuf *b)
 {
 	size_t rows = ROW_BUFFER / e->s->ops->record_size(e->s), got;
 
