@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,92 @@ static int pipeline_ok(struct sh5_cursor *c, hid_t dcpl)
 	return 1;
 }
 
+/* Native types and record maps of the file types seen so far: a job
+ * file has thousands of series of a few types, and building a map costs
+ * as much as formatting a few hundred rows.  Bounded (MAP_CACHE types),
+ * shared by all threads, kept until exit. */
+#define MAP_CACHE 8
+static struct {
+	hid_t ftype, mtype;     /* copies of the keys */
+	hid_t rtype;            /* H5Tget_native_type(ftype) */
+	struct sh5_recmap *map; /* rtype -> mtype, or NULL: none */
+} map_cache[MAP_CACHE];
+static size_t map_cached;
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* c->rtype and c->map for file type ft and c->mtype from the cache.
+ * 1 found (c->rtype, c->map set as sh5_cursor_open wants them), 0 not. */
+static int map_lookup(struct sh5_cursor *c, hid_t ft)
+{
+	size_t i;
+
+	for (i = 0; i < map_cached; i++) {
+		if (H5Tequal(ft, map_cache[i].ftype) <= 0 ||
+		    H5Tequal(c->mtype, map_cache[i].mtype) <= 0)
+			continue;
+		if (!map_cache[i].map)
+			return 1; /* no map: rtype stays -1 */
+		c->map = sh5_recmap_dup(map_cache[i].map);
+		c->rtype = c->map ? H5Tcopy(map_cache[i].rtype) : -1;
+		if (c->map && c->rtype < 0) {
+			sh5_recmap_free(c->map);
+			c->map = NULL;
+		}
+		return c->map != NULL;
+	}
+	return 0;
+}
+
+/* Remember what c found for file type ft (when there is room). */
+static void map_remember(const struct sh5_cursor *c, hid_t ft)
+{
+	size_t i = map_cached;
+
+	if (i == MAP_CACHE)
+		return;
+	map_cache[i].ftype = H5Tcopy(ft);
+	map_cache[i].mtype = H5Tcopy(c->mtype);
+	map_cache[i].rtype = c->map ? H5Tcopy(c->rtype) : -1;
+	map_cache[i].map = c->map ? sh5_recmap_dup(c->map) : NULL;
+	if (map_cache[i].ftype < 0 || map_cache[i].mtype < 0 ||
+	    (c->map && (map_cache[i].rtype < 0 || !map_cache[i].map))) {
+		if (map_cache[i].ftype >= 0)
+			H5Tclose(map_cache[i].ftype);
+		if (map_cache[i].mtype >= 0)
+			H5Tclose(map_cache[i].mtype);
+		if (map_cache[i].rtype >= 0)
+			H5Tclose(map_cache[i].rtype);
+		sh5_recmap_free(map_cache[i].map);
+		return;
+	}
+	map_cached++;
+}
+
+/* c->rtype (the file type in native layout) and c->map (its records into
+ * c->mtype's), or rtype -1 when no map can be built. */
+static void native_map(struct sh5_cursor *c, hid_t dset)
+{
+	hid_t ft = H5Dget_type(dset);
+
+	if (ft < 0)
+		return;
+	pthread_mutex_lock(&map_lock);
+	if (map_lookup(c, ft)) {
+		pthread_mutex_unlock(&map_lock);
+		H5Tclose(ft);
+		return;
+	}
+	c->rtype = H5Tget_native_type(ft, H5T_DIR_ASCEND);
+	if (c->rtype >= 0 &&
+	    !(c->map = sh5_recmap_build(c->rtype, c->mtype))) {
+		H5Tclose(c->rtype);
+		c->rtype = -1;
+	}
+	map_remember(c, ft);
+	pthread_mutex_unlock(&map_lock);
+	H5Tclose(ft);
+}
+
 int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
 		    const struct sh5_series *s, uint64_t real_eof,
 		    struct sh5_error *errp)
@@ -125,19 +212,7 @@ int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
 	}
 	c->nrows = sh5_dset_rows(dset);
 	c->good_rows = c->nrows;
-	{
-		hid_t ft = H5Dget_type(dset);
-
-		if (ft >= 0) {
-			c->rtype = H5Tget_native_type(ft, H5T_DIR_ASCEND);
-			H5Tclose(ft);
-		}
-		if (c->rtype >= 0 &&
-		    !(c->map = sh5_recmap_build(c->rtype, c->mtype))) {
-			H5Tclose(c->rtype);
-			c->rtype = -1;
-		}
-	}
+	native_map(c, dset);
 	dcpl = H5Dget_create_plist(dset);
 	if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
 	    H5Pget_chunk(dcpl, 1, cdims) == 1 && cdims[0] > 0)

@@ -119,3 +119,26 @@ void sh5_recmap_apply(const struct sh5_recmap *m, const void *src, void *dst,
 			memcpy(d + m->dst_off[k], s + m->src_off[k], 8);
 	}
 }
+
+struct sh5_recmap *sh5_recmap_dup(const struct sh5_recmap *m)
+{
+	struct sh5_recmap *d = calloc(1, sizeof(*d));
+	size_t nz = m->nzero == SIZE_MAX ? 0 : m->nzero;
+
+	if (!d)
+		return NULL;
+	*d = *m;
+	d->src_off = malloc((m->n ? m->n : 1) * sizeof(size_t));
+	d->dst_off = malloc((m->n ? m->n : 1) * sizeof(size_t));
+	d->zero_off = m->zero_off ? malloc((nz ? nz : 1) *
+					   sizeof(size_t)) : NULL;
+	if (!d->src_off || !d->dst_off || (m->zero_off && !d->zero_off)) {
+		sh5_recmap_free(d);
+		return NULL;
+	}
+	memcpy(d->src_off, m->src_off, m->n * sizeof(size_t));
+	memcpy(d->dst_off, m->dst_off, m->n * sizeof(size_t));
+	if (m->zero_off)
+		memcpy(d->zero_off, m->zero_off, nz * sizeof(size_t));
+	return d;
+}

@@ -20,5 +20,7 @@ struct sh5_recmap *sh5_recmap_build(hid_t src, hid_t dst);
 void sh5_recmap_apply(const struct sh5_recmap *m, const void *src, void *dst,
 		      size_t n);
 void sh5_recmap_free(struct sh5_recmap *m);
+/* A copy of m (NULL out of memory). */
+struct sh5_recmap *sh5_recmap_dup(const struct sh5_recmap *m);
 
 #endif /* SH5_RECMAP_H */
