@@ -118,7 +118,7 @@ int sh5_extract_timeseries(struct sh5_extract *o, struct sh5_extract_sel *v,
 			   size_t n, FILE *out, struct sh5_error *errp)
 {
 	void *buf = malloc(ROW_BUFFER);
-	struct obuf ob = { malloc(OUT_BUFFER), 0, out, -1, 1, 0,
+	struct obuf ob = { malloc(OUT_BUFFER), 0, out, NULL, NULL,
 			   &o->out_errno };
 	size_t i;
 	int rc = -1;
@@ -128,13 +128,13 @@ int sh5_extract_timeseries(struct sh5_extract *o, struct sh5_extract_sel *v,
 		free(ob.p);
 		return sh5_errprintf(errp, "%s: out of memory", o->input);
 	}
-	/* SH5MERGE_NO_FORK: one process (tests compare both). */
+	/* SH5MERGE_NO_FORK: one thread (tests compare both). */
 	if (sysconf(_SC_NPROCESSORS_ONLN) > 1 && !getenv("SH5MERGE_NO_FORK") &&
 	    sh5_extract_all_buffered(o, v, n)) {
-		rc = sh5_extract_piped(o, v, n, &ob, buf, errp);
+		rc = sh5_extract_par(o, v, n, &ob, buf, errp);
 		if (rc <= 0)
 			goto out;
-		rc = -1; /* no child: do it here */
+		rc = -1; /* no worker: do it here */
 	}
 	for (i = 0; i < n; i++) {
 		struct sh5_cursor c;

@@ -45,8 +45,8 @@ int sh5_extract_out_failed(FILE *out, int out_errno)
 
 int sh5_obuf_flush(struct obuf *b)
 {
-	if (b->fd >= 0)
-		return sh5_frame_flush(b);
+	if (b->flush)
+		return b->flush(b);
 	/* Straight to the file descriptor (after what stdio holds): a
 	 * copy of every byte through stdio's buffer costs more than the
 	 * write itself. */
@@ -109,20 +109,4 @@ int sh5_extract_segment(struct sh5_cursor *c, const struct sh5_extract_sel *e,
 			return -1;
 	}
 	return c->damaged ? 1 : 0;
-}
-
-/* Frames from the child's pipe (the obuf's fd mode). */
-int sh5_frame_flush(struct obuf *b)
-{
-	struct frame fr;
-
-	if (!b->len)
-		return 0;
-	memset(&fr, 0, sizeof(fr));
-	fr.len = b->len;
-	b->len = 0;
-	if (sh5_fd_write_all(b->fd, &fr, sizeof(fr)) < 0 ||
-	    sh5_fd_write_all(b->fd, b->p, (size_t)fr.len) < 0)
-		return -1;
-	return 0;
 }

@@ -262,39 +262,62 @@ static int grow(void **p, size_t *len, size_t want)
  * no build dependency), else zlib. */
 struct libdeflate_decompressor;
 static struct {
-	int tried;
-	struct libdeflate_decompressor *d;
+	struct libdeflate_decompressor *(*alloc)(void);
+	void (*free)(struct libdeflate_decompressor *);
 	int (*zlib_decompress)(struct libdeflate_decompressor *, const void *,
 			       size_t, void *, size_t, size_t *);
 } ldf;
+/* A decompressor holds state: one per thread (extract reads in two). */
+static pthread_once_t ldf_once = PTHREAD_ONCE_INIT;
+static pthread_key_t ldf_key;
+
+static void ldf_free(void *d)
+{
+	ldf.free(d);
+}
 
 static void ldf_init(void)
 {
 	void *h;
-	struct libdeflate_decompressor *(*alloc)(void);
 
-	ldf.tried = 1;
 	if (getenv("SH5_NO_LIBDEFLATE") ||
 	    !(h = dlopen("libdeflate.so.0", RTLD_NOW | RTLD_LOCAL)))
 		return;
-	*(void **)&alloc = dlsym(h, "libdeflate_alloc_decompressor");
+	*(void **)&ldf.alloc = dlsym(h, "libdeflate_alloc_decompressor");
+	*(void **)&ldf.free = dlsym(h, "libdeflate_free_decompressor");
 	*(void **)&ldf.zlib_decompress = dlsym(h, "libdeflate_zlib_decompress");
-	if (!alloc || !ldf.zlib_decompress || !(ldf.d = alloc())) {
+	if (!ldf.alloc || !ldf.free || !ldf.zlib_decompress ||
+	    pthread_key_create(&ldf_key, ldf_free) != 0) {
 		ldf.zlib_decompress = NULL;
 		dlclose(h);
 	}
 }
 
+/* This thread's libdeflate decompressor, or NULL (use zlib). */
+static struct libdeflate_decompressor *ldf_get(void)
+{
+	struct libdeflate_decompressor *d;
+
+	pthread_once(&ldf_once, ldf_init);
+	if (!ldf.zlib_decompress)
+		return NULL;
+	if (!(d = pthread_getspecific(ldf_key)) && (d = ldf.alloc()) &&
+	    pthread_setspecific(ldf_key, d) != 0) {
+		ldf.free(d);
+		d = NULL;
+	}
+	return d;
+}
+
 static int inflate_to(void *dst, size_t bytes, const void *src, size_t len)
 {
+	struct libdeflate_decompressor *d = ldf_get();
 	uLongf got = bytes;
 
-	if (!ldf.tried)
-		ldf_init();
-	if (ldf.zlib_decompress) {
+	if (d) {
 		size_t out = 0;
 
-		return ldf.zlib_decompress(ldf.d, src, len, dst, bytes,
+		return ldf.zlib_decompress(d, src, len, dst, bytes,
 					   &out) == 0 && out == bytes ? 0 : -1;
 	}
 	return uncompress(dst, &got, src, len) == Z_OK && got == bytes ? 0 : -1;
