@@ -71,7 +71,9 @@ int sh5_extract_emit_rows(const struct sh5_extract_sel *e, const char *prefix,
 	size_t plen = strlen(prefix), max = SH5_FMT_ROW_MAX(s->nfields);
 	size_t slots = sh5_record_slots(s), r;
 	const union sh5_value *v = recs;
+	struct sh5_fmt_memo memo;
 
+	memo.len[0] = memo.len[1] = 0;
 	if (plen + max > SH5_FMT_ROW_LINE) {
 		if (sh5_obuf_flush(b) < 0)
 			return -1;
@@ -84,7 +86,7 @@ int sh5_extract_emit_rows(const struct sh5_extract_sel *e, const char *prefix,
 			return -1;
 		p = b->p + b->len;
 		memcpy(p, prefix, plen);
-		b->len += plen + sh5_fmt_row(p + plen, s, v);
+		b->len += plen + sh5_fmt_row_memo(p + plen, s, v, &memo);
 	}
 	return 0;
 }
