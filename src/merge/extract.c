@@ -14,6 +14,34 @@
 #include "merge/extract_int.h"
 #include "merge/jobfile.h"
 
+/* The node group last opened by open_entry (entries come by node). */
+struct node_group {
+	char path[256];
+	hid_t g;
+};
+
+/* Open e's dataset relative to its node group (kept open in ng for the
+ * next entries of the node: a path from the root is looked up member by
+ * member, a sixth of the cost of opening a series).  Its id or -1. */
+static hid_t open_entry(hid_t f, const struct sh5_jf_entry *e,
+			struct node_group *ng, hid_t dapl)
+{
+	char np[256];
+
+	sh5_jobfile_node_path(e, np, sizeof(np));
+	/* As the full path "np/path" of up to 511 bytes did. */
+	if (strlen(np) + 1 + strlen(e->path) >= 512)
+		return -1;
+	if (ng->g < 0 || strcmp(np, ng->path)) {
+		if (ng->g >= 0)
+			H5Gclose(ng->g);
+		snprintf(ng->path, sizeof(ng->path), "%s", np);
+		if ((ng->g = H5Gopen2(f, np, H5P_DEFAULT)) < 0)
+			return -1;
+	}
+	return H5Dopen2(ng->g, e->path, dapl);
+}
+
 /* Select and open the entries that match the options. */
 int sh5_extract_select(hid_t f, struct sh5_extract *o,
 		       struct sh5_extract_sel **out, size_t *nout,
@@ -21,6 +49,7 @@ int sh5_extract_select(hid_t f, struct sh5_extract *o,
 {
 	struct sh5_jf_entry *v = NULL;
 	struct sh5_extract_sel *sv = NULL;
+	struct node_group ng = { "", -1 };
 	size_t n = 0, i, k = 0;
 	char stepname[32] = "";
 
@@ -46,7 +75,6 @@ int sh5_extract_select(hid_t f, struct sh5_extract *o,
 	}
 	for (i = 0; i < n; i++) {
 		struct sh5_jf_entry *e = &v[i];
-		char np[256];
 		hid_t d;
 
 		if (o->step && strcmp(e->step, stepname) &&
@@ -62,14 +90,8 @@ int sh5_extract_select(hid_t f, struct sh5_extract *o,
 		} else if (e->parent[0] || strcmp(e->name, o->series)) {
 			continue;
 		}
-		sh5_jobfile_node_path(e, np, sizeof(np));
-		{
-			char full[512];
-
-			snprintf(full, sizeof(full), "%s/%s", np, e->path);
-			if ((d = H5Dopen2(f, full, dapl)) < 0)
-				continue;
-		}
+		if ((d = open_entry(f, e, &ng, dapl)) < 0)
+			continue;
 		sv[k].s = sh5_series_from_dataset(e->parent, e->name, d, NULL);
 		if (!sv[k].s) {
 			H5Dclose(d);
@@ -81,6 +103,8 @@ int sh5_extract_select(hid_t f, struct sh5_extract *o,
 	}
 	free(v);
 	H5Pclose(dapl);
+	if (ng.g >= 0)
+		H5Gclose(ng.g);
 	*out = sv;
 	*nout = k;
 	return 0;
