@@ -12,7 +12,9 @@
 
 struct sh5_recmap {
 	size_t src_size, dst_size, n;
-	size_t *src_off, *dst_off;
+	/* n runs of members adjacent in both layouts: len bytes (a
+	 * multiple of 8) from src_off to dst_off. */
+	size_t *src_off, *dst_off, *len;
 	/* The 8-byte slots of dst no member fills, zeroed per record
 	 * (cheaper than clearing whole records); nzero == SIZE_MAX: dst is
 	 * not made of 8-byte slots, clear it all. */
@@ -25,6 +27,7 @@ void sh5_recmap_free(struct sh5_recmap *m)
 		return;
 	free(m->src_off);
 	free(m->dst_off);
+	free(m->len);
 	free(m->zero_off);
 	free(m);
 }
@@ -52,6 +55,26 @@ static int recmap_holes(struct sh5_recmap *m)
 	return 0;
 }
 
+/* Merge members that follow each other in both layouts into runs (a
+ * whole record of 8-byte fields is one or two copies, not ten). */
+static void recmap_runs(struct sh5_recmap *m)
+{
+	size_t k, r = 0;
+
+	for (k = 0; k < m->n; k++) {
+		if (r && m->src_off[k] == m->src_off[r - 1] + m->len[r - 1] &&
+		    m->dst_off[k] == m->dst_off[r - 1] + m->len[r - 1]) {
+			m->len[r - 1] += 8;
+			continue;
+		}
+		m->src_off[r] = m->src_off[k];
+		m->dst_off[r] = m->dst_off[k];
+		m->len[r] = 8;
+		r++;
+	}
+	m->n = r;
+}
+
 struct sh5_recmap *sh5_recmap_build(hid_t src, hid_t dst)
 {
 	struct sh5_recmap *m = calloc(1, sizeof(*m));
@@ -63,7 +86,8 @@ struct sh5_recmap *sh5_recmap_build(hid_t src, hid_t dst)
 	m->src_size = H5Tget_size(src);
 	m->dst_size = H5Tget_size(dst);
 	if (!(m->src_off = calloc((size_t)ns, sizeof(size_t))) ||
-	    !(m->dst_off = calloc((size_t)ns, sizeof(size_t))))
+	    !(m->dst_off = calloc((size_t)ns, sizeof(size_t))) ||
+	    !(m->len = calloc((size_t)ns, sizeof(size_t))))
 		goto fail;
 	for (i = 0; i < ns; i++) {
 		char *name = H5Tget_member_name(src, (unsigned)i);
@@ -97,10 +121,21 @@ struct sh5_recmap *sh5_recmap_build(hid_t src, hid_t dst)
 	}
 	if (recmap_holes(m) < 0)
 		goto fail;
+	recmap_runs(m);
 	return m;
 fail:
 	sh5_recmap_free(m);
 	return NULL;
+}
+
+/* len bytes (a multiple of 8), 16 at a time. */
+static inline void copy_run(unsigned char *d, const unsigned char *s,
+			    size_t len)
+{
+	for (; len >= 16; d += 16, s += 16, len -= 16)
+		memcpy(d, s, 16);
+	if (len)
+		memcpy(d, s, 8);
 }
 
 void sh5_recmap_apply(const struct sh5_recmap *m, const void *src, void *dst,
@@ -116,7 +151,8 @@ void sh5_recmap_apply(const struct sh5_recmap *m, const void *src, void *dst,
 		for (k = 0; m->nzero != SIZE_MAX && k < m->nzero; k++)
 			memset(d + m->zero_off[k], 0, 8);
 		for (k = 0; k < m->n; k++)
-			memcpy(d + m->dst_off[k], s + m->src_off[k], 8);
+			copy_run(d + m->dst_off[k], s + m->src_off[k],
+				 m->len[k]);
 	}
 }
 
@@ -130,14 +166,17 @@ struct sh5_recmap *sh5_recmap_dup(const struct sh5_recmap *m)
 	*d = *m;
 	d->src_off = malloc((m->n ? m->n : 1) * sizeof(size_t));
 	d->dst_off = malloc((m->n ? m->n : 1) * sizeof(size_t));
+	d->len = malloc((m->n ? m->n : 1) * sizeof(size_t));
 	d->zero_off = m->zero_off ? malloc((nz ? nz : 1) *
 					   sizeof(size_t)) : NULL;
-	if (!d->src_off || !d->dst_off || (m->zero_off && !d->zero_off)) {
+	if (!d->src_off || !d->dst_off || !d->len ||
+	    (m->zero_off && !d->zero_off)) {
 		sh5_recmap_free(d);
 		return NULL;
 	}
 	memcpy(d->src_off, m->src_off, m->n * sizeof(size_t));
 	memcpy(d->dst_off, m->dst_off, m->n * sizeof(size_t));
+	memcpy(d->len, m->len, m->n * sizeof(size_t));
 	if (m->zero_off)
 		memcpy(d->zero_off, m->zero_off, nz * sizeof(size_t));
 	return d;
