@@ -17,13 +17,16 @@
 # end), TASKS (4), SIZES ("64x900 64x3600 64x14400": nodes x samples,
 # job length growing at a fixed width: rows/s and peak RSS against it),
 # RUNS (best of, default 3), SH5UTIL (/usr/bin/sh5util), SH5MERGE (another
-# binary, e.g. an older build, instead of BUILD_DIR's),
-# SH5MERGE_NO_FORK=1 (one process, passed on to sh5merge).
+# binary, e.g. an older build, instead of BUILD_DIR's), OLD (an older
+# sh5merge binary run alongside, same files, same rounds: before/after in
+# one run), SH5MERGE_NO_FORK=1 (one thread, passed on to sh5merge).
+# "met" needs both ratios, wall and CPU, at or above the target.
 set -u
 B=${1:-$PWD}
 SH5MERGE=${SH5MERGE:-$B/sh5merge/sh5merge}
 GEN=$B/bench/gen_job
 SH5UTIL=${SH5UTIL:-/usr/bin/sh5util}
+OLD=${OLD:-}
 TASKS=${TASKS:-4}
 SIZES=${SIZES:-64x900 64x3600 64x14400}
 RUNS=${RUNS:-3}
@@ -43,32 +46,37 @@ printf 'ClusterName=bench\nSlurmctldHost=localhost\n'\
 printf 'ProfileHDF5Dir=%s/prof\n' "$W" > "$W/conf/acct_gather.conf"
 export SLURM_CONF=$W/conf/slurm.conf
 
-# once CMD...: "WALL CPU RSS" (s, s user+sys, KiB) of one run.
+# once CMD...: "WALL CPU RSS" (s, s user+sys, KiB) of one run, from the
+# child's own rusage (microseconds; /usr/bin/time rounds CPU to 10 ms).
 once() {
-	local t0 t1
 	rm -f "$W/out.csv"
-	t0=$EPOCHREALTIME
-	/usr/bin/time -o "$W/time" -f '%U %S %M' "$@" >/dev/null 2>&1 ||
-		{ echo "failed: $*" >&2; exit 1; }
-	t1=$EPOCHREALTIME
-	awk -v a="$t0" -v b="$t1" '{ printf "%.4f %.2f %d\n", b - a, $1 + $2, $3 }' \
-		"$W/time"
+	/usr/bin/python3 -c '
+import os, resource, subprocess, sys, time
+t0 = time.monotonic()
+rc = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+t1 = time.monotonic()
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+if rc:
+    sys.exit(1)
+print("%.4f %.3f %d" % (t1 - t0, ru.ru_utime + ru.ru_stime, ru.ru_maxrss))
+' "$@" || { echo "failed: $*" >&2; exit 1; }
 }
-# pair "CMD A" "CMD B": alternately, best wall of RUNS each, with its CPU
-# and RSS: "A_WALL A_CPU A_RSS B_WALL B_CPU B_RSS".
-pair() {
-	local a=$1 b=$2 ba= bb= i out
+# best "CMD"...: each command once per round, RUNS rounds, in turn (the
+# same machine state for all); for each, in order, the best wall of its
+# runs with that run's CPU and RSS: "WALL CPU RSS" per command.
+best() {
+	local i k out res=() n=$#
 	for i in $(seq 1 "$RUNS"); do
-		out=$(once $a) || exit 1
-		if [ -z "$ba" ] || awk "BEGIN{exit !(${out%% *} < ${ba%% *})}"; then
-			ba=$out
-		fi
-		out=$(once $b) || exit 1
-		if [ -z "$bb" ] || awk "BEGIN{exit !(${out%% *} < ${bb%% *})}"; then
-			bb=$out
-		fi
+		for k in $(seq 0 $((n - 1))); do
+			out=$(once ${@:$((k + 1)):1}) || exit 1
+			if [ -z "${res[$k]:-}" ] ||
+			   awk "BEGIN{exit !(${out%% *} < ${res[$k]%% *})}"; then
+				res[$k]=$out
+			fi
+		done
 	done
-	echo "$ba $bb"
+	echo "${res[@]}"
 }
 
 echo "extract_bench: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)," \
@@ -86,19 +94,35 @@ for size in $SIZES; do
 	"$SH5UTIL" -j "$job" -p "$W/prof" -S -o "$W/s.h5" >/dev/null 2>&1 ||
 		{ echo "sh5util -S failed" >&2; exit 1; }
 	rows=$((nodes * TASKS * samples))
-	set -- $(pair "$SH5MERGE extract -i $W/m.h5 -o $W/out.csv" \
-		"$SH5UTIL -j $job -E -i $W/s.h5 -l Node:TimeSeries -s Tasks -o $W/out.csv")
+	X="$SH5MERGE extract -i $W/m.h5 -o $W/out.csv"
+	S="$SH5UTIL -j $job -E -i $W/s.h5 -l Node:TimeSeries -s Tasks -o $W/out.csv"
+	if [ -n "$OLD" ]; then
+		set -- $(best "$X" "$S" "$OLD extract -i $W/m.h5 -o $W/out.csv")
+	else
+		set -- $(best "$X" "$S") 0 0 0
+	fi
 	awk -v n="$nodes" -v t="$TASKS" -v s="$samples" -v r="$rows" \
 	    -v mw="$1" -v mc="$2" -v mr="$3" -v uw="$4" -v uc="$5" -v ur="$6" \
-	    -v T="$TARGET" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
+	    -v ow="$7" -v oc="$8" -v or="$9" \
+	    -v T="$TARGET" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
+	function line(what, w, c, m) {
+		printf "  %-9s %7.3f s %9.0f rows/s  CPU %6.3f s  RSS %7d KiB\n",
+			what, w, r / w, c, m
+	}
+	function ratio(what, w, c) {
+		printf "  %s ratio %.1fx (wall), %.1fx (CPU); target >= %dx: %s\n",
+			what, uw / w, (c > 0 ? uc / c : 0), T,
+			(uw / w >= T && c > 0 && uc / c >= T ? "met" : "NOT met")
+	}
+	BEGIN {
 		printf "== %d nodes x %d tasks x %d samples = %d rows (load %s)\n",
 			n, t, s, r, load
-		printf "  sh5merge %7.3f s %9.0f rows/s  CPU %6.2f s  RSS %7d KiB\n",
-			mw, r / mw, mc, mr
-		printf "  sh5util  %7.3f s %9.0f rows/s  CPU %6.2f s  RSS %7d KiB\n",
-			uw, r / uw, uc, ur
-		printf "  speed ratio %.1fx (wall), %.1fx (CPU); target >= %dx: %s\n",
-			uw / mw, (mc > 0 ? uc / mc : 0), T,
-			(uw / mw >= T ? "met" : "NOT met")
+		if (ow > 0)
+			line("before", ow, oc, or)
+		line("sh5merge", mw, mc, mr)
+		line("sh5util", uw, uc, ur)
+		if (ow > 0)
+			ratio("before:", ow, oc)
+		ratio("speed", mw, mc)
 	}'
 done

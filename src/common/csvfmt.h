@@ -23,19 +23,4 @@ size_t sh5_fmt_i64(char *buf, int64_t v);
  * else "%.17g". */
 size_t sh5_fmt_double(char *buf, double v);
 
-/*
- * One CSV row of a memory record (struct sh5_series' layout), exactly as
- * the ops' extract_series writes it after its prefix:
- * ElapsedTime,EpochTime,EpochTimeNs[,SyncTimeNs],field...\n.  buf holds
- * at least SH5_FMT_ROW_MAX(s->nfields) bytes; no NUL is written.
- * extract_series formats a row this way only when its prefix and
- * SH5_FMT_ROW_MAX fit in 4096 bytes (SH5_FMT_ROW_LINE), else with printf.
- */
-struct sh5_series;
-union sh5_value;
-#define SH5_FMT_ROW_MAX(nfields) (((nfields) + 4) * (SH5_FMT_MAX + 1) + 2)
-#define SH5_FMT_ROW_LINE 4096
-size_t sh5_fmt_row(char *buf, const struct sh5_series *s,
-		   const union sh5_value *v);
-
 #endif /* SH5_CSVFMT_H */

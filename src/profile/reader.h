@@ -28,6 +28,9 @@
 
 #include "common/error.h"
 #include "profile/series.h"
+#include "profile/h5check.h"
+#include "profile/cursor.h"
+#include "profile/recmap.h"
 
 enum sh5_nodestep_kind {
 	SH5_NODESTEP_OURS = 1,  /* root attribute "sh5 Format Version" */
@@ -88,90 +91,5 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 				       uint32_t job_id, const char *step,
 				       struct sh5_error *errp);
 void sh5_nodestep_close(struct sh5_nodestep *ns);
-
-/*
- * Cursor over one series dataset (of a node-step file or a job file).
- * real_eof: bytes of the file that really exist, or 0 when the file is
- * intact (no chunk-address checks).  The dataset id is borrowed.
- */
-struct sh5_cursor {
-	hid_t dset;
-	hid_t mtype;           /* ops->mem_type */
-	hid_t rtype;           /* native file type for the fast path, or -1 */
-	struct sh5_recmap *map; /* rtype records -> mtype records */
-	void *raw;             /* raw_rows records of rtype */
-	size_t raw_rows;
-	int direct;            /* chunks in rtype's layout, decoded here */
-	int f_shuffle, f_deflate, f_fletcher; /* their index in the
-						 * pipeline, or -1 */
-	void *zbuf, *tbuf;     /* a stored chunk, an unshuffled one */
-	size_t zlen, tlen;
-	hid_t fspace;
-	const struct sh5_series *s;
-	uint64_t nrows;        /* rows the dataset claims */
-	uint64_t pos;          /* next row */
-	hsize_t chunk_rows;    /* 0 if not chunked */
-	uint64_t real_eof;
-	uint64_t good_rows;    /* rows known readable (<= nrows) */
-	int damaged;
-	char reason[200];
-};
-
-/*
- * Prepare a cursor.  Checks, when the dataset is chunked, that every chunk
- * was written (and lies inside real_eof); the rows after the first
- * missing chunk are marked lost up front.  0 or -1 with errp set.
- */
-int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
-		    const struct sh5_series *s, uint64_t real_eof,
-		    struct sh5_error *errp);
-/*
- * Read up to max rows into buf (max * ops->record_size bytes, the ops'
- * memory layout; slot 2 is filled from EpochTime when the file has no
- * EpochTimeNs).  Returns the rows read, 0 at the end or at damage (then
- * c->damaged is set, c->reason says why and sh5_cursor_lost() how many
- * rows were lost), -1 never: read errors become damage.
- */
-size_t sh5_cursor_read(struct sh5_cursor *c, void *buf, size_t max);
-uint64_t sh5_cursor_lost(const struct sh5_cursor *c);
-void sh5_cursor_close(struct sh5_cursor *c);
-
-/*
- * Copy records between two compound layouts member by member (by name).
- * HDF5's compound conversion costs about a microsecond per record; a map
- * built once per series copies 8-byte members directly.  Built only when
- * every member of src that dst also has is 8 bytes wide and of the same
- * class (integer or float) in both; else NULL (use HDF5's conversion).
- * Members of dst that src lacks are zeroed.
- */
-struct sh5_recmap;
-struct sh5_recmap *sh5_recmap_build(hid_t src, hid_t dst);
-void sh5_recmap_apply(const struct sh5_recmap *m, const void *src, void *dst,
-		      size_t n);
-void sh5_recmap_free(struct sh5_recmap *m);
-
-/*
- * Open a dataset by path relative to loc and return its series (NULL with
- * errp set if it is not one).  parent as for sh5_series_from_dataset.
- */
-struct sh5_series *sh5_reader_series(hid_t dset, const char *parent,
-				     const char *name,
-				     struct sh5_error *errp);
-
-/*
- * Is t a datatype HDF5 can convert without reading out of bounds?  HDF5
- * 1.10 trusts the sizes, precisions and offsets a file declares; a damaged
- * type message makes its conversions read past their buffers.  Checks
- * them, recursively.  1 sane, 0 not.
- */
-int sh5_type_sane(hid_t t);
-
-/* Attribute helpers: 0 or -1 (absent, unreadable or of an insane type). */
-int sh5_attr_get_int(hid_t obj, const char *name, long long *out);
-int sh5_attr_get_str(hid_t obj, const char *name, char *buf, size_t len);
-
-/* Readable step name for a step id from a file name: "batch", "extern",
- * "interactive", "pending" for Slurm's special numbers, else the id. */
-const char *sh5_step_name(const char *id, char *buf, size_t len);
 
 #endif /* SH5_READER_H */

@@ -1,0 +1,76 @@
+/*
+ * extract_int.h - internals shared by extract.c, extract_rows.c and
+ * extract_piped.c (not installed, not for other areas).
+ */
+#ifndef SH5_EXTRACT_INT_H
+#define SH5_EXTRACT_INT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/error.h"
+#include "merge/extract_types.h"
+#include "profile/reader.h"
+
+#define ROW_BUFFER (1u << 20)
+
+/* Series in a group (Tasks/<id>, or any group a gather plugin made):
+ * one more key column, named Task for Tasks and Series otherwise. */
+static inline int is_tasks(const struct sh5_extract *o)
+{
+	return o->group;
+}
+
+/* Rows are formatted into a large buffer and written in blocks: stdio's
+ * per-line fwrite (a lock and a copy per call) costs as much as the
+ * formatting itself. */
+#define OUT_BUFFER (1u << 20)
+
+struct obuf {
+	char *p;
+	size_t len;
+	FILE *out;
+	/* Set: hands full buffers on (the worker thread) instead of
+	 * writing them to out. */
+	int (*flush)(struct obuf *b);
+	void *arg;
+	int *out_errno;   /* errno of the first failed write (stdio keeps
+			   * none) */
+};
+
+/* The time series CSV runs in two threads when it can.  Every series
+ * is cut into segments of whole chunks (about SEG_ROWS rows); the
+ * segments, in output order, go alternately to the calling thread and to
+ * a worker thread.  Each reads, decodes (HDF5, inflate) and formats its
+ * own segments; the calling thread writes its own CSV and the worker's,
+ * which comes through a small ring of blocks, in order.  HDF5 calls are
+ * serialized by HDF5's own lock (a thread-safe build, else one thread
+ * does all); decoding and formatting run in parallel on two CPUs, and
+ * memory stays bounded (the ring and each thread's buffers). */
+#define SEG_ROWS 4096
+
+/* extract_rows.c */
+void sh5_extract_prefix(const struct sh5_extract *o,
+			const struct sh5_extract_sel *e, char *buf,
+			size_t len);
+void sh5_extract_warn_lost(const struct sh5_extract *o,
+			   const struct sh5_extract_sel *e, uint64_t lost,
+			   const char *reason);
+int sh5_extract_out_failed(FILE *out, int out_errno);
+int sh5_obuf_flush(struct obuf *b);
+int sh5_extract_emit_rows(const struct sh5_extract_sel *e,
+			  const char *prefix, const void *recs, size_t n,
+			  struct obuf *b);
+int sh5_extract_segment(struct sh5_cursor *c,
+			const struct sh5_extract_sel *e, const char *prefix,
+			void *buf, uint64_t from, uint64_t to,
+			struct obuf *b);
+
+/* extract_par.c */
+int sh5_extract_all_buffered(const struct sh5_extract *o,
+			     const struct sh5_extract_sel *v, size_t n);
+int sh5_extract_par(const struct sh5_extract *o, struct sh5_extract_sel *v,
+		    size_t n, struct obuf *out, void *buf,
+		    struct sh5_error *errp);
+
+#endif /* SH5_EXTRACT_INT_H */

@@ -1,0 +1,114 @@
+/* extract_rows.c - CSV rows of series into an output buffer (see
+ * extract_int.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fdio.h"
+#include "merge/extract_int.h"
+#include "profile/series_csv.h"
+
+void sh5_extract_prefix(const struct sh5_extract *o,
+			const struct sh5_extract_sel *e, char *buf, size_t len)
+{
+	if (is_tasks(o))
+		snprintf(buf, len, "%s,%s,%s,", e->e.step, e->e.node, e->e.name);
+	else
+		snprintf(buf, len, "%s,%s,", e->e.step, e->e.node);
+}
+
+/* Tell o->warn that series e lost rows. */
+void sh5_extract_warn_lost(const struct sh5_extract *o,
+			   const struct sh5_extract_sel *e, uint64_t lost,
+			   const char *reason)
+{
+	char msg[1024];
+
+	if (!o->warn)
+		return;
+	snprintf(msg, sizeof(msg), "%s: %s/%s/%s: %" PRIu64 " rows "
+		 "unreadable (%s)", o->input, e->e.step, e->e.node, e->e.path,
+		 lost, reason);
+	o->warn(o->arg, msg);
+}
+
+/* Has writing the output failed, through stdio or the descriptor? */
+int sh5_extract_out_failed(FILE *out, int out_errno)
+{
+	return ferror(out) || out_errno;
+}
+
+int sh5_obuf_flush(struct obuf *b)
+{
+	if (b->flush)
+		return b->flush(b);
+	/* Straight to the file descriptor (after what stdio holds): a
+	 * copy of every byte through stdio's buffer costs more than the
+	 * write itself. */
+	if (b->len && (fflush(b->out) != 0 ||
+		       sh5_fd_write_all(fileno(b->out), b->p, b->len) < 0)) {
+		if (!*b->out_errno)
+			*b->out_errno = errno ? errno : EIO;
+		b->len = 0;
+		return -1;
+	}
+	b->len = 0;
+	return sh5_extract_out_failed(b->out, *b->out_errno) ? -1 : 0;
+}
+
+/* The rows of n records after prefix: what ops->extract_series writes
+ * (it formats each row with sh5_fmt_row unless prefix and row could
+ * exceed its line buffer; then it does it itself). */
+int sh5_extract_emit_rows(const struct sh5_extract_sel *e, const char *prefix,
+			  const void *recs, size_t n, struct obuf *b)
+{
+	const struct sh5_series *s = e->s;
+	size_t plen = strlen(prefix), max = SH5_FMT_ROW_MAX(s->nfields);
+	size_t slots = sh5_record_slots(s), r;
+	const union sh5_value *v = recs;
+	struct sh5_fmt_memo memo;
+
+	memo.len[0] = memo.len[1] = 0;
+	if (plen + max > SH5_FMT_ROW_LINE) {
+		if (sh5_obuf_flush(b) < 0)
+			return -1;
+		return s->ops->extract_series(s, b->out, 0, prefix, recs, n);
+	}
+	for (r = 0; r < n; r++, v += slots) {
+		char *p;
+
+		if (OUT_BUFFER - b->len < plen + max && sh5_obuf_flush(b) < 0)
+			return -1;
+		p = b->p + b->len;
+		memcpy(p, prefix, plen);
+		b->len += plen + sh5_fmt_row_memo(p + plen, s, v, &memo);
+	}
+	return 0;
+}
+
+/* Read and format rows [from, to) of an open cursor into b.  1 when the
+ * series ended at damage there, 0 done, -1 write error. */
+int sh5_extract_segment(struct sh5_cursor *c, const struct sh5_extract_sel *e,
+			const char *prefix, void *buf, uint64_t from,
+			uint64_t to, struct obuf *b)
+{
+	size_t rows = ROW_BUFFER / e->s->ops->record_size(e->s), got;
+
+	if (!rows)
+		rows = 1;
+	c->pos = from;
+	while (c->pos < to) {
+		size_t want = to - c->pos < rows ? (size_t)(to - c->pos) : rows;
+
+		if (!(got = sh5_cursor_read(c, buf, want)))
+			break;
+		if (sh5_extract_emit_rows(e, prefix, buf, got, b) < 0)
+			return -1;
+	}
+	return c->damaged ? 1 : 0;
+}

@@ -1,0 +1,88 @@
+/* series_csv.c - see series_csv.h */
+#include "config.h"
+
+#include <string.h>
+
+#include "common/csvfmt.h"
+#include "common/timeconv.h"
+#include "profile/series.h"
+#include "profile/series_csv.h"
+
+/* EpochTime values 1..EPOCH_NS_MAX times 10^9 fit an int64_t. */
+#define EPOCH_NS_MAX UINT64_C(9223372036)
+
+/* v's digits into buf (room for SH5_FMT_MAX + 1 bytes) through memo
+ * slot i: when v is at most 99 above the value last written there and
+ * only its last two digits change (no carry further), they are patched
+ * into a copy of the last text; else v is formatted afresh. */
+static inline size_t put_u64_memo(char *buf, uint64_t v,
+				  struct sh5_fmt_memo *m, int i)
+{
+	size_t len = m->len[i];
+	char *t = m->text[i];
+
+	if (len >= 2 && v >= m->v[i] && v - m->v[i] < 100) {
+		unsigned tail = (unsigned)(t[len - 2] - '0') * 10 +
+				(unsigned)(t[len - 1] - '0') +
+				(unsigned)(v - m->v[i]);
+
+		if (tail < 100) {
+			t[len - 2] = (char)('0' + tail / 10);
+			t[len - 1] = (char)('0' + tail % 10);
+			m->v[i] = v;
+			memcpy(buf, t, 24); /* len <= 20 */
+			return len;
+		}
+	}
+	len = sh5_fmt_u64(buf, v);
+	memcpy(t, buf, 24);
+	m->v[i] = v;
+	m->len[i] = len;
+	return len;
+}
+
+size_t sh5_fmt_row(char *buf, const struct sh5_series *s,
+		   const union sh5_value *v)
+{
+	struct sh5_fmt_memo m;
+
+	m.len[0] = m.len[1] = 0;
+	return sh5_fmt_row_memo(buf, s, v, &m);
+}
+
+size_t sh5_fmt_row_memo(char *buf, const struct sh5_series *s,
+			const union sh5_value *v, struct sh5_fmt_memo *m)
+{
+	size_t len = 0, i, tlen;
+	const union sh5_value *f = v + SH5_TIME_SLOTS;
+	char *t;
+
+	len += put_u64_memo(buf + len, v[0].u, m, 0);
+	buf[len++] = ',';
+	t = buf + len;
+	tlen = put_u64_memo(t, v[1].u, m, 1);
+	len += tlen;
+	buf[len++] = ',';
+	if (!s->has_time_ns && v[1].u - 1 < EPOCH_NS_MAX) {
+		/* EpochTime * 10^9: its digits and nine zeros. */
+		memcpy(buf + len, t, tlen);
+		memcpy(buf + len + tlen, "000000000", 9);
+		len += tlen + 9;
+	} else {
+		len += sh5_fmt_i64(buf + len, s->has_time_ns ? v[2].i :
+				   sh5_epoch_to_ns(v[1].u));
+	}
+	if (s->has_sync_ns) {
+		buf[len++] = ',';
+		len += sh5_fmt_i64(buf + len, v[SH5_SLOT_SYNC(s)].i);
+	}
+	for (i = 0; i < s->nfields; i++) {
+		buf[len++] = ',';
+		if (s->fields[i].type == SH5_FT_DOUBLE)
+			len += sh5_fmt_double(buf + len, f[i].d);
+		else
+			len += sh5_fmt_u64(buf + len, f[i].u);
+	}
+	buf[len++] = '\n';
+	return len;
+}
