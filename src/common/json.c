@@ -710,28 +710,17 @@ int sh5_json_kv_bool(struct sh5_json *j, const char *key, int v)
 	return sh5_json_bool(j, v);
 }
 
-/* key: v, or key: null where v overflowed (JSON has no infinity). */
-static void kv_stat(struct sh5_json *j, const char *key, double v)
-{
-	if (isfinite(v)) {
-		sh5_json_kv_double(j, key, v);
-	} else {
-		sh5_json_key(j, key);
-		sh5_json_null(j);
-	}
-}
-
 int sh5_json_runstats(struct sh5_json *j, const struct sh5_runstats *rs)
 {
 	sh5_json_object_open(j);
-	kv_stat(j, "count", (double)sh5_runstats_count(rs));
-	kv_stat(j, "accumulate", sh5_runstats_accumulate(rs));
-	kv_stat(j, "minimum", sh5_runstats_min(rs));
-	kv_stat(j, "maximum", sh5_runstats_max(rs));
-	kv_stat(j, "mean", sh5_runstats_mean(rs));
-	kv_stat(j, "stddev", sh5_runstats_stddev(rs));
-	kv_stat(j, "skewness", sh5_runstats_skewness(rs));
-	kv_stat(j, "kurtosis", sh5_runstats_kurtosis(rs));
+	sh5_json_kv_double(j, "count", (double)sh5_runstats_count(rs));
+	sh5_json_kv_double(j, "accumulate", sh5_runstats_accumulate(rs));
+	sh5_json_kv_double(j, "minimum", sh5_runstats_min(rs));
+	sh5_json_kv_double(j, "maximum", sh5_runstats_max(rs));
+	sh5_json_kv_double(j, "mean", sh5_runstats_mean(rs));
+	sh5_json_kv_double(j, "stddev", sh5_runstats_stddev(rs));
+	sh5_json_kv_double(j, "skewness", sh5_runstats_skewness(rs));
+	sh5_json_kv_double(j, "kurtosis", sh5_runstats_kurtosis(rs));
 	return sh5_json_object_close(j);
 }
 

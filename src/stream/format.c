@@ -236,8 +236,21 @@ static void json_update_stats(struct sh5_stream *s, const struct slot *batch,
 	}
 }
 
+/* Whether every statistic of rs has a JSON form (finite samples can
+ * still overflow: a square near 1e300). */
+static int stats_finite(const struct sh5_runstats *rs)
+{
+	return isfinite(sh5_runstats_accumulate(rs)) &&
+	       isfinite(sh5_runstats_min(rs)) &&
+	       isfinite(sh5_runstats_max(rs)) &&
+	       isfinite(sh5_runstats_mean(rs)) &&
+	       isfinite(sh5_runstats_stddev(rs)) &&
+	       isfinite(sh5_runstats_skewness(rs)) &&
+	       isfinite(sh5_runstats_kurtosis(rs));
+}
+
 /* The "counter_stats" array: one entry per counter of the first nsch
- * series that have samples. */
+ * series that have samples; "stats": null where they overflowed. */
 static void json_counter_stats(struct sh5_json *j, struct sh5_stream *s,
 			       size_t nsch)
 {
@@ -261,7 +274,10 @@ static void json_counter_stats(struct sh5_json *j, struct sh5_stream *s,
 			sh5_json_kv_string(j, "app", app);
 			sh5_json_kv_string(j, "counter", counter);
 			sh5_json_key(j, "stats");
-			sh5_json_runstats(j, &sc->rs[k]);
+			if (stats_finite(&sc->rs[k]))
+				sh5_json_runstats(j, &sc->rs[k]);
+			else
+				sh5_json_null(j);
 			sh5_json_object_close(j);
 		}
 	}

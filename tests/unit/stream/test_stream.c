@@ -1645,6 +1645,60 @@ START_TEST(test_stream_json_packets)
 }
 END_TEST
 
+/* A task's wild values (finite but near 1e300, and an infinity) do not
+ * stop JSON streaming: every sample is still delivered, the statistics
+ * that overflow are written as null. */
+START_TEST(test_stream_json_huge_values)
+{
+	struct sh5_stream_conf conf;
+	struct sh5_stream_tags tags = { "902", "0", "n1" };
+	struct sh5_stream_stats st;
+	struct sh5_error err = { "" };
+	struct sh5_stream *s;
+	union sh5_stream_value v[1];
+	char url[256], ebuf[256];
+	yajl_val *req, body, cs, e;
+	size_t n, i, nulls = 0;
+	long off = recv_offset();
+
+	REQUIRE_SERVERS();
+	sh5_stream_conf_init(&conf);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/collect", recv_port);
+	conf.url = url;
+	conf.format = SH5_STREAM_JSON;
+	conf.flush_interval_ms = 100;
+	conf.batch_max = 2;
+	s = sh5_stream_create(&conf, &tags, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	for (i = 0; i < 6; i++) {
+		v[0].d = i == 3 ? INFINITY : (i % 2 ? -1e300 : 1e300);
+		ck_assert_int_eq(sh5_stream_push(s, "Energy", -1, energy_names,
+						 energy_types, v, 1,
+						 sample_time((long)i)),
+				 0);
+	}
+	ck_assert_int_eq(sh5_stream_close(s, 3000, &st), 0);
+	ck_assert_uint_eq(st.sent, 6);
+	req = read_requests(&n, &off);
+	ck_assert_uint_ge(n, 3);
+	for (i = 0; i < n; i++) {
+		body = yajl_tree_parse(str_of(obj_get(req[i], "body",
+						       yajl_t_string)),
+				       ebuf, sizeof(ebuf));
+		ck_assert_msg(body != NULL, "packet is not JSON: %s", ebuf);
+		cs = obj_get(body, "counter_stats", yajl_t_array);
+		ck_assert_ptr_nonnull(cs);
+		ck_assert_uint_eq(cs->u.array.len, 1);
+		e = cs->u.array.values[0];
+		if (YAJL_IS_NULL(obj_get(e, "stats", yajl_t_any)))
+			nulls++;
+		yajl_tree_free(body);
+	}
+	ck_assert_uint_ge(nulls, 1);
+	free_requests(req, n);
+}
+END_TEST
+
 /* influx2: token header, /api/v2/write path with precision=ns, one line
  * per sample, delivered in order per series across server failures. */
 START_TEST(test_stream_influx2_token_and_order_across_failures)
@@ -1879,6 +1933,7 @@ int main(void)
 	tcase_add_test(tc, test_stream_spool_dir_vanished_recreated);
 	tcase_add_test(tc, test_stream_live_owner_files_not_adopted);
 	tcase_add_test(tc, test_stream_json_packets);
+	tcase_add_test(tc, test_stream_json_huge_values);
 	tcase_add_test(tc, test_stream_influx2_token_and_order_across_failures);
 	tcase_add_test(tc, test_stream_tls_verification);
 	tcase_add_test(tc, test_stream_push_argument_errors);
