@@ -1,37 +1,21 @@
 /* checksum.c - see checksum.h */
 #include "config.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
-#include <stdlib.h>
 
 #include <zlib.h>
 
 #include "common/checksum.h"
+#include "common/libdeflate.h"
 
 /* libdeflate's CRC-32 (carry-less multiplication where the CPU has it)
- * is several times faster than zlib's; looked up at run time like its
- * decompressor (reader.c), zlib otherwise. */
-static uint32_t (*ldf_crc32)(uint32_t, const void *, size_t);
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void crc_init(void)
-{
-	void *h;
-
-	if (getenv("SH5_NO_LIBDEFLATE") ||
-	    !(h = dlopen("libdeflate.so.0", RTLD_NOW | RTLD_LOCAL)))
-		return;
-	*(void **)&ldf_crc32 = dlsym(h, "libdeflate_crc32");
-}
-
+ * is several times faster than zlib's; zlib where it is not installed. */
 uint32_t sh5_crc32(uint32_t crc, const void *data, size_t len)
 {
+	const struct sh5_libdeflate *ldf = sh5_libdeflate();
 	const unsigned char *p = data;
 
-	pthread_once(&crc_once, crc_init);
-	if (ldf_crc32)
-		return ldf_crc32(crc, data, len);
+	if (ldf->crc32)
+		return ldf->crc32(crc, data, len);
 	while (len) {
 		uInt n = len > (1u << 30) ? 1u << 30 : (uInt)len;
 

@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <dlfcn.h>
 #include <zlib.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 
 #include "common/checksum.h"
+#include "common/libdeflate.h"
 #include "common/timeconv.h"
 #include "profile/cursor.h"
 #include "profile/h5check.h"
@@ -258,52 +258,37 @@ static int grow(void **p, size_t *len, size_t want)
 }
 
 /* libdeflate decompresses zlib streams two to three times faster than
- * zlib; used when the shared library is installed (looked up at run time,
- * no build dependency), else zlib. */
-struct libdeflate_decompressor;
-static struct {
-	struct libdeflate_decompressor *(*alloc)(void);
-	void (*free)(struct libdeflate_decompressor *);
-	int (*zlib_decompress)(struct libdeflate_decompressor *, const void *,
-			       size_t, void *, size_t, size_t *);
-} ldf;
-/* A decompressor holds state: one per thread (extract reads in two). */
+ * zlib; used when the shared library is installed (common/libdeflate.h),
+ * else zlib.  A decompressor holds state: one per thread (extract reads
+ * in two). */
 static pthread_once_t ldf_once = PTHREAD_ONCE_INIT;
 static pthread_key_t ldf_key;
+static int ldf_ok;	/* libdeflate's decompressor and the key are there */
 
 static void ldf_free(void *d)
 {
-	ldf.free(d);
+	sh5_libdeflate()->free_decompressor(d);
 }
 
 static void ldf_init(void)
 {
-	void *h;
-
-	if (getenv("SH5_NO_LIBDEFLATE") ||
-	    !(h = dlopen("libdeflate.so.0", RTLD_NOW | RTLD_LOCAL)))
-		return;
-	*(void **)&ldf.alloc = dlsym(h, "libdeflate_alloc_decompressor");
-	*(void **)&ldf.free = dlsym(h, "libdeflate_free_decompressor");
-	*(void **)&ldf.zlib_decompress = dlsym(h, "libdeflate_zlib_decompress");
-	if (!ldf.alloc || !ldf.free || !ldf.zlib_decompress ||
-	    pthread_key_create(&ldf_key, ldf_free) != 0) {
-		ldf.zlib_decompress = NULL;
-		dlclose(h);
-	}
+	ldf_ok = sh5_libdeflate()->zlib_decompress &&
+		 pthread_key_create(&ldf_key, ldf_free) == 0;
 }
 
 /* This thread's libdeflate decompressor, or NULL (use zlib). */
 static struct libdeflate_decompressor *ldf_get(void)
 {
+	const struct sh5_libdeflate *ldf = sh5_libdeflate();
 	struct libdeflate_decompressor *d;
 
 	pthread_once(&ldf_once, ldf_init);
-	if (!ldf.zlib_decompress)
+	if (!ldf_ok)
 		return NULL;
-	if (!(d = pthread_getspecific(ldf_key)) && (d = ldf.alloc()) &&
+	if (!(d = pthread_getspecific(ldf_key)) &&
+	    (d = ldf->alloc_decompressor()) &&
 	    pthread_setspecific(ldf_key, d) != 0) {
-		ldf.free(d);
+		ldf->free_decompressor(d);
 		d = NULL;
 	}
 	return d;
@@ -317,8 +302,9 @@ static int inflate_to(void *dst, size_t bytes, const void *src, size_t len)
 	if (d) {
 		size_t out = 0;
 
-		return ldf.zlib_decompress(d, src, len, dst, bytes,
-					   &out) == 0 && out == bytes ? 0 : -1;
+		return sh5_libdeflate()->zlib_decompress(d, src, len, dst,
+							 bytes, &out) == 0 &&
+				       out == bytes ? 0 : -1;
 	}
 	return uncompress(dst, &got, src, len) == Z_OK && got == bytes ? 0 : -1;
 }

@@ -1,40 +1,13 @@
 /* zdeflate.c - see zdeflate.h */
 #include "config.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 
 #include <zlib.h>
 
+#include "common/libdeflate.h"
 #include "profile/zdeflate.h"
-
-struct libdeflate_compressor;
-
-static struct {
-	struct libdeflate_compressor *(*alloc)(int);
-	size_t (*zlib_compress)(struct libdeflate_compressor *, const void *,
-				size_t, void *, size_t);
-	void (*free)(struct libdeflate_compressor *);
-} ldf;
-static pthread_once_t ldf_once = PTHREAD_ONCE_INIT;
-
-static void ldf_init(void)
-{
-	void *h;
-
-	if (getenv("SH5_NO_LIBDEFLATE") ||
-	    !(h = dlopen("libdeflate.so.0", RTLD_NOW | RTLD_LOCAL)))
-		return;
-	*(void **)&ldf.alloc = dlsym(h, "libdeflate_alloc_compressor");
-	*(void **)&ldf.zlib_compress = dlsym(h, "libdeflate_zlib_compress");
-	*(void **)&ldf.free = dlsym(h, "libdeflate_free_compressor");
-	if (!ldf.alloc || !ldf.zlib_compress || !ldf.free) {
-		ldf.alloc = NULL;
-		dlclose(h);
-	}
-}
 
 struct sh5_zdeflate {
 	int level;
@@ -61,13 +34,13 @@ size_t sh5_zdeflate_bound(size_t len)
 int sh5_zdeflate(struct sh5_zdeflate *z, void *dst, size_t *dlen,
 		 const void *src, size_t len)
 {
+	const struct sh5_libdeflate *ldf = sh5_libdeflate();
 	uLongf out = *dlen;
 
-	pthread_once(&ldf_once, ldf_init);
-	if (ldf.alloc && !z->c)
-		z->c = ldf.alloc(z->level);
+	if (ldf->alloc_compressor && !z->c)
+		z->c = ldf->alloc_compressor(z->level);
 	if (z->c) {
-		size_t n = ldf.zlib_compress(z->c, src, len, dst, *dlen);
+		size_t n = ldf->zlib_compress(z->c, src, len, dst, *dlen);
 
 		if (!n) {
 			errno = ENOBUFS;
@@ -89,6 +62,6 @@ void sh5_zdeflate_destroy(struct sh5_zdeflate *z)
 	if (!z)
 		return;
 	if (z->c)
-		ldf.free(z->c);
+		sh5_libdeflate()->free_compressor(z->c);
 	free(z);
 }
