@@ -68,7 +68,7 @@ mkdir -p "$work/build" "$work/plugins"
 		--with-slurm-source="$srctree" &&
 	make -s plugins/acct_gather_profile_sh5.la) >"$work/plugin.log" 2>&1 ||
 	fail "plugin build against $srctree: $(tail -n 20 "$work/plugin.log")"
-rel=$(make -s --no-print-directory -C "$work/build" print-slurm-release)
+rel=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "$work/build" print-slurm-release)
 assert_eq "$VER" "$rel" "release the plugin is built for"
 so=$work/build/plugins/.libs/acct_gather_profile_sh5.so
 assert_file "$so"

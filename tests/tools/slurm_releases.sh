@@ -15,7 +15,10 @@ need_cmd nm gcc make
 work=$(mktemp -d "${TMPDIR:-/tmp}/sh5-releases.XXXXXX") || fail "mktemp"
 trap 'rm -rf "$work"' EXIT
 plugins=("$top_srcdir"/plugins/*.c)
-read -r -a cc <<<"$(make -s --no-print-directory -C "$top_builddir" print-plugin-compile)"
+# A make of its own: under `make -jN check` the inherited MAKEFLAGS turn
+# on directory messages and jobserver warnings that would mix with the flags.
+read -r -a cc <<<"$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+	make -s --no-print-directory -C "$top_builddir" print-plugin-compile)"
 [ ${#cc[@]} -gt 0 ] || fail "make print-plugin-compile printed nothing"
 printf '%s\n' "${cc[@]}" | grep -qx -- -Werror || fail "plugin flags lack -Werror: ${cc[*]}"
 
