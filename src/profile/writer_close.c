@@ -74,7 +74,8 @@ static int write_totals(struct sh5_writer *w, struct sh5_error *errp)
 						 sizeof(*kinds));
 	hid_t *types = calloc(w->ntables + 1, sizeof(*types));
 	hid_t gcpl = -1, g = -1;
-	int rc = -1, fr;
+	struct sh5_total_out o;
+	int rc = -1, fr, oinit = 0;
 
 	if (!kinds || !types) {
 		sh5_errprintf(errp, "%s: out of memory", w->path);
@@ -88,8 +89,9 @@ static int write_totals(struct sh5_writer *w, struct sh5_error *errp)
 	    (g = H5Gcreate2(w->node_grp, "Totals", H5P_DEFAULT, gcpl,
 			    H5P_DEFAULT)) < 0)
 		goto h5error;
-	if (make_total_groups(w, g, gcpl) < 0)
+	if (make_total_groups(w, g, gcpl) < 0 || sh5_total_out_init(&o) < 0)
 		goto h5error;
+	oinit = 1;
 	for (i = 0; i < w->ntables; i++) {
 		struct table *t = w->tables[i];
 		char path[3 * SH5_NAME_MAX];
@@ -98,9 +100,9 @@ static int write_totals(struct sh5_writer *w, struct sh5_error *errp)
 			continue;
 		snprintf(path, sizeof(path), "Totals/%s%s%s", t->parent,
 			 t->parent[0] ? "/" : "", t->name);
-		if (sh5_total_write(w->node_grp, path, t->series, t->total, 1,
-				    t->rows, total_type(w, t->series, kinds,
-							types, &nkinds)) < 0)
+		if (sh5_total_put(&o, w->node_grp, path, t->series, t->total,
+				  1, t->rows, total_type(w, t->series, kinds,
+							 types, &nkinds)) < 0)
 			goto h5error;
 		if (strcmp(t->series->ops->name, "Task"))
 			continue;
@@ -115,16 +117,18 @@ static int write_totals(struct sh5_writer *w, struct sh5_error *errp)
 		if (!fr)
 			task_rows += t->rows;
 	}
-	if (nall && sh5_total_write(w->node_grp, "Totals/AllTasks", all[0].s,
-				    all[0].total, all[0].count, task_rows,
-				    total_type(w, all[0].s, kinds, types,
-					       &nkinds)) < 0)
+	if (nall && sh5_total_put(&o, w->node_grp, "Totals/AllTasks",
+				  all[0].s, all[0].total, all[0].count,
+				  task_rows, total_type(w, all[0].s, kinds,
+							types, &nkinds)) < 0)
 		goto h5error;
 	rc = 0;
 	goto out;
 h5error:
 	sh5_errprintf_h5(errp, "%s: cannot write the totals", w->path);
 out:
+	if (oinit)
+		sh5_total_out_fini(&o);
 	if (g >= 0)
 		H5Gclose(g);
 	if (gcpl >= 0)
@@ -164,6 +168,11 @@ int sh5_writer_close(struct sh5_writer *w, struct sh5_error *errp)
 	}
 	free(w->tables);
 	sh5_zdeflate_destroy(w->zd);
+	for (i = 0; i < w->nanames; i++)
+		free(w->anames[i]);
+	free(w->anames);
+	if (w->scalar >= 0)
+		H5Sclose(w->scalar);
 	if (w->node_grp >= 0)
 		H5Gclose(w->node_grp);
 	if (w->file >= 0 && H5Fclose(w->file) < 0 && !rc)
