@@ -83,7 +83,10 @@ int sh5_total_out_init(struct sh5_total_out *o)
 	 * contiguous. */
 	if (o->space < 0 || o->scalar < 0 || o->lcpl < 0 || o->dcpl < 0 ||
 	    H5Pset_create_intermediate_group(o->lcpl, 1) < 0 ||
-	    H5Pset_layout(o->dcpl, H5D_COMPACT) < 0) {
+	    H5Pset_layout(o->dcpl, H5D_COMPACT) < 0 ||
+	    /* No modification time: nothing reads it, and it is one
+	     * message less to append to each header. */
+	    H5Pset_obj_track_times(o->dcpl, 0) < 0) {
 		sh5_total_out_fini(o);
 		return -1;
 	}
