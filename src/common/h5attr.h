@@ -15,6 +15,16 @@
 int sh5_h5attr_put(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
 		   const void *val);
 
+/* Like sh5_h5attr_put on an object known to lack the attribute (no
+ * lookup, which HDF5's create repeats anyway): a freshly created one.
+ * scalar: a scalar dataspace to use (several attributes can share one),
+ * or -1. */
+int sh5_h5attr_add(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
+		   const void *val, hid_t scalar);
+
+/* The type of a fixed-length, NUL-terminated string val (close it). */
+hid_t sh5_h5attr_str_type(const char *val);
+
 /* A fixed-length, NUL-terminated string (as Slurm's stock plugin writes
  * them, so sh5util reads them). */
 int sh5_h5attr_put_str(hid_t obj, const char *name, const char *val);

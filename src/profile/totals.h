@@ -29,6 +29,28 @@ int sh5_total_write(hid_t loc, const char *path, const struct sh5_series *s,
 		    const void *total, size_t count, uint64_t rows,
 		    hid_t ftype);
 
+/* Property lists and dataspaces shared by the totals written in a row
+ * (sh5_total_put): creating them for each total cost about as much as
+ * writing its record. */
+struct sh5_total_out {
+	hid_t space, scalar, lcpl, dcpl;
+	hid_t series_type;        /* type of the last "Series" value */
+	const char *series_name;  /* ... whose ops name is this */
+};
+int sh5_total_out_init(struct sh5_total_out *o);
+void sh5_total_out_fini(struct sh5_total_out *o);
+/* sh5_total_write with o's lists (loc: where path starts). */
+int sh5_total_put(struct sh5_total_out *o, hid_t loc, const char *path,
+		  const struct sh5_series *s, const void *total, size_t count,
+		  uint64_t rows, hid_t ftype);
+
+/* The file form of a total of s (its ops' total_file_type: Samples,
+ * FirstTimeNs, LastTimeNs, then per field Min, Max, Mean and, for delta
+ * fields, Sum; little-endian) into out; returns its size (out NULL: only
+ * the size). */
+size_t sh5_total_pack(const struct sh5_series *s, const void *total,
+		      unsigned char *out);
+
 /* Read the total at path (relative to loc) written for series s into
  * total (s->ops->total_size(s) bytes).  0, or -1. */
 int sh5_total_read(hid_t loc, const char *path, const struct sh5_series *s,

@@ -104,7 +104,7 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 		w->opts = *opts;
 	else
 		sh5_writer_opts_init(&w->opts);
-	w->file = w->node_grp = -1;
+	w->file = w->node_grp = w->scalar = -1;
 	w->clock_id = -1;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->io_lock, NULL);
@@ -132,10 +132,10 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 	if (fcpl >= 0)
 		H5Pclose(fcpl);
 	H5Pclose(fapl);
-	if (w->file < 0)
+	if (w->file < 0 || (w->scalar = H5Screate(H5S_SCALAR)) < 0)
 		goto h5error;
-	if (sh5_h5attr_put(w->file, "sh5 Format Version", H5T_STD_I32LE,
-			   H5T_NATIVE_INT32, &ver) < 0)
+	if (sh5_h5attr_add(w->file, "sh5 Format Version", H5T_STD_I32LE,
+			   H5T_NATIVE_INT32, &ver, w->scalar) < 0)
 		goto h5error;
 	w->node_grp = H5Gcreate2(w->file, node, H5P_DEFAULT, H5P_DEFAULT,
 				 H5P_DEFAULT);
@@ -146,6 +146,8 @@ h5error:
 	sh5_errprintf_h5(errp, "%s: cannot create the HDF5 file", path);
 	if (w->node_grp >= 0)
 		H5Gclose(w->node_grp);
+	if (w->scalar >= 0)
+		H5Sclose(w->scalar);
 	if (w->file >= 0)
 		H5Fclose(w->file);
 	pthread_mutex_destroy(&w->lock);
@@ -154,14 +156,41 @@ h5error:
 	return NULL;
 }
 
+/* Note name as written to the node group: 1 if it was already (the
+ * attribute is then replaced), 0 if new, -1 when out of memory. */
+static int attr_seen(struct sh5_writer *w, const char *name)
+{
+	char **nv;
+	size_t i;
+
+	for (i = 0; i < w->nanames; i++)
+		if (!strcmp(w->anames[i], name))
+			return 1;
+	if (!(nv = realloc(w->anames, (w->nanames + 1) * sizeof(*nv))) ||
+	    !(nv[w->nanames] = strdup(name))) {
+		if (nv)
+			w->anames = nv;
+		return -1;
+	}
+	w->anames = nv;
+	w->nanames++;
+	return 0;
+}
+
 static int attr_common(struct sh5_writer *w, const char *name, hid_t mtype,
 		       hid_t ftype, const void *val, struct sh5_error *errp)
 {
-	int rc;
+	int rc = -1, seen;
 
 	pthread_mutex_lock(&w->io_lock);
-	rc = sh5_h5attr_put(w->node_grp, name, ftype, mtype, val);
-	if (rc < 0)
+	/* A new name needs no lookup (HDF5's create makes its own). */
+	seen = attr_seen(w, name);
+	if (seen < 0)
+		sh5_errprintf(errp, "%s: out of memory", w->path);
+	else if ((rc = seen ? sh5_h5attr_put(w->node_grp, name, ftype, mtype,
+					     val) :
+			      sh5_h5attr_add(w->node_grp, name, ftype, mtype,
+					     val, w->scalar)) < 0)
 		sh5_errprintf_h5(errp, "%s: cannot write attribute '%s'",
 				 w->path, name);
 	pthread_mutex_unlock(&w->io_lock);

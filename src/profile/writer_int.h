@@ -45,6 +45,9 @@ struct sh5_writer {
 	char node[SH5_NAME_MAX];
 	struct sh5_writer_opts opts;
 	hid_t file, node_grp;
+	hid_t scalar;              /* a scalar dataspace for attributes */
+	char **anames;             /* node attributes written so far */
+	size_t nanames;
 	pthread_mutex_t lock;      /* tables array, pending buffers, flags */
 	pthread_mutex_t io_lock;   /* every HDF5 call */
 	struct table **tables;     /* stable pointers: flush keeps one

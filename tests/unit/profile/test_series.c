@@ -17,6 +17,7 @@
 
 #include "profile/layout.h"
 #include "profile/series.h"
+#include "profile/totals.h"
 #include "profile/writer.h"
 
 static char tmpdir[256];
@@ -430,6 +431,109 @@ START_TEST(test_series_totals)
 }
 END_TEST
 
+/* The packed file form of a total is what HDF5's conversion to the total
+ * file type gives, and a total written with it reads back the same. */
+START_TEST(test_series_total_pack)
+{
+	struct sh5_error err;
+	char path[300];
+	size_t ki, r;
+	hid_t f;
+
+	snprintf(path, sizeof(path), "%s/totals.h5", tmpdir);
+	f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	ck_assert_int_ge(f, 0);
+	for (ki = 0; ki < NKINDS; ki++) {
+		const struct kind *k = &kinds[ki];
+		struct sh5_series *s = sh5_series_create(k->parent, k->name,
+							 k->fields, k->types,
+							 k->n, &err);
+		size_t tsize = s->ops->total_size(s);
+		size_t fsize = sh5_total_pack(s, NULL, NULL);
+		union sh5_value recs[10][SH5_TIME_SLOTS + 9];
+		unsigned char *t = malloc(tsize), *back = malloc(tsize);
+		unsigned char *conv = calloc(1, tsize + 4096);
+		unsigned char *bkg = calloc(1, tsize + 4096);
+		unsigned char *p1 = malloc(fsize), *p2 = malloc(fsize);
+		hid_t mt = s->ops->total_mem_type(s);
+		hid_t ft = s->ops->total_file_type(s);
+		char tp[64];
+
+		for (r = 0; r < 10; r++)
+			fill(s, recs[r], r);
+		s->ops->total_init(s, t);
+		s->ops->total_add(s, t, recs, 10);
+		ck_assert_uint_eq(H5Tget_size(ft), fsize);
+		ck_assert_uint_eq(sh5_total_pack(s, t, p1), fsize);
+		memcpy(conv, t, tsize);
+		ck_assert_int_ge(H5Tconvert(mt, ft, 1, conv, bkg,
+					    H5P_DEFAULT), 0);
+		ck_assert_int_eq(memcmp(conv, p1, fsize), 0);
+		snprintf(tp, sizeof(tp), "Totals/K%zu/%s", ki, k->name);
+		ck_assert_int_eq(sh5_total_write(f, tp, s, t, 2, 10, -1), 0);
+		s->ops->total_init(s, back);
+		ck_assert_int_eq(sh5_total_read(f, tp, s, back), 0);
+		sh5_total_pack(s, back, p2);
+		ck_assert_int_eq(memcmp(p1, p2, fsize), 0);
+		H5Tclose(mt);
+		H5Tclose(ft);
+		free(t);
+		free(back);
+		free(conv);
+		free(bkg);
+		free(p1);
+		free(p2);
+		sh5_series_destroy(s);
+	}
+	H5Fclose(f);
+}
+END_TEST
+
+/* A node attribute written twice is replaced, not duplicated. */
+START_TEST(test_writer_attr_replaced)
+{
+	struct sh5_error err = { "" };
+	char path[300];
+	struct sh5_writer *w;
+	hid_t f, g, a;
+	int v = 0;
+
+	snprintf(path, sizeof(path), "%s/attrs.h5", tmpdir);
+	w = sh5_writer_create(path, -1, "node1", NULL, &err);
+	ck_assert_msg(w != NULL, "%s", err.text);
+	ck_assert_int_eq(sh5_writer_attr_int(w, "Node Index", 1, &err), 0);
+	ck_assert_int_eq(sh5_writer_attr_str(w, "User", "a", &err), 0);
+	ck_assert_int_eq(sh5_writer_attr_int(w, "Node Index", 7, &err), 0);
+	ck_assert_int_eq(sh5_writer_attr_str(w, "User", "bob", &err), 0);
+	ck_assert_msg(sh5_writer_close(w, &err) == 0, "%s", err.text);
+	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	ck_assert_int_ge(f, 0);
+	g = H5Gopen2(f, "node1", H5P_DEFAULT);
+	a = H5Aopen(g, "Node Index", H5P_DEFAULT);
+	ck_assert_int_ge(H5Aread(a, H5T_NATIVE_INT, &v), 0);
+	ck_assert_int_eq(v, 7);
+	H5Aclose(a);
+	a = H5Aopen(g, "User", H5P_DEFAULT);
+	{
+		hid_t at = H5Aget_type(a);
+
+		ck_assert_int_eq(H5Tget_size(at), 4);
+		H5Tclose(at);
+	}
+	H5Aclose(a);
+	{
+		H5G_info_t gi;
+		H5O_info_t oi;
+
+		ck_assert_int_ge(H5Gget_info(g, &gi), 0);
+		ck_assert_int_ge(H5Oget_info(g, &oi), 0);
+		ck_assert_int_eq(oi.num_attrs, 2);
+	}
+	H5Gclose(g);
+	H5Fclose(f);
+}
+END_TEST
+
 /* Slurm 23.02 and later: the Task series has GPU fields (in Slurm's
  * order) that get units and kinds like the others. */
 START_TEST(test_series_task_gpu_fields)
@@ -587,6 +691,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_series_attr_string_forms);
 	tcase_add_test(tc, test_series_odd_fields);
 	tcase_add_test(tc, test_series_totals);
+	tcase_add_test(tc, test_series_total_pack);
+	tcase_add_test(tc, test_writer_attr_replaced);
 	tcase_add_test(tc, test_series_task_gpu_fields);
 	tcase_add_test(tc, test_layout_safe_create);
 	tcase_add_test(tc, test_layout_concurrent_mkdir);
