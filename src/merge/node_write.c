@@ -160,6 +160,25 @@ static int whole_open(struct finfo *f, hid_t *fid, hid_t *in)
 	return *in >= 0 ? 0 : -1;
 }
 
+/* The node group of f copied into nodes: H5Ocopy; with SH5MERGE_RAW_COPY
+ * set, the copy without it (rawcopy.c: its chunks written raw from the
+ * checked mapping hmap; slower).  0, or -1 (nothing left in nodes). */
+static int whole_copy(struct sh5_nodestep *held, struct finfo *f,
+		      const unsigned char *hmap, hid_t fid, hid_t nodes)
+{
+	const char *node = f->node_name;
+	int r = held ? mg_raw_copy(held, f, hmap, nodes) : 1;
+
+	if (r < 0)
+		return -1;
+	if (r > 0 && H5Ocopy(fid, node, nodes, node, H5P_DEFAULT,
+			     H5P_DEFAULT) < 0) {
+		H5Ldelete(nodes, node, H5P_DEFAULT);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * The node group of an input found intact by whole_ok() (checksummed
  * chunks, the writer's totals matching its datasets), without
@@ -184,7 +203,6 @@ static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 	if (m->held && m->held_idx == (size_t)(f - m->fi)) {
 		/* The one-pass child's check left it open. */
 		held = m->held;
-		m->held = NULL;
 		fid = held->file;
 		in = held->node;
 	} else if (whole_open(f, &fid, &in) < 0) {
@@ -198,8 +216,7 @@ static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 			      m->o->output, gpath, strerror(errno));
 		goto fail;
 	}
-	if (H5Ocopy(fid, node, nodes, node, H5P_DEFAULT, H5P_DEFAULT) < 0) {
-		H5Ldelete(nodes, node, H5P_DEFAULT);
+	if (whole_copy(held, f, m->held_map, fid, nodes) < 0) {
 		rc = 1;
 		goto out;
 	}
@@ -239,7 +256,7 @@ out:
 	if (g >= 0)
 		H5Gclose(g);
 	if (held) {
-		sh5_nodestep_close(held);
+		mg_held_close(m);
 	} else {
 		if (in >= 0)
 			H5Gclose(in);
