@@ -104,6 +104,7 @@ struct mstate {
 	int write_failed;       /* an HDF5 write failed: stop */
 	int out_fd;             /* the temporary output, for early writeback */
 	int out_wfd;            /* the same, writable: space reservations */
+	off_t reserved_end;     /* blocks reserved up to here (fallocate) */
 	hid_t dxpl;             /* small conversion buffers */
 	/* Second pass: a child process reads and decodes the records of
 	 * the inputs in order and streams them here (see mg_feed_read()). */

@@ -79,30 +79,48 @@ oom:
 	return sh5_errprintf(m->errp, "out of memory");
 }
 
+/* Blocks reserved past the output's end at a time (one fallocate per
+ * this much, not per node; the rest is trimmed by mg_trim_room()). */
+#define RESERVE_AHEAD ((off_t)32 << 20)
+
 /*
  * Make sure `bytes` more can be written to the output before H5Ocopy():
  * HDF5 (1.10 to 1.14) crashes inside H5Ocopy() when a write fails (a full
  * disk, a file size limit), so the room is reserved first: blocks past
- * the end (fallocate, keeping the size), else a look at the free space;
- * and the file size limit.  0, or -1 with errno set (ENOSPC, EFBIG).
+ * the end (fallocate, keeping the size; RESERVE_AHEAD at a time when
+ * there is room for it), else a look at the free space; and the file size
+ * limit.  0, or -1 with errno set (ENOSPC, EFBIG).
  */
 static int reserve_room(struct mstate *m, off_t bytes)
 {
 	struct statvfs vs;
 	struct rlimit rl;
 	struct stat st;
-	off_t end;
+	off_t end, ahead = bytes;
 
 	if (m->out_wfd < 0 || fstat(m->out_wfd, &st) < 0)
 		return 0; /* nothing to go by: let HDF5 try */
 	end = st.st_size + bytes;
+	if (end <= m->reserved_end)
+		return 0; /* reserved before */
 	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	    (rlim_t)end > rl.rlim_cur) {
 		errno = EFBIG;
 		return -1;
 	}
-	if (fallocate(m->out_wfd, FALLOC_FL_KEEP_SIZE, st.st_size, bytes) == 0)
+	if (ahead < RESERVE_AHEAD && (rl.rlim_cur == RLIM_INFINITY ||
+				      (rlim_t)(st.st_size + RESERVE_AHEAD) <=
+				      rl.rlim_cur))
+		ahead = RESERVE_AHEAD;
+	if (ahead > bytes &&
+	    fallocate(m->out_wfd, FALLOC_FL_KEEP_SIZE, st.st_size, ahead) == 0) {
+		m->reserved_end = st.st_size + ahead;
 		return 0;
+	}
+	if (fallocate(m->out_wfd, FALLOC_FL_KEEP_SIZE, st.st_size, bytes) == 0) {
+		m->reserved_end = end;
+		return 0;
+	}
 	if (errno == ENOSPC || errno == EFBIG || errno == EDQUOT)
 		return -1;
 	if (fstatvfs(m->out_wfd, &vs) == 0 &&
