@@ -154,6 +154,12 @@ struct mstate {
 	size_t held_idx;
 	unsigned char *held_map;   /* its file mapped (the CRC's), or NULL */
 	size_t held_map_len;
+	struct tcache {         /* totals' memory types, by signature, */
+		uint64_t sig;
+		hid_t mt;
+		hid_t dxpl;     /* with a conversion buffer their size */
+	} *tc;
+	size_t ntc;
 	struct scache {         /* series of stored totals, by signature */
 		char key[2 * SH5_NAME_MAX + 2];
 		uint64_t sig;
