@@ -65,8 +65,8 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 	return 0;
 }
 
-static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
-		    const unsigned char *map);
+static int whole_ok(struct mstate *m, struct sh5_nodestep *ns,
+		    struct finfo *f, const unsigned char *map);
 
 /* What the node group of ns says: the probe hook, its index, tasks,
  * start, user and cluster; its attributes read. */
@@ -224,7 +224,7 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 	check_node(m, f, ns, user, cluster);
 	/* A whole copy's datasets are all read (attributes, every chunk
 	 * checksummed) by whole_ok(): not again below. */
-	whole = whole_ok(ns, f, map);
+	whole = whole_ok(m, ns, f, map);
 	for (i = 0; i < ns->nseries; i++) {
 		f->samples += ns->series[i].nrows;
 		note_task(f, ns->series[i].series);
@@ -244,15 +244,32 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 			 ns->node_name);
 	}
 	if (m->onepass && f->whole) {
-		/* Copied next from this handle (its metadata cached). */
-		sh5_nodestep_close(m->held);
+		/* Copied next from this handle (its metadata cached); the
+		 * copy without H5Ocopy (rawcopy.c) also takes this mapping
+		 * (its chunks checked). */
+		mg_held_close(m);
 		m->held = ns;
 		m->held_idx = (size_t)(f - m->fi);
+		if (getenv("SH5MERGE_RAW_COPY")) {
+			m->held_map = map;
+			m->held_map_len = (size_t)f->size;
+			map = NULL;
+		}
 	} else {
 		sh5_nodestep_close(ns);
 	}
 	if (map)
 		munmap(map, (size_t)f->size);
+}
+
+void mg_held_close(struct mstate *m)
+{
+	sh5_nodestep_close(m->held);
+	m->held = NULL;
+	if (m->held_map)
+		munmap(m->held_map, m->held_map_len);
+	m->held_map = NULL;
+	m->held_map_len = 0;
 }
 
 /* The fields of s as sh5_series_same_fields() compares them (FNV-1a):
@@ -278,18 +295,59 @@ static uint64_t series_sig(const struct sh5_series *s)
 	return h;
 }
 
-/* Read the stored total at tpath (for series s) onto the end of f's blob;
- * *ofs, *len: where.  0 or -1. */
-static int blob_total(struct finfo *f, hid_t node, const char *tpath,
-		      const struct sh5_series *s, uint64_t *ofs, uint64_t *len)
+/* The memory type of the totals of s (signature sig) and transfer
+ * properties for it, built once per signature (closed with m), or
+ * NULL. */
+static const struct tcache *total_mtype(struct mstate *m,
+					const struct sh5_series *s,
+					uint64_t sig)
+{
+	struct tcache *v;
+	size_t i, n;
+
+	for (i = 0; i < m->ntc; i++)
+		if (m->tc[i].sig == sig)
+			return &m->tc[i];
+	if (!(v = realloc(m->tc, (m->ntc + 1) * sizeof(*v))))
+		return NULL;
+	m->tc = v;
+	v += m->ntc;
+	if ((v->mt = s->ops->total_mem_type(s)) < 0)
+		return NULL;
+	/* A conversion buffer of its size, not HDF5's 1 MiB. */
+	n = H5Tget_size(v->mt);
+	if ((v->dxpl = H5Pcreate(H5P_DATASET_XFER)) < 0 ||
+	    H5Pset_buffer(v->dxpl, n < 4096 ? 4096 : n, NULL, NULL) < 0) {
+		if (v->dxpl >= 0)
+			H5Pclose(v->dxpl);
+		H5Tclose(v->mt);
+		return NULL;
+	}
+	v->sig = sig;
+	m->ntc++;
+	return v;
+}
+
+/* Read the stored total at tpath (for series s, signature sig) onto the
+ * end of f's blob; *ofs, *len: where.  0 or -1. */
+static int blob_total(struct mstate *m, struct finfo *f, hid_t node,
+		      const char *tpath, const struct sh5_series *s,
+		      uint64_t sig, uint64_t *ofs, uint64_t *len)
 {
 	size_t n = s->ops->total_size(s);
 	unsigned char *b = realloc(f->blob, f->blob_len + n);
+	const struct tcache *tc;
+	int r;
 
 	if (!b)
 		return -1;
 	f->blob = b;
-	if (sh5_total_read(node, tpath, s, b + f->blob_len) < 0)
+	if ((tc = total_mtype(m, s, sig)))
+		r = sh5_total_read_as(node, tpath, tc->mt, tc->dxpl,
+				      b + f->blob_len);
+	else
+		r = sh5_total_read(node, tpath, s, b + f->blob_len);
+	if (r < 0)
 		return -1;
 	*ofs = f->blob_len;
 	*len = n;
@@ -327,10 +385,10 @@ static uint64_t attr_u64(hid_t loc, const char *path, const char *name)
 /* The writer's total at tpath covers rows rows (its "Rows"; and count
  * series, its "Series Count", unless count < 0); with blob, its value is
  * read onto f's blob (*ofs, *len).  The dataset is opened once.  1 or 0. */
-static int stored_total_ok(struct finfo *f, hid_t node, const char *tpath,
-			   const struct sh5_series *s, uint64_t rows,
-			   long long count, int blob, uint64_t *ofs,
-			   uint64_t *len)
+static int stored_total_ok(struct mstate *m, struct finfo *f, hid_t node,
+			   const char *tpath, const struct sh5_series *s,
+			   uint64_t sig, uint64_t rows, long long count,
+			   int blob, uint64_t *ofs, uint64_t *len)
 {
 	long long c = -1;
 	hid_t d;
@@ -344,7 +402,7 @@ static int stored_total_ok(struct finfo *f, hid_t node, const char *tpath,
 	ok = (count < 0 || (sh5_attr_get_int(d, "Series Count", &c) == 0 &&
 			    c == count)) &&
 	     attr_u64(d, ".", "Rows") == rows &&
-	     (!blob || blob_total(f, d, ".", s, ofs, len) == 0);
+	     (!blob || blob_total(m, f, d, ".", s, sig, ofs, len) == 0);
 	H5Dclose(d);
 	return ok;
 }
@@ -391,7 +449,8 @@ static int chunks_ok(hid_t d, struct sh5_nodestep *ns, struct finfo *f,
 
 /* Series e of ns as whole_ok() wants it (w filled, its stored total, but
  * a task's, onto f's blob).  1 or 0. */
-static int whole_series(struct sh5_nodestep *ns, struct finfo *f,
+static int whole_series(struct mstate *m, struct sh5_nodestep *ns,
+			struct finfo *f,
 			struct sh5_ns_series *e, struct whole_ent *w,
 			const unsigned char *map, void **raw, size_t *rlen)
 {
@@ -417,8 +476,8 @@ static int whole_series(struct sh5_nodestep *ns, struct finfo *f,
 			      0, NULL, NULL) == H5Z_FILTER_FLETCHER32 &&
 	       /* Exactly the datasets under Tasks are tasks. */
 	       task == !strcmp(e->parent, "Tasks") &&
-	       stored_total_ok(f, ns->node, tpath, s, e->nrows, -1, !task,
-			       &w->tofs, &w->tlen);
+	       stored_total_ok(m, f, ns->node, tpath, s, w->sig, e->nrows,
+			       -1, !task, &w->tofs, &w->tlen);
 	if (good)
 		good = chunks_ok(d, ns, f, cr, e->nrows, map, raw, rlen);
 	if (dcpl >= 0)
@@ -430,18 +489,19 @@ static int whole_series(struct sh5_nodestep *ns, struct finfo *f,
 
 /* Every task in the writer's node total (Totals/AllTasks), kept with the
  * first task (first).  1 or 0. */
-static int whole_alltasks(struct sh5_nodestep *ns, struct finfo *f,
+static int whole_alltasks(struct mstate *m, struct sh5_nodestep *ns,
+			  struct finfo *f,
 			  size_t first, size_t ntasks, uint64_t task_rows)
 {
 	struct whole_ent *w = &f->ents[first];
 
-	return stored_total_ok(f, ns->node, "Totals/AllTasks",
-			       ns->series[first].series, task_rows,
+	return stored_total_ok(m, f, ns->node, "Totals/AllTasks",
+			       ns->series[first].series, w->sig, task_rows,
 			       (long long)ntasks, 1, &w->tofs, &w->tlen);
 }
 
-static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
-		    const unsigned char *map)
+static int whole_ok(struct mstate *m, struct sh5_nodestep *ns,
+		    struct finfo *f, const unsigned char *map)
 {
 	void *raw = NULL;
 	size_t i, rlen = 0, ntasks = 0, first_task = SIZE_MAX;
@@ -464,7 +524,7 @@ static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
 		return 0;
 	f->nents = ns->nseries;
 	for (i = 0; i < ns->nseries; i++) {
-		if (!whole_series(ns, f, &ns->series[i], &f->ents[i], map,
+		if (!whole_series(m, ns, f, &ns->series[i], &f->ents[i], map,
 				  &raw, &rlen))
 			goto out;
 		if (f->ents[i].task) {
@@ -474,7 +534,8 @@ static int whole_ok(struct sh5_nodestep *ns, struct finfo *f,
 			task_rows += ns->series[i].nrows;
 		}
 	}
-	if (ntasks && !whole_alltasks(ns, f, first_task, ntasks, task_rows))
+	if (ntasks &&
+	    !whole_alltasks(m, ns, f, first_task, ntasks, task_rows))
 		goto out;
 	ok = 1;
 out:

@@ -256,6 +256,27 @@ out:
 	return rc;
 }
 
+/* Attribute a of sane type ft, of a class read as it is stored (numbers,
+ * fixed-size strings: no conversion, nothing read elsewhere in the file),
+ * read into a buffer of ai's data size.  1 read, 0 unreadable, -1 not
+ * such a class (read it converted). */
+static int read_attr_plain(hid_t a, hid_t ft, const H5A_info_t *ai)
+{
+	H5T_class_t c = H5Tget_class(ft);
+	void *buf;
+	int ok;
+
+	if (!(c == H5T_INTEGER || c == H5T_FLOAT ||
+	      (c == H5T_STRING && H5Tis_variable_str(ft) == 0)) ||
+	    !ai || ai->data_size > (64u << 20))
+		return -1;
+	if (!(buf = malloc(ai->data_size ? ai->data_size : 1)))
+		return -1;
+	ok = H5Aread(a, ft, buf) >= 0;
+	free(buf);
+	return ok;
+}
+
 /* Read every attribute of obj (what mg_copy_attrs() will do).  Returns the
  * number that cannot be read (mg_copy_attrs() leaves those out). */
 static herr_t read_attr_cb(hid_t obj, const char *name, const H5A_info_t *ai,
@@ -264,11 +285,13 @@ static herr_t read_attr_cb(hid_t obj, const char *name, const H5A_info_t *ai,
 	hid_t a = -1, ft = -1, mt = -1, sp = -1;
 	hssize_t n = -1;
 	void *buf = NULL;
-	int ok = 0;
+	int ok = 0, r;
 
-	(void)ai;
 	if ((a = H5Aopen(obj, name, H5P_DEFAULT)) >= 0 &&
 	    (ft = H5Aget_type(a)) >= 0 && sh5_type_sane(ft) &&
+	    (r = read_attr_plain(a, ft, ai)) >= 0) {
+		ok = r;
+	} else if (a >= 0 && ft >= 0 && sh5_type_sane(ft) &&
 	    (sp = H5Aget_space(a)) >= 0 &&
 	    (mt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) >= 0 &&
 	    (n = H5Sget_select_npoints(sp)) >= 0 &&

@@ -104,6 +104,7 @@ struct mstate {
 	int write_failed;       /* an HDF5 write failed: stop */
 	int out_fd;             /* the temporary output, for early writeback */
 	int out_wfd;            /* the same, writable: space reservations */
+	off_t reserved_end;     /* blocks reserved up to here (fallocate) */
 	hid_t dxpl;             /* small conversion buffers */
 	/* Second pass: a child process reads and decodes the records of
 	 * the inputs in order and streams them here (see mg_feed_read()). */
@@ -151,6 +152,14 @@ struct mstate {
 				 * the output */
 	struct sh5_nodestep *held;
 	size_t held_idx;
+	unsigned char *held_map;   /* its file mapped (the CRC's), or NULL */
+	size_t held_map_len;
+	struct tcache {         /* totals' memory types, by signature, */
+		uint64_t sig;
+		hid_t mt;
+		hid_t dxpl;     /* with a conversion buffer their size */
+	} *tc;
+	size_t ntc;
 	struct scache {         /* series of stored totals, by signature */
 		char key[2 * SH5_NAME_MAX + 2];
 		uint64_t sig;
@@ -202,6 +211,18 @@ hid_t mg_make_group(hid_t loc, const char *name);
 int mg_copy_dataset(hid_t src, const char *path, hid_t dst,
 		    struct sh5_error *err);
 unsigned mg_read_attrs(hid_t obj);
+
+/* rawcopy.c: the node group of ns (f found whole, f->ents its series;
+ * map: the file mapped, or NULL) copied into nodes without H5Ocopy: the
+ * group and its attributes, each series' stored chunks written raw, the
+ * stored totals and other datasets by value.  0; 1 when it does not
+ * apply (nothing written: H5Ocopy it); -1 when a write failed (nothing
+ * left in nodes).  Only with SH5MERGE_RAW_COPY set (else 1): slower than
+ * H5Ocopy (doc/performance.md). */
+int mg_raw_copy(struct sh5_nodestep *ns, const struct finfo *f,
+		const unsigned char *map, hid_t nodes);
+/* The one-pass child's held input closed (and unmapped). */
+void mg_held_close(struct mstate *m);
 
 /* writeback.c */
 void mg_wb_start(struct mstate *m);

@@ -90,6 +90,17 @@ static int pass2_finish(struct mstate *m, hid_t fout, const char *tmp,
 	return 0;
 }
 
+/* Free the blocks reserved past the end of the file fd (truncated to
+ * its own size).  0, or -1 with errno set. */
+static int trim_room(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -1;
+	return ftruncate(fd, st.st_size);
+}
+
 /*
  * Write the job file to tmp and close it (again: tmp is the temporary of
  * an abandoned early pass, overwritten).  *partial: problems were found.
@@ -151,12 +162,17 @@ out:
 		close(m->out_fd);
 		m->out_fd = -1;
 	}
-	if (m->out_wfd >= 0) {
-		close(m->out_wfd);
-		m->out_wfd = -1;
-	}
 	if (H5Fclose(fout) < 0 && rc == 0)
 		rc = mg_h5err(m->errp, "%s: cannot close (disk full?)", tmp);
+	if (m->out_wfd >= 0) {
+		/* Blocks reserved past the end freed (reserve_room()). */
+		if (rc == 0 && m->reserved_end && trim_room(m->out_wfd) < 0)
+			rc = sh5_errprintf(m->errp, "%s: cannot trim: %s", tmp,
+					   strerror(errno));
+		close(m->out_wfd);
+		m->out_wfd = -1;
+		m->reserved_end = 0;
+	}
 	if (rc == 0)
 		mg_wb_kick(m); /* what the close wrote */
 	else

@@ -79,30 +79,48 @@ oom:
 	return sh5_errprintf(m->errp, "out of memory");
 }
 
+/* Blocks reserved past the output's end at a time (one fallocate per
+ * this much, not per node; the rest is trimmed by mg_trim_room()). */
+#define RESERVE_AHEAD ((off_t)32 << 20)
+
 /*
  * Make sure `bytes` more can be written to the output before H5Ocopy():
  * HDF5 (1.10 to 1.14) crashes inside H5Ocopy() when a write fails (a full
  * disk, a file size limit), so the room is reserved first: blocks past
- * the end (fallocate, keeping the size), else a look at the free space;
- * and the file size limit.  0, or -1 with errno set (ENOSPC, EFBIG).
+ * the end (fallocate, keeping the size; RESERVE_AHEAD at a time when
+ * there is room for it), else a look at the free space; and the file size
+ * limit.  0, or -1 with errno set (ENOSPC, EFBIG).
  */
 static int reserve_room(struct mstate *m, off_t bytes)
 {
 	struct statvfs vs;
 	struct rlimit rl;
 	struct stat st;
-	off_t end;
+	off_t end, ahead = bytes;
 
 	if (m->out_wfd < 0 || fstat(m->out_wfd, &st) < 0)
 		return 0; /* nothing to go by: let HDF5 try */
 	end = st.st_size + bytes;
+	if (end <= m->reserved_end)
+		return 0; /* reserved before */
 	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	    (rlim_t)end > rl.rlim_cur) {
 		errno = EFBIG;
 		return -1;
 	}
-	if (fallocate(m->out_wfd, FALLOC_FL_KEEP_SIZE, st.st_size, bytes) == 0)
+	if (ahead < RESERVE_AHEAD && (rl.rlim_cur == RLIM_INFINITY ||
+				      (rlim_t)(st.st_size + RESERVE_AHEAD) <=
+				      rl.rlim_cur))
+		ahead = RESERVE_AHEAD;
+	if (ahead > bytes &&
+	    fallocate(m->out_wfd, FALLOC_FL_KEEP_SIZE, st.st_size, ahead) == 0) {
+		m->reserved_end = st.st_size + ahead;
 		return 0;
+	}
+	if (fallocate(m->out_wfd, FALLOC_FL_KEEP_SIZE, st.st_size, bytes) == 0) {
+		m->reserved_end = end;
+		return 0;
+	}
 	if (errno == ENOSPC || errno == EFBIG || errno == EDQUOT)
 		return -1;
 	if (fstatvfs(m->out_wfd, &vs) == 0 &&
@@ -160,6 +178,25 @@ static int whole_open(struct finfo *f, hid_t *fid, hid_t *in)
 	return *in >= 0 ? 0 : -1;
 }
 
+/* The node group of f copied into nodes: H5Ocopy; with SH5MERGE_RAW_COPY
+ * set, the copy without it (rawcopy.c: its chunks written raw from the
+ * checked mapping hmap; slower).  0, or -1 (nothing left in nodes). */
+static int whole_copy(struct sh5_nodestep *held, struct finfo *f,
+		      const unsigned char *hmap, hid_t fid, hid_t nodes)
+{
+	const char *node = f->node_name;
+	int r = held ? mg_raw_copy(held, f, hmap, nodes) : 1;
+
+	if (r < 0)
+		return -1;
+	if (r > 0 && H5Ocopy(fid, node, nodes, node, H5P_DEFAULT,
+			     H5P_DEFAULT) < 0) {
+		H5Ldelete(nodes, node, H5P_DEFAULT);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * The node group of an input found intact by whole_ok() (checksummed
  * chunks, the writer's totals matching its datasets), without
@@ -184,7 +221,6 @@ static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 	if (m->held && m->held_idx == (size_t)(f - m->fi)) {
 		/* The one-pass child's check left it open. */
 		held = m->held;
-		m->held = NULL;
 		fid = held->file;
 		in = held->node;
 	} else if (whole_open(f, &fid, &in) < 0) {
@@ -198,8 +234,7 @@ static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 			      m->o->output, gpath, strerror(errno));
 		goto fail;
 	}
-	if (H5Ocopy(fid, node, nodes, node, H5P_DEFAULT, H5P_DEFAULT) < 0) {
-		H5Ldelete(nodes, node, H5P_DEFAULT);
+	if (whole_copy(held, f, m->held_map, fid, nodes) < 0) {
 		rc = 1;
 		goto out;
 	}
@@ -239,7 +274,7 @@ out:
 	if (g >= 0)
 		H5Gclose(g);
 	if (held) {
-		sh5_nodestep_close(held);
+		mg_held_close(m);
 	} else {
 		if (in >= 0)
 			H5Gclose(in);

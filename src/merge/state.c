@@ -150,6 +150,11 @@ void mg_mstate_free(struct mstate *m)
 	for (i = 0; i < m->nsc; i++)
 		sh5_series_destroy(m->sc[i].s);
 	free(m->sc);
+	for (i = 0; i < m->ntc; i++) {
+		H5Tclose(m->tc[i].mt);
+		H5Pclose(m->tc[i].dxpl);
+	}
+	free(m->tc);
 	free(m->fi);
 	free(m->buf);
 	sh5_inputs_free(m->in, m->nin);

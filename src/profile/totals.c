@@ -179,26 +179,36 @@ int sh5_total_write(hid_t loc, const char *path, const struct sh5_series *s,
 	return rc;
 }
 
+int sh5_total_read_as(hid_t loc, const char *path, hid_t mt, hid_t dxpl,
+		      void *total)
+{
+	hid_t d = H5Dopen2(loc, path, H5P_DEFAULT);
+	hid_t sp = d >= 0 ? H5Dget_space(d) : -1;
+	int rc = -1;
+
+	if (sp >= 0 && H5Sget_simple_extent_npoints(sp) == 1 &&
+	    H5Dread(d, mt, H5S_ALL, H5S_ALL, dxpl, total) >= 0)
+		rc = 0;
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (d >= 0)
+		H5Dclose(d);
+	return rc;
+}
+
 int sh5_total_read(hid_t loc, const char *path, const struct sh5_series *s,
 		   void *total)
 {
-	hid_t d = H5Dopen2(loc, path, H5P_DEFAULT);
-	hid_t mt = d >= 0 ? s->ops->total_mem_type(s) : -1;
-	hid_t sp = d >= 0 ? H5Dget_space(d) : -1;
+	hid_t mt = s->ops->total_mem_type(s);
 	hid_t dxpl = mt >= 0 ? small_dxpl(mt) : -1;
 	int rc = -1;
 
-	if (dxpl >= 0 && sp >= 0 && H5Sget_simple_extent_npoints(sp) == 1 &&
-	    H5Dread(d, mt, H5S_ALL, H5S_ALL, dxpl, total) >= 0)
-		rc = 0;
+	if (dxpl >= 0)
+		rc = sh5_total_read_as(loc, path, mt, dxpl, total);
 	if (dxpl >= 0)
 		H5Pclose(dxpl);
-	if (sp >= 0)
-		H5Sclose(sp);
 	if (mt >= 0)
 		H5Tclose(mt);
-	if (d >= 0)
-		H5Dclose(d);
 	return rc;
 }
 

@@ -55,6 +55,11 @@ size_t sh5_total_pack(const struct sh5_series *s, const void *total,
  * total (s->ops->total_size(s) bytes).  0, or -1. */
 int sh5_total_read(hid_t loc, const char *path, const struct sh5_series *s,
 		   void *total);
+/* The same with the memory type mt (s->ops->total_mem_type(s), or one
+ * built from an equal series and kept) and the transfer properties dxpl
+ * (a conversion buffer of at least mt's size): nothing built per call. */
+int sh5_total_read_as(hid_t loc, const char *path, hid_t mt, hid_t dxpl,
+		      void *total);
 
 /* Same ops and the same fields (name, type, kind) in the same order:
  * totals of a and b can be merged. */
