@@ -244,17 +244,10 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 			 ns->node_name);
 	}
 	if (m->onepass && f->whole) {
-		/* Copied next from this handle (its metadata cached); the
-		 * copy without H5Ocopy (rawcopy.c) also takes this mapping
-		 * (its chunks checked). */
+		/* Copied next from this handle (its metadata cached). */
 		mg_held_close(m);
 		m->held = ns;
 		m->held_idx = (size_t)(f - m->fi);
-		if (getenv("SH5MERGE_RAW_COPY")) {
-			m->held_map = map;
-			m->held_map_len = (size_t)f->size;
-			map = NULL;
-		}
 	} else {
 		sh5_nodestep_close(ns);
 	}
@@ -266,10 +259,6 @@ void mg_held_close(struct mstate *m)
 {
 	sh5_nodestep_close(m->held);
 	m->held = NULL;
-	if (m->held_map)
-		munmap(m->held_map, m->held_map_len);
-	m->held_map = NULL;
-	m->held_map_len = 0;
 }
 
 /* The fields of s as sh5_series_same_fields() compares them (FNV-1a):

@@ -152,8 +152,6 @@ struct mstate {
 				 * the output */
 	struct sh5_nodestep *held;
 	size_t held_idx;
-	unsigned char *held_map;   /* its file mapped (the CRC's), or NULL */
-	size_t held_map_len;
 	struct tcache {         /* totals' memory types, by signature, */
 		uint64_t sig;
 		hid_t mt;
@@ -212,16 +210,7 @@ int mg_copy_dataset(hid_t src, const char *path, hid_t dst,
 		    struct sh5_error *err);
 unsigned mg_read_attrs(hid_t obj);
 
-/* rawcopy.c: the node group of ns (f found whole, f->ents its series;
- * map: the file mapped, or NULL) copied into nodes without H5Ocopy: the
- * group and its attributes, each series' stored chunks written raw, the
- * stored totals and other datasets by value.  0; 1 when it does not
- * apply (nothing written: H5Ocopy it); -1 when a write failed (nothing
- * left in nodes).  Only with SH5MERGE_RAW_COPY set (else 1): slower than
- * H5Ocopy (doc/performance.md). */
-int mg_raw_copy(struct sh5_nodestep *ns, const struct finfo *f,
-		const unsigned char *map, hid_t nodes);
-/* The one-pass child's held input closed (and unmapped). */
+/* The one-pass child's held input closed. */
 void mg_held_close(struct mstate *m);
 
 /* writeback.c */

@@ -178,25 +178,6 @@ static int whole_open(struct finfo *f, hid_t *fid, hid_t *in)
 	return *in >= 0 ? 0 : -1;
 }
 
-/* The node group of f copied into nodes: H5Ocopy; with SH5MERGE_RAW_COPY
- * set, the copy without it (rawcopy.c: its chunks written raw from the
- * checked mapping hmap; slower).  0, or -1 (nothing left in nodes). */
-static int whole_copy(struct sh5_nodestep *held, struct finfo *f,
-		      const unsigned char *hmap, hid_t fid, hid_t nodes)
-{
-	const char *node = f->node_name;
-	int r = held ? mg_raw_copy(held, f, hmap, nodes) : 1;
-
-	if (r < 0)
-		return -1;
-	if (r > 0 && H5Ocopy(fid, node, nodes, node, H5P_DEFAULT,
-			     H5P_DEFAULT) < 0) {
-		H5Ldelete(nodes, node, H5P_DEFAULT);
-		return -1;
-	}
-	return 0;
-}
-
 /*
  * The node group of an input found intact by whole_ok() (checksummed
  * chunks, the writer's totals matching its datasets), without
@@ -234,7 +215,8 @@ static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 			      m->o->output, gpath, strerror(errno));
 		goto fail;
 	}
-	if (whole_copy(held, f, m->held_map, fid, nodes) < 0) {
+	if (H5Ocopy(fid, node, nodes, node, H5P_DEFAULT, H5P_DEFAULT) < 0) {
+		H5Ldelete(nodes, node, H5P_DEFAULT);
 		rc = 1;
 		goto out;
 	}
