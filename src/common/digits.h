@@ -1,6 +1,6 @@
 /*
  * digits.h - decimal digit writers shared by csvfmt.c (integers) and
- * fmtdouble.c (doubles): internal to src/common.
+ * fmtdouble.c (doubles), inline in fmtfast.h: not an interface.
  */
 #ifndef SH5_DIGITS_H
 #define SH5_DIGITS_H
