@@ -219,6 +219,7 @@ size_t sh5_fmt_double_ref(char *buf, double v)
  * ten (the reference's log10 can then not be off either); nearer, the
  * reference's own computation.
  */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 /* d with a point p (1..19) digits from the right, trailing fraction
  * zeros dropped: put_fixed's output, the fraction's digits written at
  * once and the zeros counted after. */
@@ -249,7 +250,7 @@ static const double lg_guard[10][2] = { LG_GUARDS(1e-3), LG_GUARDS(1e-2),
 	LG_GUARDS(1e-1), LG_GUARDS(1.0), LG_GUARDS(1e1), LG_GUARDS(1e2),
 	LG_GUARDS(1e3), LG_GUARDS(1e4), LG_GUARDS(1e5), LG_GUARDS(1e6) };
 
-/* The values sh5_fixed9 (fmtfast.h) does not take: significant(), with lg exact
+/* The values sh5_fixed9 (fmtfast.h) does not take: significant(), lg exact
  * unless a is near a power of ten, else "%.17g" (never, in range); out
  * of line, so that the common path stays light. */
 static __attribute__((noinline)) size_t fast_rest(char *buf, double v,
@@ -272,12 +273,6 @@ static __attribute__((noinline)) size_t fast_rest(char *buf, double v,
 	return (size_t)snprintf(buf, SH5_FMT_MAX, "%.17g", v);
 }
 
-size_t sh5_fmt_double(char *buf, double v)
-{
-	return sh5_fmt_double_fast(buf, v);
-}
-
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 size_t sh5_fmt_double_rest(char *buf, double v)
 {
 	double a = fabs(v);
@@ -296,3 +291,8 @@ size_t sh5_fmt_double_rest(char *buf, double v)
 	return sh5_fmt_double_ref(buf, v);
 }
 #endif
+
+size_t sh5_fmt_double(char *buf, double v)
+{
+	return sh5_fmt_double_fast(buf, v);
+}
