@@ -220,28 +220,49 @@ size_t sh5_fmt_double_ref(char *buf, double v)
  * reference's own computation.
  */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-/* d with a point p (1..19) digits from the right, trailing fraction
- * zeros dropped: put_fixed's output, the fraction's digits written at
- * once and the zeros counted after. */
-static size_t put_point(char *buf, int neg, uint64_t d, int p)
+/* put_fixed(buf, neg, d, p) for d > 0 below 10^17, 9 <= p <= 19: every
+ * digit written at once (after 20 zeros, when the point comes first),
+ * the point put in by moving the integer part, trailing zeros cut from
+ * the text.  No division by a variable power of ten. */
+static size_t put_sig(char *buf, int neg, uint64_t d, int p)
 {
-	uint64_t ip = d / pow10u[p], fr = d - ip * pow10u[p];
-	char *q = buf;
-	size_t n = ndigits(ip);
+	size_t n = ndigits(d), pn = (size_t)p, i;
+	char *q = buf + neg, *e;
 
-	*q = '-';
-	q += neg;
-	put_left(q, ip, n);
-	q += n;
-	if (fr) {
-		*q++ = '.';
-		put_left(q, fr, (size_t)p);
-		q += p;
-		while (q[-1] == '0')
-			q--;
+	buf[0] = '-';
+	if (pn >= n) {
+		q[0] = '0';
+		q[1] = '.';
+		memcpy(q + 2, "00000000000000000000", 20);
+		put_left(q + 2 + pn - n, d, n);
+		e = q + 2 + pn;
+	} else {
+		put_left(q + 1, d, n);
+		for (i = 0; i < n - pn; i++) { /* a few bytes: no call */
+			q[i] = q[i + 1];
+			__asm__("" : : : "memory"); /* (not a memmove) */
+		}
+		q[n - pn] = '.';
+		e = q + n + 1;
 	}
-	*q = '\0';
-	return (size_t)(q - buf);
+	while (e[-1] == '0')
+		e--;
+	if (e[-1] == '.')
+		e--;
+	*e = '\0';
+	return (size_t)(e - buf);
+}
+
+/* scaled_round(m, s, p) for 34 <= s <= 60, p <= 19: round(m 10^p 2^-s)
+ * half to even, the remainder in 64 bits. */
+static inline uint64_t round_scaled(uint64_t m, int s, int p)
+{
+	unsigned __int128 n = (unsigned __int128)m * pow10u[p];
+	uint64_t d = (uint64_t)(n >> s);
+	uint64_t rem = (uint64_t)n & ((UINT64_C(1) << s) - 1);
+	uint64_t half = UINT64_C(1) << (s - 1);
+
+	return d + (rem > half || (rem == half && (d & 1)));
 }
 
 /* 10^lg (1 + 1e-9) and 10^(lg+1) (1 - 1e-9), lg = -3..6 */
@@ -258,18 +279,28 @@ static __attribute__((noinline)) size_t fast_rest(char *buf, double v,
 {
 	/* floor((e - 1023) log10 2): 1233 / 4096 is log10 2 within 5e-6,
 	 * exact for |e - 1023| <= 20; lg is this or one more. */
-	int lg = ((e - 1023) * 1233) >> 12, p;
-	uint64_t d;
+	int lg = ((e - 1023) * 1233) >> 12, p, s = 1075 - e;
+	uint64_t bits, m, d;
 	size_t len;
 
+	memcpy(&bits, &a, sizeof(bits));
+	m = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
 	if (a > lg_guard[lg + 3][1])
 		lg++;
-	if (a < lg_guard[lg + 3][0] || a > lg_guard[lg + 3][1]) {
-		if ((len = significant(buf, v, a)))
-			return len;
-	} else if (sig_digits(a, lg, &d, &p)) {
-		return put_point(buf, v < 0, d, p);
+	if (a >= lg_guard[lg + 3][0] && a <= lg_guard[lg + 3][1]) {
+		/* sig_digits with p in 9..19: 15 digits, else 17 (at least
+		 * 10^16 with lg exact; the reference's way if not) */
+		p = 14 - lg;
+		d = round_scaled(m, s, p);
+		if ((double)d / pow10tab[p] != a) {
+			p = 16 - lg;
+			d = round_scaled(m, s, p);
+		}
+		if (p == 14 - lg || d >= UINT64_C(10000000000000000))
+			return put_sig(buf, v < 0, d, p);
 	}
+	if ((len = significant(buf, v, a)))
+		return len;
 	return (size_t)snprintf(buf, SH5_FMT_MAX, "%.17g", v);
 }
 
