@@ -22,5 +22,10 @@ size_t sh5_fmt_i64(char *buf, int64_t v);
 /* Fixed notation with at most 6 decimals when that reads back exactly,
  * else "%.17g". */
 size_t sh5_fmt_double(char *buf, double v);
+/* The first implementation of sh5_fmt_double (a search over 0..9
+ * decimals with floating-point checks, then 15 or 17 significant digits
+ * after log10): the same output, slower; the reference the fast one is
+ * tested against, and its fallback outside 2^-8 <= |v| < 2^19. */
+size_t sh5_fmt_double_ref(char *buf, double v);
 
 #endif /* SH5_CSVFMT_H */

@@ -42,6 +42,60 @@ static hid_t open_entry(hid_t f, const struct sh5_jf_entry *e,
 	return H5Dopen2(ng->g, e->path, dapl);
 }
 
+/* The descriptions of the series of one extraction, by file type: the
+ * datasets of a job file share a few types (one per series kind), and
+ * reading a type member by member costs more than comparing it. */
+#define TYPE_MEMO 8
+struct type_memo {
+	hid_t ft[TYPE_MEMO];
+	struct sh5_series *s[TYPE_MEMO];
+	size_t n;
+};
+
+/* e's series description (dataset d): from the memo when one of its
+ * type and ops is there; the kind and unit attributes read only if
+ * attrs (totals use them, rows do not).  NULL if d is not a series. */
+static struct sh5_series *series_of(struct type_memo *tm,
+				    const struct sh5_jf_entry *e, hid_t d,
+				    int attrs)
+{
+	const struct sh5_series_ops *ops;
+	struct sh5_series *s;
+	hid_t ft;
+	size_t i;
+
+	if (attrs)
+		return sh5_series_from_dataset(e->parent, e->name, d, NULL);
+	if ((ft = H5Dget_type(d)) < 0)
+		return NULL;
+	ops = sh5_series_ops_lookup(e->parent, e->name);
+	for (i = 0; i < tm->n; i++) {
+		if (tm->s[i]->ops == ops && H5Tequal(ft, tm->ft[i]) > 0) {
+			H5Tclose(ft);
+			return sh5_series_dup(tm->s[i], e->parent, e->name,
+					      NULL);
+		}
+	}
+	s = sh5_series_from_type(e->parent, e->name, d, ft, 0, NULL);
+	if (!s || tm->n == TYPE_MEMO) {
+		H5Tclose(ft);
+		return s;
+	}
+	tm->ft[tm->n] = ft;
+	tm->s[tm->n++] = s;
+	return sh5_series_dup(s, e->parent, e->name, NULL);
+}
+
+static void type_memo_free(struct type_memo *tm)
+{
+	size_t i;
+
+	for (i = 0; i < tm->n; i++) {
+		H5Tclose(tm->ft[i]);
+		sh5_series_destroy(tm->s[i]);
+	}
+}
+
 /* Select and open the entries that match the options. */
 int sh5_extract_select(hid_t f, struct sh5_extract *o,
 		       struct sh5_extract_sel **out, size_t *nout,
@@ -50,6 +104,7 @@ int sh5_extract_select(hid_t f, struct sh5_extract *o,
 	struct sh5_jf_entry *v = NULL;
 	struct sh5_extract_sel *sv = NULL;
 	struct node_group ng = { "", -1 };
+	struct type_memo tm = { { 0 }, { NULL }, 0 };
 	size_t n = 0, i, k = 0;
 	char stepname[32] = "";
 
@@ -92,7 +147,7 @@ int sh5_extract_select(hid_t f, struct sh5_extract *o,
 		}
 		if ((d = open_entry(f, e, &ng, dapl)) < 0)
 			continue;
-		sv[k].s = sh5_series_from_dataset(e->parent, e->name, d, NULL);
+		sv[k].s = series_of(&tm, e, d, o->totals || o->field);
 		if (!sv[k].s) {
 			H5Dclose(d);
 			continue;
@@ -102,6 +157,7 @@ int sh5_extract_select(hid_t f, struct sh5_extract *o,
 		k++;
 	}
 	free(v);
+	type_memo_free(&tm);
 	H5Pclose(dapl);
 	if (ng.g >= 0)
 		H5Gclose(ng.g);

@@ -500,6 +500,29 @@ struct sh5_series *sh5_series_alloc(const char *parent, const char *name,
 	return s;
 }
 
+struct sh5_series *sh5_series_dup(const struct sh5_series *t,
+				  const char *parent, const char *name,
+				  struct sh5_error *errp)
+{
+	struct sh5_series *s = sh5_series_alloc(parent, name, t->nfields,
+						errp);
+
+	if (!s)
+		return NULL;
+	if (s->ops != t->ops) {
+		sh5_series_destroy(s);
+		errno = EINVAL;
+		sh5_errprintf(errp, "series %s: not of the kind of %s", name,
+			      t->name);
+		return NULL;
+	}
+	if (t->nfields)
+		memcpy(s->fields, t->fields, t->nfields * sizeof(*s->fields));
+	s->has_time_ns = t->has_time_ns;
+	s->has_sync_ns = t->has_sync_ns;
+	return s;
+}
+
 struct sh5_series *sh5_series_create(const char *parent, const char *name,
 				     const char *const *field_names,
 				     const enum sh5_ftype *types, size_t n,

@@ -155,6 +155,18 @@ struct sh5_series *sh5_series_from_dataset(const char *parent,
 					   const char *name, hid_t dset,
 					   struct sh5_error *errp);
 
+/* As sh5_series_from_dataset, from dset's file type ft (left open),
+ * reading the "Field Kinds"/"Field Units" attributes only if attrs (the
+ * ops' knowledge else: what a CSV of the rows needs). */
+struct sh5_series *sh5_series_from_type(const char *parent, const char *name,
+					hid_t dset, hid_t ft, int attrs,
+					struct sh5_error *errp);
+/* A copy of t named name under parent, which must give the same ops
+ * (else NULL, EINVAL): the description of another dataset of t's type. */
+struct sh5_series *sh5_series_dup(const struct sh5_series *t,
+				  const char *parent, const char *name,
+				  struct sh5_error *errp);
+
 void sh5_series_destroy(struct sh5_series *s);
 
 /* Index of a field by name, or -1. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/csvfmt.h"
+#include "common/fmtfast.h"
 #include "common/timeconv.h"
 #include "profile/series.h"
 #include "profile/series_csv.h"
@@ -15,8 +16,8 @@
  * slot i: when v is at most 99 above the value last written there and
  * only its last two digits change (no carry further), they are patched
  * into a copy of the last text; else v is formatted afresh. */
-static inline size_t put_u64_memo(char *buf, uint64_t v,
-				  struct sh5_fmt_memo *m, int i)
+static inline __attribute__((always_inline)) size_t
+put_u64_memo(char *buf, uint64_t v, struct sh5_fmt_memo *m, int i)
 {
 	size_t len = m->len[i];
 	char *t = m->text[i];
@@ -34,7 +35,7 @@ static inline size_t put_u64_memo(char *buf, uint64_t v,
 			return len;
 		}
 	}
-	len = sh5_fmt_u64(buf, v);
+	len = sh5_fmt_u64_fast(buf, v);
 	memcpy(t, buf, 24);
 	m->v[i] = v;
 	m->len[i] = len;
@@ -79,9 +80,9 @@ size_t sh5_fmt_row_memo(char *buf, const struct sh5_series *s,
 	for (i = 0; i < s->nfields; i++) {
 		buf[len++] = ',';
 		if (s->fields[i].type == SH5_FT_DOUBLE)
-			len += sh5_fmt_double(buf + len, f[i].d);
+			len += sh5_fmt_double_fast(buf + len, f[i].d);
 		else
-			len += sh5_fmt_u64(buf + len, f[i].u);
+			len += sh5_fmt_u64_fast(buf + len, f[i].u);
 	}
 	buf[len++] = '\n';
 	return len;

@@ -121,15 +121,26 @@ struct sh5_series *sh5_series_from_dataset(const char *parent,
 					   const char *name, hid_t dset,
 					   struct sh5_error *errp)
 {
-	struct sh5_series *s = NULL;
-	hid_t ft = -1;
-	int nm, i, have_elapsed = 0, have_epoch = 0;
-	size_t nf = 0;
+	struct sh5_series *s;
+	hid_t ft;
 
 	if ((ft = H5Dget_type(dset)) < 0) {
 		sh5_errprintf_h5(errp, "%s: cannot read the datatype", name);
 		return NULL;
 	}
+	s = sh5_series_from_type(parent, name, dset, ft, 1, errp);
+	H5Tclose(ft);
+	return s;
+}
+
+struct sh5_series *sh5_series_from_type(const char *parent, const char *name,
+					hid_t dset, hid_t ft, int attrs,
+					struct sh5_error *errp)
+{
+	struct sh5_series *s = NULL;
+	int nm, i, have_elapsed = 0, have_epoch = 0;
+	size_t nf = 0;
+
 	if (H5Tget_class(ft) != H5T_COMPOUND ||
 	    (nm = H5Tget_nmembers(ft)) < 2) {
 		sh5_errprintf(errp, "%s: not a series (no compound type)",
@@ -181,14 +192,13 @@ struct sh5_series *sh5_series_from_dataset(const char *parent,
 		H5free_memory(mn);
 	}
 	sh5_series_apply_known(s);
-	read_field_attrs(s, dset, ft, nm);
-	H5Tclose(ft);
+	if (attrs)
+		read_field_attrs(s, dset, ft, nm);
 	return s;
 einval:
 	errno = EINVAL;
 error:
 	sh5_series_destroy(s);
-	H5Tclose(ft);
 	return NULL;
 }
 
