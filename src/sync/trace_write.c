@@ -92,6 +92,48 @@ static inline void put8(char *o, uint32_t v)
 	memcpy(o, &x, 8);
 }
 
+#ifdef __SSE2__
+/* The 16 digits of v < 10^16 at o (SSE2: both halves of eight digits
+ * at once, W. Mula's method). */
+static inline void put16(char *o, uint64_t v)
+{
+	const __m128i div = _mm_setr_epi16(8389, 5243, 13108, (short)32768,
+					   8389, 5243, 13108, (short)32768);
+	const __m128i shf = _mm_setr_epi16(1 << 7, 1 << 11, 1 << 13,
+					   (short)(1 << 15), 1 << 7, 1 << 11,
+					   1 << 13, (short)(1 << 15));
+	__m128i x, q, r, w, a, b;
+
+	x = _mm_set_epi64x((long long)(v % 100000000u),
+			   (long long)(v / 100000000u));
+	/* each half divmod 10^4: x * ceil(2^45 / 10^4) >> 45 */
+	q = _mm_srli_epi64(_mm_mul_epu32(x, _mm_set1_epi32((int)0xd1b71759)),
+			   45);
+	r = _mm_sub_epi32(x, _mm_mul_epu32(q, _mm_set1_epi32(10000)));
+	/* words: q0 r0 0 0 q1 r1 0 0, times 4 */
+	w = _mm_slli_epi16(_mm_or_si128(q, _mm_slli_epi32(r, 16)), 2);
+	a = _mm_unpacklo_epi16(w, w);
+	b = _mm_unpackhi_epi16(w, w);
+	a = _mm_unpacklo_epi32(a, a);	/* q0 x4, r0 x4 */
+	b = _mm_unpacklo_epi32(b, b);
+	/* prefixes of 1 .. 4 digits of each, then the digits */
+	a = _mm_mulhi_epu16(_mm_mulhi_epu16(a, div), shf);
+	b = _mm_mulhi_epu16(_mm_mulhi_epu16(b, div), shf);
+	a = _mm_sub_epi16(a, _mm_slli_epi64(_mm_mullo_epi16(a,
+				_mm_set1_epi16(10)), 16));
+	b = _mm_sub_epi16(b, _mm_slli_epi64(_mm_mullo_epi16(b,
+				_mm_set1_epi16(10)), 16));
+	_mm_storeu_si128((__m128i *)o, _mm_add_epi8(_mm_packus_epi16(a, b),
+						    _mm_set1_epi8('0')));
+}
+#else
+static inline void put16(char *o, uint64_t v)
+{
+	put8(o, (uint32_t)(v / 100000000u));
+	put8(o + 8, (uint32_t)(v % 100000000u));
+}
+#endif
+
 /* Decimal digits of v < 10^8, no leading zeros. */
 static inline size_t put_small(char *o, uint32_t v)
 {
@@ -126,9 +168,7 @@ static inline size_t fmt_i64(char *out, int64_t v)
 		return i + put_small(out + i, (uint32_t)u);
 	if (u >= 10000000000000000ULL) {
 		i += put_small(out + i, (uint32_t)(u / 10000000000000000ULL));
-		put8(out + i,
-		     (uint32_t)(u / 100000000u % 100000000u));
-		put8(out + i + 8, (uint32_t)(u % 100000000u));
+		put16(out + i, u % 10000000000000000ULL);
 		return i + 16;
 	}
 	i += put_small(out + i, (uint32_t)(u / 100000000u));
@@ -188,10 +228,8 @@ static inline int put_time_over(char *f, size_t len, int64_t v)
 	uint64_t hi;
 
 	if (len == 19 && v >= 1000000000000000000LL) {
-		hi = (uint64_t)v / 100000000u;
-		put8(f + 11, (uint32_t)((uint64_t)v % 100000000u));
-		put8(f + 3, (uint32_t)(hi % 100000000u));
-		hi /= 100000000u;	/* 100 .. 922 */
+		hi = (uint64_t)v / 10000000000000000ULL;	/* 100 .. 922 */
+		put16(f + 3, (uint64_t)v % 10000000000000000ULL);
 		f[0] = (char)('0' + hi / 100);
 		memcpy(f + 1, digit_pairs + 2 * (hi % 100), 2);
 		return 1;

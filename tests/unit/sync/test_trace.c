@@ -590,6 +590,80 @@ START_TEST(test_trace_blocks)
 }
 END_TEST
 
+/* The writer's digit conversions (SSE2 and scalar): 19-digit times
+ * written over 19-digit ones (in place, from a file) and times of other
+ * lengths (line by line), against snprintf. */
+START_TEST(test_trace_write_digits)
+{
+	char dir[] = "/tmp/sh5_tdigXXXXXX", in[64], out[64];
+	size_t cap = 1 << 20, len = 0, elen = 0, n = 4000, i, olen, flen;
+	char *text = malloc(cap), *exp = malloc(cap), *mo, *fo;
+	int64_t *times = malloc(n * sizeof(*times));
+	uint64_t s = 88172645463325252ULL;
+	struct sh5_error err;
+	struct sh5_trace *t;
+	FILE *f;
+
+	ck_assert(text && exp && times);
+	len = (size_t)snprintf(text, cap, "#sh5-trace 1\n");
+	memcpy(exp, text, len);
+	elen = len;
+	for (i = 0; i < n; i++) {
+		int64_t v;
+
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		/* mostly 19 digits; every 8th line another length */
+		v = (int64_t)(1000000000000000000ULL +
+			      s % 8000000000000000000ULL);
+		if (i % 8 == 3)
+			v = (int64_t)(s % 100000000000000000ULL);
+		if (i % 16 == 5)
+			v = -v;
+		times[i] = i % 4 == 0 ? (int64_t)(9999999999999999999ULL >> 1)
+				      : v;
+		len += (size_t)snprintf(text + len, cap - len,
+					"%zu,%lld,INT,,,,,\n", i % 5,
+					1800000000000000000LL + (long long)i);
+		elen += (size_t)snprintf(exp + elen, cap - elen,
+					 "%zu,%lld,INT,,,,,\n", i % 5,
+					 (long long)times[i]);
+	}
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(in, sizeof(in), "%s/in.csv", dir);
+	snprintf(out, sizeof(out), "%s/out.csv", dir);
+	f = fopen(in, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+	fclose(f);
+	t = sh5_trace_read(in, &err);
+	ck_assert_msg(t != NULL, "%s", err.text);
+	ck_assert_uint_eq(t->nev, n);
+	ck_assert_int_eq(sh5_trace_write(t, in, times, out, &err), 0);
+	ck_assert_int_eq(sh5_trace_write_mem(t, text, len, times, &mo, &olen,
+					     &err), 0);
+	ck_assert_uint_eq(olen, elen);
+	ck_assert(memcmp(mo, exp, elen) == 0);
+	fo = malloc(elen + 2);
+	f = fopen(out, "r");
+	ck_assert(fo && f);
+	flen = fread(fo, 1, elen + 1, f);
+	fclose(f);
+	ck_assert_uint_eq(flen, elen);
+	ck_assert(memcmp(fo, exp, elen) == 0);
+	sh5_trace_destroy(t);
+	ck_assert_int_eq(unlink(out), 0);
+	ck_assert_int_eq(unlink(in), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+	free(text);
+	free(exp);
+	free(times);
+	free(mo);
+	free(fo);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("trace");
@@ -603,6 +677,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_trace_roundtrip, 0,
 			    sizeof(roundtrip) / sizeof(roundtrip[0]));
 	tcase_add_test(tc, test_trace_write_times);
+	tcase_add_test(tc, test_trace_write_digits);
 	tcase_add_test(tc, test_trace_big_numbers);
 	tcase_add_test(tc, test_trace_line_numbers);
 	tcase_add_loop_test(tc, test_trace_problems, 0,
