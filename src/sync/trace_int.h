@@ -7,11 +7,12 @@
  *                    line but the common event lines) and the location
  *                    and communicator tables
  *   trace_read.c     the read loop: the fast parser of the common event
- *                    lines and add_event(), in one file so that they
- *                    inline into the loop; sh5_trace_read*()
- *   trace_assemble.c after the last line: matching of point-to-point
- *                    messages, assembly of collectives, per-location
- *                    arrays
+ *                    lines and add_event() (point-to-point messages are
+ *                    matched here, per channel in file order), in one
+ *                    file so that they inline into the loop;
+ *                    sh5_trace_read*()
+ *   trace_assemble.c after the last line: the unmatched messages,
+ *                    assembly of collectives, per-location arrays
  *   trace_write.c    sh5_trace_write*()
  */
 #ifndef SH5_TRACE_INT_H
@@ -139,9 +140,14 @@ struct offrec {
 	uint32_t loc, line;
 };
 
+/* A channel (source, destination, tag, communicator) and its queue of
+ * events not matched yet, in file order, linked through their `link`
+ * fields: SENDs or RECVs (never both: a RECV matches the oldest pending
+ * SEND and the other way round, MPI's non-overtaking rule). */
 struct chan {
 	int64_t tag, comm;
 	uint32_t src, dst;
+	uint32_t head, tail;	/* pending events, or NONE */
 };
 
 struct locstate {
@@ -163,8 +169,6 @@ struct parser {
 	struct offrec *offs;
 	struct chan *chans;
 	size_t nchan;
-	uint32_t *p2p;		/* SEND and RECV events, file order */
-	size_t np2p, p2pcap;
 	uint32_t *cbl;		/* CBEGIN events, file order */
 	size_t ncb, cbcap;
 	size_t ncmem;

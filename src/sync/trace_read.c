@@ -85,20 +85,38 @@ static int grow_events(struct parser *p)
 	return 0;
 }
 
-/* A SEND or RECV e at location li: on the list of p2p events, its peer
- * and its channel (source, destination, tag, communicator).  0, or -1 on
- * memory error. */
+/* The SEND or RECV e (the next event, index t->nev) on channel ch:
+ * matched with the oldest pending event of the other kind, or queued. */
+static HOT void p2p_match(struct sh5_trace *t, struct chan *ch,
+			  struct sh5_trace_event *e)
+{
+	uint32_t me = (uint32_t)t->nev, h = ch->head;
+
+	if (h != SH5_TRACE_NONE && t->ev[h].kind != e->kind) {
+		ch->head = t->ev[h].link;
+		if (ch->head == SH5_TRACE_NONE)
+			ch->tail = SH5_TRACE_NONE;
+		t->ev[h].link = me;
+		e->link = h;
+		t->nmsg++;
+		return;
+	}
+	/* e->link is NONE: the end of the queue */
+	if (ch->tail != SH5_TRACE_NONE)
+		t->ev[ch->tail].link = me;
+	else
+		ch->head = me;
+	ch->tail = me;
+}
+
+/* A SEND or RECV e at location li: its peer, its channel (source,
+ * destination, tag, communicator) and its partner when it is known.
+ * 0, or -1 on memory error. */
 static HOT int p2p_event(struct parser *p, struct sh5_trace_event *e,
 			 const struct rec *r, uint32_t li)
 {
-	uint32_t *l2 = p->np2p < p->p2pcap ? p->p2p :
-		       grow(p->p2p, &p->p2pcap, p->np2p + 1, sizeof(*l2));
 	uint32_t pi, src, dst, c;
 
-	if (!l2)
-		return -1;
-	p->p2p = l2;
-	l2[p->np2p++] = (uint32_t)p->t->nev;
 	pi = loc_index(p, r->peer);
 	if (pi == SH5_TRACE_NONE)
 		return -1;
@@ -120,9 +138,11 @@ static HOT int p2p_event(struct parser *p, struct sh5_trace_event *e,
 		ch[c].dst = dst;
 		ch[c].tag = r->tag;
 		ch[c].comm = r->comm;
+		ch[c].head = ch[c].tail = SH5_TRACE_NONE;
 		p->nchan++;
 	}
 	e->ref = c;
+	p2p_match(p->t, &p->chans[c], e);
 	return 0;
 }
 
@@ -572,7 +592,6 @@ static void parser_free(struct parser *p)
 	free(p->ls);
 	free(p->offs);
 	free(p->chans);
-	free(p->p2p);
 	free(p->cbl);
 	free(p->loc_node_named);
 	trace_hmap_free(&p->locmap);

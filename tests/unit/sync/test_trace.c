@@ -664,6 +664,44 @@ START_TEST(test_trace_write_digits)
 }
 END_TEST
 
+/* Matching in file order per channel (RECVs before their SENDs too),
+ * the leftovers left out with their messages, channel by channel. */
+START_TEST(test_trace_match_order)
+{
+	static const char in[] =
+		"#sh5-trace 1\n"
+		"1,5,RECV,0,7,0,,8\n"	/* 0 */
+		"0,1,SEND,1,7,0,,8\n"	/* 1 */
+		"0,2,SEND,1,7,0,,8\n"	/* 2 */
+		"0,3,SEND,1,9,0,,8\n"	/* 3 */
+		"1,6,RECV,0,9,0,,8\n"	/* 4 */
+		"1,7,RECV,0,7,0,,8\n"	/* 5 */
+		"0,4,SEND,1,7,0,,8\n"	/* 6: unmatched */
+		"1,8,RECV,0,9,0,,8\n";	/* 7: unmatched */
+	static const uint32_t link[8] = { 1, 0, 5, 4, 3, 2, SH5_TRACE_NONE,
+					  SH5_TRACE_NONE };
+	struct sh5_error err;
+	struct sh5_trace *t = sh5_trace_read_mem(in, strlen(in), "m", &err);
+	size_t i;
+
+	ck_assert_msg(t != NULL, "%s", err.text);
+	ck_assert_uint_eq(t->nev, 8);
+	ck_assert_uint_eq(t->nmsg, 3);
+	for (i = 0; i < 8; i++) {
+		ck_assert_uint_eq(t->ev[i].link, link[i]);
+		ck_assert_int_eq(!!(t->ev[i].flags & SH5_EVF_FREE), i >= 6);
+	}
+	ck_assert_uint_eq(t->nproblems, 2);
+	ck_assert_uint_eq(t->problem[0].line, 8);
+	ck_assert_str_eq(t->problem[0].text, "unmatched SEND from 0 to 1 "
+			 "(tag 7, comm 0): no matching RECV");
+	ck_assert_uint_eq(t->problem[1].line, 9);
+	ck_assert_str_eq(t->problem[1].text, "unmatched RECV at 1 from 0 "
+			 "(tag 9, comm 0): no matching SEND");
+	sh5_trace_destroy(t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("trace");
@@ -678,6 +716,7 @@ int main(void)
 			    sizeof(roundtrip) / sizeof(roundtrip[0]));
 	tcase_add_test(tc, test_trace_write_times);
 	tcase_add_test(tc, test_trace_write_digits);
+	tcase_add_test(tc, test_trace_match_order);
 	tcase_add_test(tc, test_trace_big_numbers);
 	tcase_add_test(tc, test_trace_line_numbers);
 	tcase_add_loop_test(tc, test_trace_problems, 0,
