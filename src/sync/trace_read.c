@@ -115,7 +115,7 @@ static HOT void p2p_match(struct sh5_trace *t, struct chan *ch,
 static HOT int p2p_event(struct parser *p, struct sh5_trace_event *e,
 			 const struct rec *r, uint32_t li)
 {
-	uint32_t pi, src, dst, c;
+	uint32_t pi, src, dst, c, *slot;
 
 	pi = loc_index(p, r->peer);
 	if (pi == SH5_TRACE_NONE)
@@ -123,11 +123,19 @@ static HOT int p2p_event(struct parser *p, struct sh5_trace_event *e,
 	e->aux = pi;
 	src = r->kind == SH5_EV_SEND ? li : pi;
 	dst = r->kind == SH5_EV_SEND ? pi : li;
+	/* most messages repeat the pair's last tag and communicator */
+	slot = &p->chanlast[(src & 255) << 8 | (dst & 255)];
+	c = *slot;
+	if (c != SH5_TRACE_NONE && p->chans[c].src == src &&
+	    p->chans[c].dst == dst && p->chans[c].tag == r->tag &&
+	    p->chans[c].comm == r->comm)
+		goto found;
 	c = trace_hmap_get(&p->chanmap, ((uint64_t)src << 32) | dst,
 			   (uint64_t)r->tag, (uint64_t)r->comm,
 			   (uint32_t)p->nchan);
 	if (c == HMAP_NOMEM)
 		return -1;
+	*slot = c;
 	if (c == p->nchan) {
 		struct chan *ch = grow(p->chans, &p->chancap, p->nchan + 1,
 				       sizeof(*ch));
@@ -141,6 +149,7 @@ static HOT int p2p_event(struct parser *p, struct sh5_trace_event *e,
 		ch[c].head = ch[c].tail = SH5_TRACE_NONE;
 		p->nchan++;
 	}
+found:
 	e->ref = c;
 	p2p_match(p->t, &p->chans[c], e);
 	return 0;
@@ -572,6 +581,10 @@ static int parser_init(struct parser *p, const char *name, size_t sizehint)
 	if (!p->locdirect)
 		return -1;
 	memset(p->locdirect, 0xff, LOC_DIRECT * sizeof(*p->locdirect));
+	p->chanlast = malloc(CHAN_CACHE * sizeof(*p->chanlast));
+	if (!p->chanlast)
+		return -1;
+	memset(p->chanlast, 0xff, CHAN_CACHE * sizeof(*p->chanlast));
 	t->mu_inter = -1;
 	t->mu_intra = -1;
 	if (sizehint) {
@@ -589,6 +602,7 @@ static int parser_init(struct parser *p, const char *name, size_t sizehint)
 static void parser_free(struct parser *p)
 {
 	free(p->locdirect);
+	free(p->chanlast);
 	free(p->ls);
 	free(p->offs);
 	free(p->chans);
