@@ -308,9 +308,8 @@ int sh5_clc_backward(struct clc *x, int64_t *times, struct sh5_error *errp)
 	size_t hcap = 0, ecap = 0, i;
 	int rc = -1;
 
-	x->emin = calloc(x->t->ninst + 1, sizeof(*x->emin));
-	if (!x->emin)
-		goto nomem;
+	/* (the forward pass used it for SCAN instances) */
+	memset(x->emin, 0, (x->t->ninst + 1) * sizeof(*x->emin));
 	for (i = 0; i < x->njumps; i++) {
 		backward_prefetch(x, i, times);
 		if (backward_one(x, &x->jumps[i], times, &hull, &hcap,
