@@ -702,6 +702,34 @@ START_TEST(test_trace_match_order)
 }
 END_TEST
 
+/* Location pairs that share a slot of the channel cache (the low 8 bits
+ * of both) keep their own channels. */
+START_TEST(test_trace_match_alias)
+{
+	static const char in[] =
+		"#sh5-trace 1\n"
+		"1,1,SEND,2,0,0,,8\n"		/* 0 */
+		"257,1,SEND,258,0,0,,8\n"	/* 1 */
+		"258,5,RECV,257,0,0,,8\n"	/* 2 */
+		"1,2,SEND,2,0,0,,8\n"		/* 3 */
+		"2,5,RECV,1,0,0,,8\n"		/* 4 */
+		"2,6,RECV,1,0,0,,8\n";		/* 5 */
+	static const uint32_t link[6] = { 4, 2, 1, 5, 0, 3 };
+	struct sh5_error err;
+	struct sh5_trace *t = sh5_trace_read_mem(in, strlen(in), "m", &err);
+	size_t i;
+
+	ck_assert_msg(t != NULL, "%s", err.text);
+	ck_assert_uint_eq(t->nmsg, 3);
+	ck_assert_uint_eq(t->nproblems, 0);
+	for (i = 0; i < 6; i++)
+		ck_assert_uint_eq(t->ev[i].link, link[i]);
+	ck_assert_uint_ne(t->ev[0].ref, t->ev[1].ref);
+	ck_assert_uint_eq(t->ev[0].ref, t->ev[3].ref);
+	sh5_trace_destroy(t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("trace");
@@ -717,6 +745,7 @@ int main(void)
 	tcase_add_test(tc, test_trace_write_times);
 	tcase_add_test(tc, test_trace_write_digits);
 	tcase_add_test(tc, test_trace_match_order);
+	tcase_add_test(tc, test_trace_match_alias);
 	tcase_add_test(tc, test_trace_big_numbers);
 	tcase_add_test(tc, test_trace_line_numbers);
 	tcase_add_loop_test(tc, test_trace_problems, 0,
