@@ -22,6 +22,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "sync/trace.h"
 
@@ -116,6 +119,45 @@ static inline int digits8(const char *s, uint64_t *out)
 	*out = d;
 	return 0;
 }
+
+#ifdef __SSE2__
+/* The 16 ASCII digits at s to their value; -1 if any is not a digit.
+ * SSE2: digits to 16-bit lanes, then pairs, fours and eights by
+ * multiply-add; else two digits8(). */
+static inline int digits16(const char *s, uint64_t *out)
+{
+	__m128i v = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)s),
+				 _mm_set1_epi8('0'));
+	__m128i z = _mm_setzero_si128(), lo, hi;
+	uint32_t a, b;
+
+	/* every byte 0..9 (as unsigned: a byte below '0' wrapped above) */
+	if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v,
+				_mm_set1_epi8(9)), _mm_set1_epi8(9))) != 0xFFFF)
+		return -1;
+	lo = _mm_madd_epi16(_mm_unpacklo_epi8(v, z), _mm_set1_epi32(0x0001000a));
+	hi = _mm_madd_epi16(_mm_unpackhi_epi8(v, z), _mm_set1_epi32(0x0001000a));
+	/* eight pairs 0..99 */
+	v = _mm_madd_epi16(_mm_packs_epi32(lo, hi), _mm_set1_epi32(0x00010064));
+	/* four groups of four digits 0..9999 */
+	v = _mm_madd_epi16(_mm_packs_epi32(v, v), _mm_set1_epi32(0x00012710));
+	/* two groups of eight digits in the low two 32-bit lanes */
+	a = (uint32_t)_mm_cvtsi128_si32(v);
+	b = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 4));
+	*out = (uint64_t)a * 100000000u + b;
+	return 0;
+}
+#else
+static inline int digits16(const char *s, uint64_t *out)
+{
+	uint64_t a, b;
+
+	if (digits8(s, &a) < 0 || digits8(s + 8, &b) < 0)
+		return -1;
+	*out = a * 100000000u + b;
+	return 0;
+}
+#endif
 
 static inline void *grow(void *p, size_t *cap, size_t need, size_t elsz)
 {

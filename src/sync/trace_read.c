@@ -382,16 +382,15 @@ static inline const char *fld_time(const char *q, const char *end,
 				   int64_t *out)
 {
 	int neg = *q == '-';
-	uint64_t v = 0, d8, d8b;
+	uint64_t v = 0, d8;
 	unsigned n = 0, a, b, c;
 
 	/* 19 digits and ',' (nanoseconds since 1970): no loop */
-	if (end - q >= 20 && q[19] == ',' && digits8(q, &d8) == 0 &&
-	    digits8(q + 8, &d8b) == 0 &&
+	if (end - q >= 20 && q[19] == ',' && digits16(q, &d8) == 0 &&
 	    (a = (unsigned char)q[16] - '0') <= 9 &&
 	    (b = (unsigned char)q[17] - '0') <= 9 &&
 	    (c = (unsigned char)q[18] - '0') <= 9) {
-		v = (d8 * 100000000u + d8b) * 1000u + a * 100u + b * 10u + c;
+		v = d8 * 1000u + a * 100u + b * 10u + c;
 		if (v > (uint64_t)INT64_MAX)
 			return NULL;
 		*out = (int64_t)v;

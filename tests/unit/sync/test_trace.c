@@ -310,6 +310,10 @@ static const struct {
 	{ "0,10,INT,,,,,,\n", 2, "more than 8" },
 	{ "0,ten,INT,,,,,\n", 2, "bad time" },
 	{ "0,9223372036854775808,INT,,,,,\n", 2, "bad time" },
+	/* 19 characters, one not a digit: '/' and ':' border '0'..'9' */
+	{ "0,18000000/0000000000,INT,,,,,\n", 2, "bad time" },
+	{ "0,180000000000000:000,INT,,,,,\n", 2, "bad time" },
+	{ "0,1800000000000000:00,INT,,,,,\n", 2, "bad time" },
 	{ "x,10,INT,,,,,\n", 2, "bad location" },
 	{ "0,10,SEND,,0,0,,8\n", 2, "malformed SEND" },
 	{ "0,10,OFFSET,5,,,,\n", 2, "malformed OFFSET" },
