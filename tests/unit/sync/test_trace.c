@@ -596,9 +596,14 @@ END_TEST
 
 /* The writer's digit conversions (SSE2 and scalar): 19-digit times
  * written over 19-digit ones (in place, from a file) and times of other
- * lengths (line by line), against snprintf. */
+ * lengths (line by line), against snprintf; locations of one and two
+ * digits, line ends near and far from the time. */
 START_TEST(test_trace_write_digits)
 {
+	static const char *const tails[4] = {
+		"INT,,,,,", "SEND,1,0,0,,123456789012345678",
+		"CBEGIN,REDUCE_SCATTER,,0,,123456789012345678",
+		"CEND,REDUCE_SCATTER,,0,,123456789012345678" };
 	char dir[] = "/tmp/sh5_tdigXXXXXX", in[64], out[64];
 	size_t cap = 1 << 20, len = 0, elen = 0, n = 4000, i, olen, flen;
 	char *text = malloc(cap), *exp = malloc(cap), *mo, *fo;
@@ -627,12 +632,12 @@ START_TEST(test_trace_write_digits)
 			v = -v;
 		times[i] = i % 4 == 0 ? (int64_t)(9999999999999999999ULL >> 1)
 				      : v;
-		len += (size_t)snprintf(text + len, cap - len,
-					"%zu,%lld,INT,,,,,\n", i % 5,
-					1800000000000000000LL + (long long)i);
+		len += (size_t)snprintf(text + len, cap - len, "%zu,%lld,%s\n",
+					i % 15, 1800000000000000000LL +
+					(long long)i, tails[i % 4]);
 		elen += (size_t)snprintf(exp + elen, cap - elen,
-					 "%zu,%lld,INT,,,,,\n", i % 5,
-					 (long long)times[i]);
+					 "%zu,%lld,%s\n", i % 15,
+					 (long long)times[i], tails[i % 4]);
 	}
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(in, sizeof(in), "%s/in.csv", dir);
