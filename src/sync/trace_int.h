@@ -201,7 +201,7 @@ struct locstate {
 };
 
 #define LOC_DIRECT 65536
-#define CHAN_CACHE 65536
+#define CHAN_CACHE (1u << 17)
 
 struct parser {
 	uint32_t *locdirect;	/* [LOC_DIRECT] */
@@ -217,8 +217,8 @@ struct parser {
 	size_t ncmem;
 	struct hmap locmap, commmap, chanmap, nodemap, rankmap;
 	uint32_t *chanlast;	/* [CHAN_CACHE]: the channel a location
-				 * pair used last (by the low bits of both
-				 * locations), in front of chanmap */
+				 * pair and tag used last (by the low bits
+				 * of the three), in front of chanmap */
 	int seen_data;
 	int64_t lastcomm;	/* one-entry cache of commmap */
 	uint32_t lastcomm_idx;

@@ -123,8 +123,10 @@ static HOT int p2p_event(struct parser *p, struct sh5_trace_event *e,
 	e->aux = pi;
 	src = r->kind == SH5_EV_SEND ? li : pi;
 	dst = r->kind == SH5_EV_SEND ? pi : li;
-	/* most messages repeat the pair's last tag and communicator */
-	slot = &p->chanlast[(src & 255) << 8 | (dst & 255)];
+	/* most messages repeat the communicator of the last message with
+	 * their pair and tag */
+	slot = &p->chanlast[(src & 127) << 10 | (dst & 127) << 3 |
+			    ((uint64_t)r->tag & 7)];
 	c = *slot;
 	if (c != SH5_TRACE_NONE && p->chans[c].src == src &&
 	    p->chans[c].dst == dst && p->chans[c].tag == r->tag &&
