@@ -345,6 +345,10 @@ static void assemble_comm(struct coll_asm *a, size_t c, size_t *nmem)
 	for (k = 0; k < mx; k++) {
 		uint32_t *b = t->inst_begin + a->moff[c] + k * size;
 
+		/* the next instance's begins (not moved yet) */
+		for (r = 0; k + 1 < mx && r < size; r++)
+			if (b[size + r] != SH5_TRACE_NONE)
+				__builtin_prefetch(&t->ev[b[size + r]]);
 		if (check_instance(a, c, k, b, size, &fi)) {
 			add_instance(a, c, b, size, fi, nmem);
 			continue;
@@ -377,8 +381,11 @@ static int assemble_colls(struct parser *p)
 	if (!a.cnt || !a.rk || !a.lc)
 		goto out;
 	memset(a.lc, 0xff, (t->nloc + 1) * sizeof(*a.lc));
-	for (j = 0; j < p->ncb; j++)
+	for (j = 0; j < p->ncb; j++) {
+		if (j + 32 < p->ncb)
+			__builtin_prefetch(&t->ev[p->cbl[j + 32]]);
 		assign_slot(&a, j);
+	}
 	/* Instances in place; those found incomplete or inconsistent are
 	 * then squeezed out. */
 	if (layout_instances(&a, nslot) < 0)
