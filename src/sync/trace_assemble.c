@@ -20,7 +20,7 @@ static void unmatched_p2p(struct parser *p)
 
 	for (i = 0; i < p->nchan; i++) {
 		const struct chan *ch = &p->chans[i];
-		uint32_t e = ch->head, next;
+		uint32_t e = p->chq[i].head, next;
 
 		for (; e != SH5_TRACE_NONE; e = next) {
 			int send = t->ev[e].kind == SH5_EV_SEND;

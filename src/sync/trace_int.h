@@ -182,14 +182,28 @@ struct offrec {
 	uint32_t loc, line;
 };
 
-/* A channel (source, destination, tag, communicator) and its queue of
- * events not matched yet, in file order, linked through their `link`
- * fields: SENDs or RECVs (never both: a RECV matches the oldest pending
- * SEND and the other way round, MPI's non-overtaking rule). */
+/* A channel (source, destination, tag, communicator). */
 struct chan {
 	int64_t tag, comm;
 	uint32_t src, dst;
+};
+
+/* A channel's queue of events not matched yet, in file order, linked
+ * through their `link` fields: SENDs or RECVs (never both: a RECV
+ * matches the oldest pending SEND and the other way round, MPI's
+ * non-overtaking rule).  Apart from struct chan: 8 bytes a channel,
+ * touched by every message. */
+struct chq {
 	uint32_t head, tail;	/* pending events, or NONE */
+};
+
+/* The channel cache: the channel of the last message of a location pair
+ * and tag when all three are small (source and destination below 128,
+ * tag 0..7: the slot's index is exact) and the communicator fits 32
+ * bits. */
+struct chslot {
+	uint32_t chan;		/* channel + 1, 0: empty */
+	int32_t comm;
 };
 
 struct locstate {
@@ -211,14 +225,14 @@ struct parser {
 	struct locstate *ls;
 	struct offrec *offs;
 	struct chan *chans;
+	struct chq *chq;	/* [nchan], capacity chancap too */
 	size_t nchan;
 	uint32_t *cbl;		/* CBEGIN events, file order */
 	size_t ncb, cbcap;
 	size_t ncmem;
 	struct hmap locmap, commmap, chanmap, nodemap, rankmap;
-	uint32_t *chanlast;	/* [CHAN_CACHE]: the channel a location
-				 * pair and tag used last (by the low bits
-				 * of the three), in front of chanmap */
+	struct chslot *chanlast;	/* [CHAN_CACHE], in front of
+					 * chanmap */
 	int seen_data;
 	int64_t lastcomm;	/* one-entry cache of commmap */
 	uint32_t lastcomm_idx;

@@ -87,7 +87,7 @@ static int grow_events(struct parser *p)
 
 /* The SEND or RECV e (the next event, index t->nev) on channel ch:
  * matched with the oldest pending event of the other kind, or queued. */
-static HOT void p2p_match(struct sh5_trace *t, struct chan *ch,
+static HOT void p2p_match(struct sh5_trace *t, struct chq *ch,
 			  struct sh5_trace_event *e)
 {
 	uint32_t me = (uint32_t)t->nev, h = ch->head;
@@ -109,13 +109,42 @@ static HOT void p2p_match(struct sh5_trace *t, struct chan *ch,
 	ch->tail = me;
 }
 
+/* Channel p->nchan (new): src to dst with r's tag and communicator.  0,
+ * or -1 on memory error. */
+static int new_chan(struct parser *p, const struct rec *r, uint32_t src,
+		    uint32_t dst)
+{
+	size_t cap = p->chancap;
+	struct chan *ch = grow(p->chans, &cap, p->nchan + 1, sizeof(*ch));
+	struct chq *q;
+	uint32_t c = (uint32_t)p->nchan;
+
+	if (!ch)
+		return -1;
+	p->chans = ch;
+	cap = p->chancap;
+	q = grow(p->chq, &cap, p->nchan + 1, sizeof(*q));
+	if (!q)
+		return -1;
+	p->chq = q;
+	p->chancap = cap;
+	ch[c].src = src;
+	ch[c].dst = dst;
+	ch[c].tag = r->tag;
+	ch[c].comm = r->comm;
+	q[c].head = q[c].tail = SH5_TRACE_NONE;
+	p->nchan++;
+	return 0;
+}
+
 /* A SEND or RECV e at location li: its peer, its channel (source,
  * destination, tag, communicator) and its partner when it is known.
  * 0, or -1 on memory error. */
 static HOT int p2p_event(struct parser *p, struct sh5_trace_event *e,
 			 const struct rec *r, uint32_t li)
 {
-	uint32_t pi, src, dst, c, *slot;
+	struct chslot *slot = NULL;
+	uint32_t pi, src, dst, c;
 
 	pi = loc_index(p, r->peer);
 	if (pi == SH5_TRACE_NONE)
@@ -123,37 +152,28 @@ static HOT int p2p_event(struct parser *p, struct sh5_trace_event *e,
 	e->aux = pi;
 	src = r->kind == SH5_EV_SEND ? li : pi;
 	dst = r->kind == SH5_EV_SEND ? pi : li;
-	/* most messages repeat the communicator of the last message with
+	/* most messages repeat the communicator of the last message of
 	 * their pair and tag */
-	slot = &p->chanlast[(src & 127) << 10 | (dst & 127) << 3 |
-			    ((uint64_t)r->tag & 7)];
-	c = *slot;
-	if (c != SH5_TRACE_NONE && p->chans[c].src == src &&
-	    p->chans[c].dst == dst && p->chans[c].tag == r->tag &&
-	    p->chans[c].comm == r->comm)
-		goto found;
+	if (src < 128 && dst < 128 && (uint64_t)r->tag < 8 &&
+	    r->comm == (int32_t)r->comm) {
+		slot = &p->chanlast[src << 10 | dst << 3 | (uint32_t)r->tag];
+		if (slot->chan && slot->comm == (int32_t)r->comm) {
+			c = slot->chan - 1;
+			goto found;
+		}
+	}
 	c = trace_hmap_get(&p->chanmap, ((uint64_t)src << 32) | dst,
 			   (uint64_t)r->tag, (uint64_t)r->comm,
 			   (uint32_t)p->nchan);
-	if (c == HMAP_NOMEM)
+	if (c == HMAP_NOMEM || (c == p->nchan && new_chan(p, r, src, dst) < 0))
 		return -1;
-	*slot = c;
-	if (c == p->nchan) {
-		struct chan *ch = grow(p->chans, &p->chancap, p->nchan + 1,
-				       sizeof(*ch));
-		if (!ch)
-			return -1;
-		p->chans = ch;
-		ch[c].src = src;
-		ch[c].dst = dst;
-		ch[c].tag = r->tag;
-		ch[c].comm = r->comm;
-		ch[c].head = ch[c].tail = SH5_TRACE_NONE;
-		p->nchan++;
+	if (slot) {
+		slot->chan = c + 1;
+		slot->comm = (int32_t)r->comm;
 	}
 found:
 	e->ref = c;
-	p2p_match(p->t, &p->chans[c], e);
+	p2p_match(p->t, &p->chq[c], e);
 	return 0;
 }
 
@@ -595,10 +615,10 @@ static int parser_init(struct parser *p, const char *name, size_t sizehint)
 	if (!p->locdirect)
 		return -1;
 	memset(p->locdirect, 0xff, LOC_DIRECT * sizeof(*p->locdirect));
-	p->chanlast = malloc(CHAN_CACHE * sizeof(*p->chanlast));
+	/* zeroed by the kernel: only the slots used are touched */
+	p->chanlast = calloc(CHAN_CACHE, sizeof(*p->chanlast));
 	if (!p->chanlast)
 		return -1;
-	memset(p->chanlast, 0xff, CHAN_CACHE * sizeof(*p->chanlast));
 	t->mu_inter = -1;
 	t->mu_intra = -1;
 	if (sizehint) {
@@ -620,6 +640,7 @@ static void parser_free(struct parser *p)
 	free(p->ls);
 	free(p->offs);
 	free(p->chans);
+	free(p->chq);
 	free(p->cbl);
 	free(p->loc_node_named);
 	trace_hmap_free(&p->locmap);

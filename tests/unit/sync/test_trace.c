@@ -711,8 +711,9 @@ START_TEST(test_trace_match_order)
 }
 END_TEST
 
-/* Location pairs that share a slot of the channel cache (the low 8 bits
- * of both) keep their own channels. */
+/* The channel cache: location pairs with the same low bits (1 and 257)
+ * and messages of one pair and tag on two communicators keep their own
+ * channels. */
 START_TEST(test_trace_match_alias)
 {
 	static const char in[] =
@@ -720,9 +721,9 @@ START_TEST(test_trace_match_alias)
 		"1,1,SEND,2,0,0,,8\n"		/* 0 */
 		"257,1,SEND,258,0,0,,8\n"	/* 1 */
 		"258,5,RECV,257,0,0,,8\n"	/* 2 */
-		"1,2,SEND,2,0,0,,8\n"		/* 3 */
+		"1,2,SEND,2,0,3,,8\n"		/* 3: comm 3 */
 		"2,5,RECV,1,0,0,,8\n"		/* 4 */
-		"2,6,RECV,1,0,0,,8\n";		/* 5 */
+		"2,6,RECV,1,0,3,,8\n";		/* 5 */
 	static const uint32_t link[6] = { 4, 2, 1, 5, 0, 3 };
 	struct sh5_error err;
 	struct sh5_trace *t = sh5_trace_read_mem(in, strlen(in), "m", &err);
@@ -734,7 +735,9 @@ START_TEST(test_trace_match_alias)
 	for (i = 0; i < 6; i++)
 		ck_assert_uint_eq(t->ev[i].link, link[i]);
 	ck_assert_uint_ne(t->ev[0].ref, t->ev[1].ref);
-	ck_assert_uint_eq(t->ev[0].ref, t->ev[3].ref);
+	ck_assert_uint_ne(t->ev[0].ref, t->ev[3].ref);
+	ck_assert_uint_eq(t->ev[0].ref, t->ev[4].ref);
+	ck_assert_uint_eq(t->ev[3].ref, t->ev[5].ref);
 	sh5_trace_destroy(t);
 }
 END_TEST
