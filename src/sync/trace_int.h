@@ -128,15 +128,17 @@ static inline int digits16(const char *s, uint64_t *out)
 {
 	__m128i v = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)s),
 				 _mm_set1_epi8('0'));
-	__m128i z = _mm_setzero_si128(), lo, hi;
+	__m128i z = _mm_setzero_si128(), ten = _mm_set1_epi32(0x0001000a);
+	__m128i lo, hi;
 	uint32_t a, b;
 
 	/* every byte 0..9 (as unsigned: a byte below '0' wrapped above) */
 	if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v,
 				_mm_set1_epi8(9)), _mm_set1_epi8(9))) != 0xFFFF)
 		return -1;
-	lo = _mm_madd_epi16(_mm_unpacklo_epi8(v, z), _mm_set1_epi32(0x0001000a));
-	hi = _mm_madd_epi16(_mm_unpackhi_epi8(v, z), _mm_set1_epi32(0x0001000a));
+	/* 16-bit words: (10, 1) pairs */
+	lo = _mm_madd_epi16(_mm_unpacklo_epi8(v, z), ten);
+	hi = _mm_madd_epi16(_mm_unpackhi_epi8(v, z), ten);
 	/* eight pairs 0..99 */
 	v = _mm_madd_epi16(_mm_packs_epi32(lo, hi), _mm_set1_epi32(0x00010064));
 	/* four groups of four digits 0..9999 */

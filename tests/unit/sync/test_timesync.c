@@ -515,7 +515,7 @@ START_TEST(test_timesync_clc_scan_top2)
 {
 	static const char in[] = "#sh5-trace 1\n"
 				 "#node a 0 1\n"
-				 "#comm 3 0 2 1\n"		/* ranks: 0,2,1 */
+				 "#comm 3 0 2 1\n"	/* ranks: 0,2,1 */
 				 "0,100,CBEGIN,SCAN,,3,,8\n"	/* 4: rank 0 */
 				 "2,250,CBEGIN,SCAN,,3,,8\n"	/* 5: rank 1 */
 				 "1,300,CBEGIN,SCAN,,3,,8\n"	/* 6: rank 2 */
