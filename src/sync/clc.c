@@ -88,6 +88,73 @@ static inline int needs_bound(const struct sh5_trace *t, uint32_t e)
 	}
 }
 
+/* The bound of end i of SCAN/EXSCAN instance k from the begins of ranks
+ * 0 .. p-1: max of LC'(begin j) + mu(j, i).  With mu_intra <= mu_inter
+ * from the prefix's largest begin and the largest on another node than
+ * its (x->emin[k], kept as the prefix grows: linear in the size); else
+ * over the prefix. */
+static int64_t scan_bound(struct clc *x, uint32_t k, const uint32_t *bl,
+			  uint32_t p, uint32_t i)
+{
+	const struct sh5_trace *t = x->t;
+	const struct endmin *m = &x->emin[k];
+	int64_t mu_a = x->p->mu_intra, mu_e = x->p->mu_inter, v, b;
+	uint32_t j;
+
+	if (mu_a <= mu_e) {
+		/* the largest on i's node plus mu_a is at most the largest
+		 * plus mu_e unless that largest is on i's node */
+		if (m->n1 != t->loc_node[t->loc[bl[i]]])
+			return add_mu(m->m1, mu_e);
+		v = add_mu(m->m1, mu_a);
+		b = add_mu(m->m2, mu_e);
+		return v > b ? v : b;
+	}
+	for (b = INT64_MIN, j = 0; j < p; j++) {
+		v = add_mu(x->lcp[bl[j]], mu_of(t, t->loc[bl[j]], t->loc[bl[i]],
+						mu_a, mu_e));
+		if (v > b)
+			b = v;
+	}
+	return b;
+}
+
+/* SCAN or EXSCAN instance k (begins bl): the prefix of begins processed
+ * grows; each new end that depends on it alone gets its bound. */
+static void scan_done(struct clc *x, uint32_t k,
+		      const struct sh5_trace_inst *in, const uint32_t *bl)
+{
+	const struct sh5_trace *t = x->t;
+	struct endmin *m = &x->emin[k];
+
+	while (x->prefix[k] < in->size &&
+	       bit_get(x->bdone, bl[x->prefix[k]])) {
+		uint32_t j = x->prefix[k]++, p = j + 1, i, nd;
+		int64_t v = x->lcp[bl[j]];
+
+		/* the largest begin, its node, the largest elsewhere */
+		if (j == 0) {
+			m->m1 = m->m2 = INT64_MIN;
+			m->n1 = SH5_TRACE_NONE;
+		}
+		nd = t->loc_node[t->loc[bl[j]]];
+		if (v > m->m1) {
+			if (nd != m->n1)
+				m->m2 = m->m1;
+			m->m1 = v;
+			m->n1 = nd;
+		} else if (nd != m->n1 && v > m->m2) {
+			m->m2 = v;
+		}
+		/* SCAN: end p-1 depends on begins 0..p-1;
+		 * EXSCAN: end p depends on begins 0..p-1. */
+		i = in->cls == SH5_COLL_SCAN ? p - 1 : p;
+		if (i < in->size)
+			set_bound(x, t->ev[bl[i]].link,
+				  scan_bound(x, k, bl, p, i));
+	}
+}
+
 /* Begin b of instance k was processed: hand bounds to the ends that can
  * now be computed. */
 static void begin_done(struct clc *x, uint32_t b)
@@ -122,26 +189,7 @@ static void begin_done(struct clc *x, uint32_t b)
 		return;
 	case SH5_COLL_SCAN:
 	case SH5_COLL_EXSCAN:
-		while (x->prefix[k] < in->size &&
-		       bit_get(x->bdone, bl[x->prefix[k]])) {
-			uint32_t p = ++x->prefix[k], j, i;
-			int64_t m = INT64_MIN;
-
-			/* SCAN: end p-1 depends on begins 0..p-1;
-			 * EXSCAN: end p depends on begins 0..p-1. */
-			i = in->cls == SH5_COLL_SCAN ? p - 1 : p;
-			if (i >= in->size)
-				continue;
-			for (j = 0; j < p; j++) {
-				int64_t v = add_mu(x->lcp[bl[j]],
-						   mu_of(t, t->loc[bl[j]],
-							 t->loc[bl[i]],
-							 mu_a, mu_e));
-				if (v > m)
-					m = v;
-			}
-			set_bound(x, t->ev[bl[i]].link, m);
-		}
+		scan_done(x, k, in, bl);
 		return;
 	}
 }
@@ -373,9 +421,10 @@ static int clc_alloc(struct clc *x, struct sh5_error *errp)
 	x->stack = malloc((t->nloc + 1) * sizeof(*x->stack));
 	x->nb_done = calloc(t->ninst + 1, sizeof(*x->nb_done));
 	x->prefix = calloc(t->ninst + 1, sizeof(*x->prefix));
+	x->emin = calloc(t->ninst + 1, sizeof(*x->emin));
 	x->bound = malloc(maxsize * sizeof(*x->bound));
 	if (!x->lcp || !x->ls || !x->bset || !x->bdone || !x->stack ||
-	    !x->nb_done || !x->prefix || !x->bound ||
+	    !x->nb_done || !x->prefix || !x->bound || !x->emin ||
 	    sh5_ts_nodescratch_init(&x->ns, t->nnode) < 0) {
 		x->ns.max = NULL;
 		x->ns.touched = NULL;

@@ -202,6 +202,31 @@ static size_t build_hull(struct clc *x, const uint32_t *evs, size_t ne,
 	return nh;
 }
 
+/* The hull's value at te on its segment from a to b (a->x < b->x),
+ * rounded down: in 64 bits when the product fits (nearly always), else
+ * in 128. */
+static inline int64_t hull_at(const struct hpt *a, const struct hpt *b,
+			      int64_t te)
+{
+	int64_t dy, dx, den, n, q;
+	__int128 num, qq;
+
+	if (!__builtin_sub_overflow(b->y, a->y, &dy) &&
+	    !__builtin_sub_overflow(te, a->x, &dx) &&
+	    !__builtin_sub_overflow(b->x, a->x, &den) &&
+	    !__builtin_mul_overflow(dy, dx, &n)) {
+		q = n / den;
+		if (n % den != 0 && n < 0)
+			q--;	/* floor */
+		return sat64((__int128)a->y + q);
+	}
+	num = ((__int128)b->y - a->y) * ((__int128)te - a->x);
+	qq = num / ((__int128)b->x - a->x);
+	if (num % ((__int128)b->x - a->x) != 0 && num < 0)
+		qq--;	/* floor */
+	return sat64(a->y + qq);
+}
+
 /* Shift the events (earliest first) under the hull H[0..nh-1]: out[e]
  * gets LC' + the hull's value where that is larger. */
 static void shift_under_hull(struct clc *x, const uint32_t *evs, size_t ne,
@@ -212,22 +237,12 @@ static void shift_under_hull(struct clc *x, const uint32_t *evs, size_t ne,
 	for (i = ne; i-- > 0;) {
 		uint32_t e = evs[i];
 		int64_t te = x->lcp[e], f;
-		__int128 num;
 
 		while (h + 1 < nh && H[h + 1].x < te)
 			h++;
 		if (h + 1 >= nh)
 			break;
-		num = ((__int128)H[h + 1].y - H[h].y) *
-		      ((__int128)te - H[h].x);
-		{
-			__int128 den = (__int128)H[h + 1].x - H[h].x;
-			__int128 qq = num / den;
-
-			if (num % den != 0 && num < 0)
-				qq--;	/* floor */
-			f = sat64(H[h].y + qq);
-		}
+		f = hull_at(&H[h], &H[h + 1], te);
 		if (f > 0 && sadd(te, f) > out[e]) {
 			if (out[e] == te)
 				x->res->amortized++;
@@ -308,9 +323,8 @@ int sh5_clc_backward(struct clc *x, int64_t *times, struct sh5_error *errp)
 	size_t hcap = 0, ecap = 0, i;
 	int rc = -1;
 
-	x->emin = calloc(x->t->ninst + 1, sizeof(*x->emin));
-	if (!x->emin)
-		goto nomem;
+	/* (the forward pass used it for SCAN instances) */
+	memset(x->emin, 0, (x->t->ninst + 1) * sizeof(*x->emin));
 	for (i = 0; i < x->njumps; i++) {
 		backward_prefetch(x, i, times);
 		if (backward_one(x, &x->jumps[i], times, &hull, &hcap,

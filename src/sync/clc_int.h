@@ -49,7 +49,10 @@ struct clc {
 		int64_t m1, m2;
 		uint32_t n1;
 		uint8_t ok;
-	} *emin;		/* per instance, for backward amortization */
+	} *emin;		/* per instance: SCAN prefixes in the
+				 * forward pass (largest begin m1 on node
+				 * n1, largest elsewhere m2), then the
+				 * backward amortization's end minima */
 	struct sh5_clc_result *res;
 };
 

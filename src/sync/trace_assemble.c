@@ -11,98 +11,34 @@
 
 /* ---------------------------------------------------------- post-passes */
 
-/* Channel i: its SENDs sl[sf[i] .. sf[i + 1]) and RECVs rl[rf[i] ..
- * rf[i + 1]) in file order, matched in that order (MPI's non-overtaking
- * rule); the ones left over are left out. */
-static void match_chan(struct parser *p, size_t i, const uint32_t *sf,
-		       const uint32_t *sl, const uint32_t *rf,
-		       const uint32_t *rl)
+/* The events left in the queues of the channels (trace_int.h): no
+ * partner, left out (problem recorded), channel by channel. */
+static void unmatched_p2p(struct parser *p)
 {
 	struct sh5_trace *t = p->t;
-	uint32_t a = sf[i], ae = sf[i + 1], b = rf[i], be = rf[i + 1];
-	const struct chan *ch = &p->chans[i];
+	size_t i;
 
-	for (; a < ae && b < be; a++, b++) {
-		t->ev[sl[a]].link = rl[b];
-		t->ev[rl[b]].link = sl[a];
-		t->nmsg++;
-	}
-	for (; a < ae; a++) {
-		sh5_trace_problem_add(t, sh5_trace_line(t, sl[a]),
-			"unmatched SEND from %lld to %lld (tag %lld, comm "
-			"%lld): no matching RECV",
-			(long long)t->loc_id[ch->src],
-			(long long)t->loc_id[ch->dst],
-			(long long)ch->tag, (long long)ch->comm);
-		t->ev[sl[a]].flags |= SH5_EVF_FREE;
-	}
-	for (; b < be; b++) {
-		sh5_trace_problem_add(t, sh5_trace_line(t, rl[b]),
-			"unmatched RECV at %lld from %lld (tag %lld, comm "
-			"%lld): no matching SEND",
-			(long long)t->loc_id[ch->dst],
-			(long long)t->loc_id[ch->src],
-			(long long)ch->tag, (long long)ch->comm);
-		t->ev[rl[b]].flags |= SH5_EVF_FREE;
-	}
-}
+	for (i = 0; i < p->nchan; i++) {
+		const struct chan *ch = &p->chans[i];
+		uint32_t e = p->chq[i].head, next;
 
-/* Point-to-point messages: SENDs and RECVs sorted by channel, then
- * matched.  0, or -1 on memory error. */
-static int match_p2p(struct parser *p)
-{
-	struct sh5_trace *t = p->t;
-	size_t nc = p->nchan, i, j;
-	uint32_t *sf = NULL, *rf = NULL, *sl = NULL, *rl = NULL;
-	size_t ns = 0, nr = 0;
-	int rc = -1;
+		for (; e != SH5_TRACE_NONE; e = next) {
+			int send = t->ev[e].kind == SH5_EV_SEND;
 
-	if (!nc)
-		return 0;
-	sf = calloc(nc + 1, sizeof(*sf));
-	rf = calloc(nc + 1, sizeof(*rf));
-	if (!sf || !rf)
-		goto out;
-	for (j = 0; j < p->np2p; j++) {
-		i = p->p2p[j];
-		if (t->ev[i].kind == SH5_EV_SEND) {
-			sf[t->ev[i].ref + 1]++;
-			ns++;
-		} else {
-			rf[t->ev[i].ref + 1]++;
-			nr++;
+			next = t->ev[e].link;
+			t->ev[e].link = SH5_TRACE_NONE;
+			t->ev[e].flags |= SH5_EVF_FREE;
+			sh5_trace_problem_add(t, sh5_trace_line(t, e),
+				"unmatched %s %s %lld %s %lld (tag %lld, "
+				"comm %lld): no matching %s",
+				send ? "SEND" : "RECV", send ? "from" : "at",
+				(long long)t->loc_id[send ? ch->src : ch->dst],
+				send ? "to" : "from",
+				(long long)t->loc_id[send ? ch->dst : ch->src],
+				(long long)ch->tag, (long long)ch->comm,
+				send ? "RECV" : "SEND");
 		}
 	}
-	for (i = 0; i < nc; i++) {
-		sf[i + 1] += sf[i];
-		rf[i + 1] += rf[i];
-	}
-	sl = malloc((ns + 1) * sizeof(*sl));
-	rl = malloc((nr + 1) * sizeof(*rl));
-	if (!sl || !rl)
-		goto out;
-	/* Fill using sf[c]/rf[c] as cursors, then shift back. */
-	for (j = 0; j < p->np2p; j++) {
-		i = p->p2p[j];
-		if (t->ev[i].kind == SH5_EV_SEND)
-			sl[sf[t->ev[i].ref]++] = (uint32_t)i;
-		else
-			rl[rf[t->ev[i].ref]++] = (uint32_t)i;
-	}
-	for (i = nc; i > 0; i--) {
-		sf[i] = sf[i - 1];
-		rf[i] = rf[i - 1];
-	}
-	sf[0] = rf[0] = 0;
-	for (i = 0; i < nc; i++)
-		match_chan(p, i, sf, sl, rf, rl);
-	rc = 0;
-out:
-	free(sf);
-	free(rf);
-	free(sl);
-	free(rl);
-	return rc;
 }
 
 static int cmp_loc_id(const void *a, const void *b, void *arg)
@@ -409,6 +345,10 @@ static void assemble_comm(struct coll_asm *a, size_t c, size_t *nmem)
 	for (k = 0; k < mx; k++) {
 		uint32_t *b = t->inst_begin + a->moff[c] + k * size;
 
+		/* the next instance's begins (not moved yet) */
+		for (r = 0; k + 1 < mx && r < size; r++)
+			if (b[size + r] != SH5_TRACE_NONE)
+				__builtin_prefetch(&t->ev[b[size + r]]);
 		if (check_instance(a, c, k, b, size, &fi)) {
 			add_instance(a, c, b, size, fi, nmem);
 			continue;
@@ -441,8 +381,11 @@ static int assemble_colls(struct parser *p)
 	if (!a.cnt || !a.rk || !a.lc)
 		goto out;
 	memset(a.lc, 0xff, (t->nloc + 1) * sizeof(*a.lc));
-	for (j = 0; j < p->ncb; j++)
+	for (j = 0; j < p->ncb; j++) {
+		if (j + 32 < p->ncb)
+			__builtin_prefetch(&t->ev[p->cbl[j + 32]]);
 		assign_slot(&a, j);
+	}
 	/* Instances in place; those found incomplete or inconsistent are
 	 * then squeezed out. */
 	if (layout_instances(&a, nslot) < 0)
@@ -479,8 +422,7 @@ int trace_finish(struct parser *p)
 			e->flags |= SH5_EVF_FREE;
 		}
 	}
-	if (match_p2p(p) < 0)
-		return -1;
+	unmatched_p2p(p);
 	if (assemble_colls(p) < 0)
 		return -1;
 

@@ -7,11 +7,12 @@
  *                    line but the common event lines) and the location
  *                    and communicator tables
  *   trace_read.c     the read loop: the fast parser of the common event
- *                    lines and add_event(), in one file so that they
- *                    inline into the loop; sh5_trace_read*()
- *   trace_assemble.c after the last line: matching of point-to-point
- *                    messages, assembly of collectives, per-location
- *                    arrays
+ *                    lines and add_event() (point-to-point messages are
+ *                    matched here, per channel in file order), in one
+ *                    file so that they inline into the loop;
+ *                    sh5_trace_read*()
+ *   trace_assemble.c after the last line: the unmatched messages,
+ *                    assembly of collectives, per-location arrays
  *   trace_write.c    sh5_trace_write*()
  */
 #ifndef SH5_TRACE_INT_H
@@ -21,6 +22,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "sync/trace.h"
 
@@ -116,6 +120,47 @@ static inline int digits8(const char *s, uint64_t *out)
 	return 0;
 }
 
+#ifdef __SSE2__
+/* The 16 ASCII digits at s to their value; -1 if any is not a digit.
+ * SSE2: digits to 16-bit lanes, then pairs, fours and eights by
+ * multiply-add; else two digits8(). */
+static inline int digits16(const char *s, uint64_t *out)
+{
+	__m128i v = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)s),
+				 _mm_set1_epi8('0'));
+	__m128i z = _mm_setzero_si128(), ten = _mm_set1_epi32(0x0001000a);
+	__m128i lo, hi;
+	uint32_t a, b;
+
+	/* every byte 0..9 (as unsigned: a byte below '0' wrapped above) */
+	if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v,
+				_mm_set1_epi8(9)), _mm_set1_epi8(9))) != 0xFFFF)
+		return -1;
+	/* 16-bit words: (10, 1) pairs */
+	lo = _mm_madd_epi16(_mm_unpacklo_epi8(v, z), ten);
+	hi = _mm_madd_epi16(_mm_unpackhi_epi8(v, z), ten);
+	/* eight pairs 0..99 */
+	v = _mm_madd_epi16(_mm_packs_epi32(lo, hi), _mm_set1_epi32(0x00010064));
+	/* four groups of four digits 0..9999 */
+	v = _mm_madd_epi16(_mm_packs_epi32(v, v), _mm_set1_epi32(0x00012710));
+	/* two groups of eight digits in the low two 32-bit lanes */
+	a = (uint32_t)_mm_cvtsi128_si32(v);
+	b = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 4));
+	*out = (uint64_t)a * 100000000u + b;
+	return 0;
+}
+#else
+static inline int digits16(const char *s, uint64_t *out)
+{
+	uint64_t a, b;
+
+	if (digits8(s, &a) < 0 || digits8(s + 8, &b) < 0)
+		return -1;
+	*out = a * 100000000u + b;
+	return 0;
+}
+#endif
+
 static inline void *grow(void *p, size_t *cap, size_t need, size_t elsz)
 {
 	size_t ncap = *cap ? *cap : 16;
@@ -139,9 +184,28 @@ struct offrec {
 	uint32_t loc, line;
 };
 
+/* A channel (source, destination, tag, communicator). */
 struct chan {
 	int64_t tag, comm;
 	uint32_t src, dst;
+};
+
+/* A channel's queue of events not matched yet, in file order, linked
+ * through their `link` fields: SENDs or RECVs (never both: a RECV
+ * matches the oldest pending SEND and the other way round, MPI's
+ * non-overtaking rule).  Apart from struct chan: 8 bytes a channel,
+ * touched by every message. */
+struct chq {
+	uint32_t head, tail;	/* pending events, or NONE */
+};
+
+/* The channel cache: the channel of the last message of a location pair
+ * and tag when all three are small (source and destination below 128,
+ * tag 0..7: the slot's index is exact) and the communicator fits 32
+ * bits. */
+struct chslot {
+	uint32_t chan;		/* channel + 1, 0: empty */
+	int32_t comm;
 };
 
 struct locstate {
@@ -153,6 +217,7 @@ struct locstate {
 };
 
 #define LOC_DIRECT 65536
+#define CHAN_CACHE (1u << 17)
 
 struct parser {
 	uint32_t *locdirect;	/* [LOC_DIRECT] */
@@ -162,13 +227,14 @@ struct parser {
 	struct locstate *ls;
 	struct offrec *offs;
 	struct chan *chans;
+	struct chq *chq;	/* [nchan], capacity chancap too */
 	size_t nchan;
-	uint32_t *p2p;		/* SEND and RECV events, file order */
-	size_t np2p, p2pcap;
 	uint32_t *cbl;		/* CBEGIN events, file order */
 	size_t ncb, cbcap;
 	size_t ncmem;
 	struct hmap locmap, commmap, chanmap, nodemap, rankmap;
+	struct chslot *chanlast;	/* [CHAN_CACHE], in front of
+					 * chanmap */
 	int seen_data;
 	int64_t lastcomm;	/* one-entry cache of commmap */
 	uint32_t lastcomm_idx;

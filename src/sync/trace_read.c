@@ -85,44 +85,95 @@ static int grow_events(struct parser *p)
 	return 0;
 }
 
-/* A SEND or RECV e at location li: on the list of p2p events, its peer
- * and its channel (source, destination, tag, communicator).  0, or -1 on
- * memory error. */
+/* The SEND or RECV e (the next event, index t->nev) on channel ch:
+ * matched with the oldest pending event of the other kind, or queued. */
+static HOT void p2p_match(struct sh5_trace *t, struct chq *ch,
+			  struct sh5_trace_event *e)
+{
+	uint32_t me = (uint32_t)t->nev, h = ch->head;
+
+	if (h != SH5_TRACE_NONE && t->ev[h].kind != e->kind) {
+		ch->head = t->ev[h].link;
+		if (ch->head == SH5_TRACE_NONE)
+			ch->tail = SH5_TRACE_NONE;
+		t->ev[h].link = me;
+		e->link = h;
+		t->nmsg++;
+		return;
+	}
+	/* e->link is NONE: the end of the queue */
+	if (ch->tail != SH5_TRACE_NONE)
+		t->ev[ch->tail].link = me;
+	else
+		ch->head = me;
+	ch->tail = me;
+}
+
+/* Channel p->nchan (new): src to dst with r's tag and communicator.  0,
+ * or -1 on memory error. */
+static int new_chan(struct parser *p, const struct rec *r, uint32_t src,
+		    uint32_t dst)
+{
+	size_t cap = p->chancap;
+	struct chan *ch = grow(p->chans, &cap, p->nchan + 1, sizeof(*ch));
+	struct chq *q;
+	uint32_t c = (uint32_t)p->nchan;
+
+	if (!ch)
+		return -1;
+	p->chans = ch;
+	cap = p->chancap;
+	q = grow(p->chq, &cap, p->nchan + 1, sizeof(*q));
+	if (!q)
+		return -1;
+	p->chq = q;
+	p->chancap = cap;
+	ch[c].src = src;
+	ch[c].dst = dst;
+	ch[c].tag = r->tag;
+	ch[c].comm = r->comm;
+	q[c].head = q[c].tail = SH5_TRACE_NONE;
+	p->nchan++;
+	return 0;
+}
+
+/* A SEND or RECV e at location li: its peer, its channel (source,
+ * destination, tag, communicator) and its partner when it is known.
+ * 0, or -1 on memory error. */
 static HOT int p2p_event(struct parser *p, struct sh5_trace_event *e,
 			 const struct rec *r, uint32_t li)
 {
-	uint32_t *l2 = p->np2p < p->p2pcap ? p->p2p :
-		       grow(p->p2p, &p->p2pcap, p->np2p + 1, sizeof(*l2));
+	struct chslot *slot = NULL;
 	uint32_t pi, src, dst, c;
 
-	if (!l2)
-		return -1;
-	p->p2p = l2;
-	l2[p->np2p++] = (uint32_t)p->t->nev;
 	pi = loc_index(p, r->peer);
 	if (pi == SH5_TRACE_NONE)
 		return -1;
 	e->aux = pi;
 	src = r->kind == SH5_EV_SEND ? li : pi;
 	dst = r->kind == SH5_EV_SEND ? pi : li;
+	/* most messages repeat the communicator of the last message of
+	 * their pair and tag */
+	if (src < 128 && dst < 128 && (uint64_t)r->tag < 8 &&
+	    r->comm == (int32_t)r->comm) {
+		slot = &p->chanlast[src << 10 | dst << 3 | (uint32_t)r->tag];
+		if (slot->chan && slot->comm == (int32_t)r->comm) {
+			c = slot->chan - 1;
+			goto found;
+		}
+	}
 	c = trace_hmap_get(&p->chanmap, ((uint64_t)src << 32) | dst,
 			   (uint64_t)r->tag, (uint64_t)r->comm,
 			   (uint32_t)p->nchan);
-	if (c == HMAP_NOMEM)
+	if (c == HMAP_NOMEM || (c == p->nchan && new_chan(p, r, src, dst) < 0))
 		return -1;
-	if (c == p->nchan) {
-		struct chan *ch = grow(p->chans, &p->chancap, p->nchan + 1,
-				       sizeof(*ch));
-		if (!ch)
-			return -1;
-		p->chans = ch;
-		ch[c].src = src;
-		ch[c].dst = dst;
-		ch[c].tag = r->tag;
-		ch[c].comm = r->comm;
-		p->nchan++;
+	if (slot) {
+		slot->chan = c + 1;
+		slot->comm = (int32_t)r->comm;
 	}
+found:
 	e->ref = c;
+	p2p_match(p->t, &p->chq[c], e);
 	return 0;
 }
 
@@ -354,8 +405,20 @@ static inline const char *fld_time(const char *q, const char *end,
 {
 	int neg = *q == '-';
 	uint64_t v = 0, d8;
-	unsigned n = 0;
+	unsigned n = 0, a, b, c;
 
+	/* 19 digits and ',' (nanoseconds since 1970): no loop */
+	if (end - q >= 20 && q[19] == ',' && digits16(q, &d8) == 0 &&
+	    (a = (unsigned char)q[16] - '0') <= 9 &&
+	    (b = (unsigned char)q[17] - '0') <= 9 &&
+	    (c = (unsigned char)q[18] - '0') <= 9) {
+		v = d8 * 1000u + a * 100u + b * 10u + c;
+		if (v > (uint64_t)INT64_MAX)
+			return NULL;
+		*out = (int64_t)v;
+		return q + 20;
+	}
+	v = 0;
 	q += neg;
 	while (n < 16 && end - q >= 8 && digits8(q, &d8) == 0) {
 		v = v * 100000000u + d8;
@@ -552,6 +615,10 @@ static int parser_init(struct parser *p, const char *name, size_t sizehint)
 	if (!p->locdirect)
 		return -1;
 	memset(p->locdirect, 0xff, LOC_DIRECT * sizeof(*p->locdirect));
+	/* zeroed by the kernel: only the slots used are touched */
+	p->chanlast = calloc(CHAN_CACHE, sizeof(*p->chanlast));
+	if (!p->chanlast)
+		return -1;
 	t->mu_inter = -1;
 	t->mu_intra = -1;
 	if (sizehint) {
@@ -569,10 +636,11 @@ static int parser_init(struct parser *p, const char *name, size_t sizehint)
 static void parser_free(struct parser *p)
 {
 	free(p->locdirect);
+	free(p->chanlast);
 	free(p->ls);
 	free(p->offs);
 	free(p->chans);
-	free(p->p2p);
+	free(p->chq);
 	free(p->cbl);
 	free(p->loc_node_named);
 	trace_hmap_free(&p->locmap);

@@ -508,6 +508,59 @@ START_TEST(test_timesync_clc_scan_nodes)
 }
 END_TEST
 
+/* SCAN bounds from the prefix's largest begins: the largest elsewhere
+ * plus mu_inter can exceed the largest on the end's node plus mu_intra;
+ * with mu_intra > mu_inter every begin counts (the loop). */
+START_TEST(test_timesync_clc_scan_top2)
+{
+	static const char in[] = "#sh5-trace 1\n"
+				 "#node a 0 1\n"
+				 "#comm 3 0 2 1\n"	/* ranks: 0,2,1 */
+				 "0,100,CBEGIN,SCAN,,3,,8\n"	/* 4: rank 0 */
+				 "2,250,CBEGIN,SCAN,,3,,8\n"	/* 5: rank 1 */
+				 "1,300,CBEGIN,SCAN,,3,,8\n"	/* 6: rank 2 */
+				 "0,105,CEND,SCAN,,3,,8\n"	/* 7 */
+				 "2,260,CEND,SCAN,,3,,8\n"	/* 8 */
+				 "1,305,CEND,SCAN,,3,,8\n";	/* 9 */
+	struct sh5_trace *t = rd(in);
+	int64_t *lc = run(t, 0.99, 0, -1, 10, 100, NULL);
+
+	ck_assert_int_eq(at(t, lc, 8), 260);	/* max(200, 260) */
+	ck_assert_int_eq(at(t, lc, 9), 350);	/* max(110, 350, 310) */
+	no_violations(t, lc, 10, 100);
+	free(lc);
+	sh5_trace_destroy(t);
+	t = rd(in);
+	lc = run(t, 0.99, 0, -1, 100, 10, NULL);
+	ck_assert_int_eq(at(t, lc, 8), 350);	/* max(110, 250 + 100) */
+	ck_assert_int_eq(at(t, lc, 9), 400);	/* max(200, 260, 400) */
+	no_violations(t, lc, 100, 10);
+	free(lc);
+	sh5_trace_destroy(t);
+}
+END_TEST
+
+/* Backward amortization with distances whose products need 128 bits
+ * (the hull's 64-bit path cannot take them): the same shift as the
+ * exact formula, floor(D * (te - t0) / LA) with LA capped at 4e18. */
+START_TEST(test_timesync_clc_backward_big)
+{
+	struct sh5_trace *t = rd("#sh5-trace 1\n"
+				 "1,0,INT,,,,,\n"			/* 2 */
+				 "1,1000000000000000000,INT,,,,,\n"	/* 3 */
+				 "0,4000000000000000000,SEND,1,0,0,,8\n"
+				 "1,2000000000000000000,RECV,0,0,0,,8\n");
+	int64_t *lc = run(t, 0.99, 0.01, -1, 100, 100, NULL);
+
+	ck_assert_int_eq(at(t, lc, 2), 0);
+	ck_assert_int_eq(at(t, lc, 3), INT64_C(1499999999999999974));
+	ck_assert_int_eq(at(t, lc, 5), INT64_C(4000000000000000100));
+	no_violations(t, lc, 100, 100);
+	free(lc);
+	sh5_trace_destroy(t);
+}
+END_TEST
+
 /* EXSCAN: end_i after begin_j for j < i; rank 0 unconstrained. */
 START_TEST(test_timesync_clc_exscan)
 {
@@ -686,6 +739,8 @@ int main(void)
 	tcase_add_test(tc, test_timesync_clc_nto1);
 	tcase_add_test(tc, test_timesync_clc_scan);
 	tcase_add_test(tc, test_timesync_clc_scan_nodes);
+	tcase_add_test(tc, test_timesync_clc_scan_top2);
+	tcase_add_test(tc, test_timesync_clc_backward_big);
 	tcase_add_test(tc, test_timesync_clc_exscan);
 	tcase_add_test(tc, test_timesync_clc_backward_collective);
 	tcase_add_test(tc, test_timesync_mu_estimate);

@@ -310,6 +310,10 @@ static const struct {
 	{ "0,10,INT,,,,,,\n", 2, "more than 8" },
 	{ "0,ten,INT,,,,,\n", 2, "bad time" },
 	{ "0,9223372036854775808,INT,,,,,\n", 2, "bad time" },
+	/* 19 characters, one not a digit: '/' and ':' border '0'..'9' */
+	{ "0,18000000/0000000000,INT,,,,,\n", 2, "bad time" },
+	{ "0,180000000000000:000,INT,,,,,\n", 2, "bad time" },
+	{ "0,1800000000000000:00,INT,,,,,\n", 2, "bad time" },
 	{ "x,10,INT,,,,,\n", 2, "bad location" },
 	{ "0,10,SEND,,0,0,,8\n", 2, "malformed SEND" },
 	{ "0,10,OFFSET,5,,,,\n", 2, "malformed OFFSET" },
@@ -590,6 +594,154 @@ START_TEST(test_trace_blocks)
 }
 END_TEST
 
+/* The writer's digit conversions (SSE2 and scalar): 19-digit times
+ * written over 19-digit ones (in place, from a file) and times of other
+ * lengths (line by line), against snprintf; locations of one and two
+ * digits, line ends near and far from the time. */
+START_TEST(test_trace_write_digits)
+{
+	static const char *const tails[4] = {
+		"INT,,,,,", "SEND,1,0,0,,123456789012345678",
+		"CBEGIN,REDUCE_SCATTER,,0,,123456789012345678",
+		"CEND,REDUCE_SCATTER,,0,,123456789012345678" };
+	char dir[] = "/tmp/sh5_tdigXXXXXX", in[64], out[64];
+	size_t cap = 1 << 20, len = 0, elen = 0, n = 4000, i, olen, flen;
+	char *text = malloc(cap), *exp = malloc(cap), *mo, *fo;
+	int64_t *times = malloc(n * sizeof(*times));
+	uint64_t s = 88172645463325252ULL;
+	struct sh5_error err;
+	struct sh5_trace *t;
+	FILE *f;
+
+	ck_assert(text && exp && times);
+	len = (size_t)snprintf(text, cap, "#sh5-trace 1\n");
+	memcpy(exp, text, len);
+	elen = len;
+	for (i = 0; i < n; i++) {
+		int64_t v;
+
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		/* mostly 19 digits; every 8th line another length */
+		v = (int64_t)(1000000000000000000ULL +
+			      s % 8000000000000000000ULL);
+		if (i % 8 == 3)
+			v = (int64_t)(s % 100000000000000000ULL);
+		if (i % 16 == 5)
+			v = -v;
+		times[i] = i % 4 == 0 ? (int64_t)(9999999999999999999ULL >> 1)
+				      : v;
+		len += (size_t)snprintf(text + len, cap - len, "%zu,%lld,%s\n",
+					i % 15, 1800000000000000000LL +
+					(long long)i, tails[i % 4]);
+		elen += (size_t)snprintf(exp + elen, cap - elen,
+					 "%zu,%lld,%s\n", i % 15,
+					 (long long)times[i], tails[i % 4]);
+	}
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(in, sizeof(in), "%s/in.csv", dir);
+	snprintf(out, sizeof(out), "%s/out.csv", dir);
+	f = fopen(in, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+	fclose(f);
+	t = sh5_trace_read(in, &err);
+	ck_assert_msg(t != NULL, "%s", err.text);
+	ck_assert_uint_eq(t->nev, n);
+	ck_assert_int_eq(sh5_trace_write(t, in, times, out, &err), 0);
+	ck_assert_int_eq(sh5_trace_write_mem(t, text, len, times, &mo, &olen,
+					     &err), 0);
+	ck_assert_uint_eq(olen, elen);
+	ck_assert(memcmp(mo, exp, elen) == 0);
+	fo = malloc(elen + 2);
+	f = fopen(out, "r");
+	ck_assert(fo && f);
+	flen = fread(fo, 1, elen + 1, f);
+	fclose(f);
+	ck_assert_uint_eq(flen, elen);
+	ck_assert(memcmp(fo, exp, elen) == 0);
+	sh5_trace_destroy(t);
+	ck_assert_int_eq(unlink(out), 0);
+	ck_assert_int_eq(unlink(in), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+	free(text);
+	free(exp);
+	free(times);
+	free(mo);
+	free(fo);
+}
+END_TEST
+
+/* Matching in file order per channel (RECVs before their SENDs too),
+ * the leftovers left out with their messages, channel by channel. */
+START_TEST(test_trace_match_order)
+{
+	static const char in[] =
+		"#sh5-trace 1\n"
+		"1,5,RECV,0,7,0,,8\n"	/* 0 */
+		"0,1,SEND,1,7,0,,8\n"	/* 1 */
+		"0,2,SEND,1,7,0,,8\n"	/* 2 */
+		"0,3,SEND,1,9,0,,8\n"	/* 3 */
+		"1,6,RECV,0,9,0,,8\n"	/* 4 */
+		"1,7,RECV,0,7,0,,8\n"	/* 5 */
+		"0,4,SEND,1,7,0,,8\n"	/* 6: unmatched */
+		"1,8,RECV,0,9,0,,8\n";	/* 7: unmatched */
+	static const uint32_t link[8] = { 1, 0, 5, 4, 3, 2, SH5_TRACE_NONE,
+					  SH5_TRACE_NONE };
+	struct sh5_error err;
+	struct sh5_trace *t = sh5_trace_read_mem(in, strlen(in), "m", &err);
+	size_t i;
+
+	ck_assert_msg(t != NULL, "%s", err.text);
+	ck_assert_uint_eq(t->nev, 8);
+	ck_assert_uint_eq(t->nmsg, 3);
+	for (i = 0; i < 8; i++) {
+		ck_assert_uint_eq(t->ev[i].link, link[i]);
+		ck_assert_int_eq(!!(t->ev[i].flags & SH5_EVF_FREE), i >= 6);
+	}
+	ck_assert_uint_eq(t->nproblems, 2);
+	ck_assert_uint_eq(t->problem[0].line, 8);
+	ck_assert_str_eq(t->problem[0].text, "unmatched SEND from 0 to 1 "
+			 "(tag 7, comm 0): no matching RECV");
+	ck_assert_uint_eq(t->problem[1].line, 9);
+	ck_assert_str_eq(t->problem[1].text, "unmatched RECV at 1 from 0 "
+			 "(tag 9, comm 0): no matching SEND");
+	sh5_trace_destroy(t);
+}
+END_TEST
+
+/* The channel cache: location pairs with the same low bits (1 and 257)
+ * and messages of one pair and tag on two communicators keep their own
+ * channels. */
+START_TEST(test_trace_match_alias)
+{
+	static const char in[] =
+		"#sh5-trace 1\n"
+		"1,1,SEND,2,0,0,,8\n"		/* 0 */
+		"257,1,SEND,258,0,0,,8\n"	/* 1 */
+		"258,5,RECV,257,0,0,,8\n"	/* 2 */
+		"1,2,SEND,2,0,3,,8\n"		/* 3: comm 3 */
+		"2,5,RECV,1,0,0,,8\n"		/* 4 */
+		"2,6,RECV,1,0,3,,8\n";		/* 5 */
+	static const uint32_t link[6] = { 4, 2, 1, 5, 0, 3 };
+	struct sh5_error err;
+	struct sh5_trace *t = sh5_trace_read_mem(in, strlen(in), "m", &err);
+	size_t i;
+
+	ck_assert_msg(t != NULL, "%s", err.text);
+	ck_assert_uint_eq(t->nmsg, 3);
+	ck_assert_uint_eq(t->nproblems, 0);
+	for (i = 0; i < 6; i++)
+		ck_assert_uint_eq(t->ev[i].link, link[i]);
+	ck_assert_uint_ne(t->ev[0].ref, t->ev[1].ref);
+	ck_assert_uint_ne(t->ev[0].ref, t->ev[3].ref);
+	ck_assert_uint_eq(t->ev[0].ref, t->ev[4].ref);
+	ck_assert_uint_eq(t->ev[3].ref, t->ev[5].ref);
+	sh5_trace_destroy(t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("trace");
@@ -603,6 +755,9 @@ int main(void)
 	tcase_add_loop_test(tc, test_trace_roundtrip, 0,
 			    sizeof(roundtrip) / sizeof(roundtrip[0]));
 	tcase_add_test(tc, test_trace_write_times);
+	tcase_add_test(tc, test_trace_write_digits);
+	tcase_add_test(tc, test_trace_match_order);
+	tcase_add_test(tc, test_trace_match_alias);
 	tcase_add_test(tc, test_trace_big_numbers);
 	tcase_add_test(tc, test_trace_line_numbers);
 	tcase_add_loop_test(tc, test_trace_problems, 0,
