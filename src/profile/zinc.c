@@ -1,0 +1,364 @@
+/* zinc.c - incremental fixed-Huffman deflate of a shuffled chunk (zinc.h) */
+#include "config.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/checksum.h"
+#include "profile/zinc.h"
+
+#define ADLER_MOD 65521u
+#define MAX_MATCH 258
+#define MAX_ROWS ((size_t)1 << 24) /* the plane sums stay below 2^64 */
+
+/* A bit string, deflate order (least significant bit first). */
+struct bits {
+	uint64_t *w;       /* whole words */
+	size_t nw, cap;
+	uint64_t acc;      /* then fill (< 64) more bits */
+	unsigned fill;
+	int err;           /* a word could not be stored (out of memory) */
+};
+
+/* A byte plane: its symbols so far, its open run, its Adler-32 sums. */
+struct plane {
+	struct bits b;
+	unsigned run;      /* repeats of v after the coded bytes */
+	int v;             /* the last byte; -1 before the first */
+	uint64_t a, s;     /* Adler-32 sums (a from 1), not reduced */
+};
+
+struct sh5_zinc {
+	size_t size, rows, n; /* record size, chunk rows, rows added */
+	struct plane *p;
+	struct bits out;
+};
+
+/* Fixed Huffman codes, bit-reversed for the LSB-first stream: literals,
+ * and a match of each length at distance 1 (length code, extra bits, the
+ * 5-bit distance code 0). */
+static uint32_t lit_code[256], match_code[MAX_MATCH + 1];
+static uint8_t lit_len[256], match_len[MAX_MATCH + 1];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static uint32_t reverse(uint32_t code, unsigned len)
+{
+	uint32_t r = 0;
+	unsigned i;
+
+	for (i = 0; i < len; i++)
+		r |= ((code >> i) & 1u) << (len - 1 - i);
+	return r;
+}
+
+/* The fixed code of literal/length symbol c (RFC 1951, 3.2.6). */
+static void fixed_code(unsigned c, uint32_t *code, unsigned *len)
+{
+	if (c < 144) {
+		*code = 0x30 + c;
+		*len = 8;
+	} else if (c < 256) {
+		*code = 0x190 + (c - 144);
+		*len = 9;
+	} else if (c < 280) {
+		*code = c - 256;
+		*len = 7;
+	} else {
+		*code = 0xc0 + (c - 280);
+		*len = 8;
+	}
+	*code = reverse(*code, *len);
+}
+
+static void build_tables(void)
+{
+	static const uint16_t base[29] = {
+		3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31,
+		35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258 };
+	static const uint8_t extra[29] = {
+		0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2,
+		3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0 };
+	unsigned c, len, l, i;
+	uint32_t code;
+
+	for (c = 0; c < 256; c++) {
+		fixed_code(c, &code, &len);
+		lit_code[c] = code;
+		lit_len[c] = (uint8_t)len;
+	}
+	for (l = 3; l <= MAX_MATCH; l++) {
+		for (i = 28; base[i] > l; i--)
+			;
+		fixed_code(257 + i, &code, &len);
+		/* distance code 0: five zero bits after the extra bits */
+		match_code[l] = code | (uint32_t)(l - base[i]) << len;
+		match_len[l] = (uint8_t)(len + extra[i] + 5);
+	}
+}
+
+static int bits_grow(struct bits *b)
+{
+	size_t nc = b->cap ? 2 * b->cap : 16;
+	uint64_t *nw = realloc(b->w, nc * sizeof(*nw));
+
+	if (!nw)
+		return -1;
+	b->w = nw;
+	b->cap = nc;
+	return 0;
+}
+
+/* Append len (< 64) bits; code has no bits above len. */
+static inline void put(struct bits *b, uint64_t code, unsigned len)
+{
+	b->acc |= code << b->fill;
+	b->fill += len;
+	if (b->fill < 64)
+		return;
+	b->fill -= 64;
+	if (b->nw < b->cap || bits_grow(b) == 0)
+		b->w[b->nw++] = b->acc;
+	else
+		b->err = 1;
+	b->acc = code >> (len - b->fill);
+}
+
+/* Append n whole words (room reserved). */
+static void put_words(struct bits *o, const uint64_t *w, size_t n)
+{
+	unsigned f = o->fill;
+	uint64_t *d = o->w + o->nw, acc = o->acc;
+	size_t i;
+
+	o->nw += n;
+	if (!f) {
+		memcpy(d, w, n * sizeof(*w));
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		d[i] = acc | w[i] << f;
+		acc = w[i] >> (64 - f);
+	}
+	o->acc = acc;
+}
+
+/* Code r repeats of byte v that follows a byte v. */
+static void put_run(struct bits *b, unsigned v, size_t r)
+{
+	const uint64_t m = match_code[MAX_MATCH];
+	const unsigned ml = match_len[MAX_MATCH];
+
+	while (r >= 4 * MAX_MATCH) {
+		put(b, m | m << ml | m << 2 * ml | m << 3 * ml, 4 * ml);
+		r -= 4 * MAX_MATCH;
+	}
+	for (; r >= MAX_MATCH; r -= MAX_MATCH)
+		put(b, m, ml);
+	if (r >= 3) {
+		put(b, match_code[r], match_len[r]);
+		return;
+	}
+	while (r--)
+		put(b, lit_code[v], lit_len[v]);
+}
+
+static void plane_reset(struct plane *p)
+{
+	p->b.nw = 0;
+	p->b.acc = 0;
+	p->b.fill = 0;
+	p->b.err = 0;
+	p->run = 0;
+	p->v = -1;
+	p->a = 1;
+	p->s = 0;
+}
+
+struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
+{
+	struct sh5_zinc *z;
+	size_t j;
+
+	if (!rec_size || rec_size > 65536 || !rows || rows > MAX_ROWS) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_once(&tables_once, build_tables);
+	if (!(z = calloc(1, sizeof(*z))) ||
+	    !(z->p = calloc(rec_size, sizeof(*z->p)))) {
+		free(z);
+		errno = ENOMEM;
+		return NULL;
+	}
+	z->size = rec_size;
+	z->rows = rows;
+	for (j = 0; j < rec_size; j++)
+		plane_reset(&z->p[j]);
+	return z;
+}
+
+/* A byte that does not continue the plane's open run, or a run that
+ * reached the longest match. */
+static void plane_break(struct plane *p, unsigned x)
+{
+	if ((int)x == p->v) {
+		put(&p->b, match_code[MAX_MATCH], match_len[MAX_MATCH]);
+		p->run = 1;
+		return;
+	}
+	if (p->run >= 3)
+		put(&p->b, match_code[p->run], match_len[p->run]);
+	else
+		while (p->run) {
+			put(&p->b, lit_code[p->v], lit_len[p->v]);
+			p->run--;
+		}
+	put(&p->b, lit_code[x], lit_len[x]);
+	p->v = (int)x;
+	p->run = 0;
+}
+
+int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec)
+{
+	size_t j;
+	int err = 0;
+
+	if (z->n >= z->rows) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (j = 0; j < z->size; j++) {
+		struct plane *p = &z->p[j];
+		unsigned x = rec[j];
+
+		p->a += x;
+		p->s += p->a;
+		if ((int)x == p->v && p->run < MAX_MATCH) {
+			p->run++;
+			continue;
+		}
+		plane_break(p, x);
+		err |= p->b.err;
+	}
+	z->n++;
+	if (err) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+size_t sh5_zinc_rows(const struct sh5_zinc *z)
+{
+	return z->n;
+}
+
+/* Room in z->out for the whole stream; -1 if out of memory. */
+static int reserve(struct sh5_zinc *z)
+{
+	size_t j, words = 4, need;
+
+	for (j = 0; j < z->size; j++)
+		words += z->p[j].b.nw + 3;
+	words += z->size * (z->rows / (4 * MAX_MATCH) + 1);
+	need = words + 2; /* the last bits, the trailers */
+	while (z->out.cap < need)
+		if (bits_grow(&z->out) < 0)
+			return -1;
+	z->out.nw = 0;
+	z->out.acc = 0;
+	z->out.fill = 0;
+	return 0;
+}
+
+/* Code plane p, then its zero padding; fold its Adler-32 into *sa, *sb. */
+static void put_plane(struct sh5_zinc *z, const struct plane *p,
+		      uint64_t *sa, uint64_t *sb)
+{
+	struct bits *o = &z->out;
+	size_t zeros = z->rows - z->n;
+	uint64_t a, s, len = z->rows % ADLER_MOD;
+
+	put_words(o, p->b.w, p->b.nw);
+	put(o, p->b.acc, p->b.fill);
+	if (p->v == 0) {
+		put_run(o, 0, p->run + zeros);
+	} else {
+		if (p->v > 0)
+			put_run(o, (unsigned)p->v, p->run);
+		if (zeros) {
+			put(o, lit_code[0], lit_len[0]);
+			put_run(o, 0, zeros - 1);
+		}
+	}
+	/* This plane's sums over its N bytes, zeros included (a zero adds
+	 * a to s), then combined after the planes before it. */
+	a = p->a % ADLER_MOD;
+	s = (p->s + (uint64_t)(zeros % ADLER_MOD) * a) % ADLER_MOD;
+	*sb = (*sb + s + len * *sa + ADLER_MOD - len) % ADLER_MOD;
+	*sa = (*sa + a + ADLER_MOD - 1) % ADLER_MOD;
+}
+
+const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len)
+{
+	struct bits *o = &z->out;
+	uint64_t sa = 1, sb = 0;
+	uint32_t adler, fl;
+	unsigned char *c;
+	size_t j, n;
+
+	if (reserve(z) < 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	put(o, 0x0178, 16);     /* zlib header: deflate, 32 KiB window */
+	put(o, 3, 3);           /* BFINAL 1, BTYPE 01 (fixed codes) */
+	for (j = 0; j < z->size; j++)
+		put_plane(z, &z->p[j], &sa, &sb);
+	put(o, 0, 7);           /* end of block (code 256) */
+	n = o->nw * 8 + (o->fill + 7) / 8;
+	o->w[o->nw] = o->acc;
+#if __BYTE_ORDER != __LITTLE_ENDIAN
+	for (j = 0; j <= o->nw; j++)
+		o->w[j] = htole64(o->w[j]);
+#endif
+	c = (unsigned char *)o->w;
+	adler = (uint32_t)(sb << 16 | sa);
+	c[n++] = (unsigned char)(adler >> 24);
+	c[n++] = (unsigned char)(adler >> 16);
+	c[n++] = (unsigned char)(adler >> 8);
+	c[n++] = (unsigned char)adler;
+	fl = sh5_fletcher32(c, n);
+	c[n++] = (unsigned char)fl;
+	c[n++] = (unsigned char)(fl >> 8);
+	c[n++] = (unsigned char)(fl >> 16);
+	c[n++] = (unsigned char)(fl >> 24);
+	*len = n;
+	return c;
+}
+
+void sh5_zinc_reset(struct sh5_zinc *z)
+{
+	size_t j;
+
+	for (j = 0; j < z->size; j++)
+		plane_reset(&z->p[j]);
+	z->n = 0;
+}
+
+void sh5_zinc_destroy(struct sh5_zinc *z)
+{
+	size_t j;
+
+	if (!z)
+		return;
+	for (j = 0; j < z->size; j++)
+		free(z->p[j].b.w);
+	free(z->p);
+	free(z->out.w);
+	free(z);
+}
