@@ -1,6 +1,8 @@
 /* checksum.c - see checksum.h */
 #include "config.h"
 
+#include <endian.h>
+#include <string.h>
 
 #include <zlib.h>
 
@@ -26,34 +28,78 @@ uint32_t sh5_crc32(uint32_t crc, const void *data, size_t len)
 	return crc;
 }
 
+/* The 16-bit lanes of v added up; weighted 4, 3, 2, 1 in *w. */
+static inline uint64_t lanes(uint64_t v, uint64_t *w)
+{
+	uint64_t l0 = v & 0xffff, l1 = v >> 16 & 0xffff, l2 = v >> 32 & 0xffff;
+	uint64_t l3 = v >> 48;
+
+	*w = 4 * l0 + 3 * l1 + 2 * l2 + l3;
+	return l0 + l1 + l2 + l3;
+}
+
+/*
+ * The sums of n big-endian words at p: *sum = S (all words) and *wsum =
+ * W (word i, from 0, times n - i), which is also the sum of the n prefix
+ * sums.  Four words a 64-bit load, split into their high and low bytes
+ * in 16-bit lanes; per lane, the running sum and the sum of the running
+ * sums before each load (16 loads at most: the lanes stay below 2^16).
+ */
+static void block_sums(const unsigned char *p, uint32_t n, uint64_t *sum,
+		       uint64_t *wsum)
+{
+	const uint64_t m = 0x00ff00ff00ff00ffull;
+	uint64_t tot = 0, ws = 0;
+	uint32_t g = n / 4, i;
+
+	while (g) {
+		uint32_t k = g > 16 ? 16 : g;
+		uint64_t ah = 0, al = 0, ph = 0, pl = 0, wh, wl, x;
+		uint64_t sa, sp, sw;
+
+		for (i = 0; i < k; i++) {
+			memcpy(&x, p + 8 * i, 8);
+			x = le64toh(x);
+			ph += ah;
+			pl += al;
+			ah += x & m;
+			al += x >> 8 & m;
+		}
+		sa = 256 * lanes(ah, &wh) + lanes(al, &wl);
+		sw = 256 * wh + wl;
+		sp = 256 * lanes(ph, &wh) + lanes(pl, &wl);
+		/* per group: 4 x (sum before it) + 4, 3, 2, 1 x its words */
+		ws += 4 * (sp + k * tot) + sw;
+		tot += sa;
+		p += 8 * k;
+		g -= k;
+	}
+	for (i = 0; i < n % 4; i++) {
+		tot += (uint32_t)p[2 * i] << 8 | p[2 * i + 1];
+		ws += tot;
+	}
+	*sum = tot;
+	*wsum = ws;
+}
+
 /*
  * HDF5's algorithm folds both sums every 360 words (so that the second
  * cannot overflow 32 bits).  Within such a block the sums after it are
- * exact integers: a + S and b + n a + W, where S is the sum of the block's
- * words and W the sum of word i (from 0) times n - i; computed so (a loop
- * the compiler vectorizes), the results are bit for bit HDF5's.
+ * a + S and b + n a + W (HDF5's 32-bit arithmetic, reproduced by the
+ * truncation to 32 bits), so the results are bit for bit HDF5's.
  */
-#if defined(__GNUC__) && !defined(__clang__)
-/* -O2 does not vectorize the block loop; this is twice as fast. */
-__attribute__((optimize("O3")))
-#endif
 static void fl_words(uint32_t *pa, uint32_t *pb, const unsigned char *p,
 		     size_t words)
 {
 	uint32_t a = *pa, b = *pb;
 
 	while (words) {
-		uint32_t n = words > 360 ? 360 : (uint32_t)words, i;
-		uint32_t sum = 0, wsum = 0;
+		uint32_t n = words > 360 ? 360 : (uint32_t)words;
+		uint64_t sum, wsum;
 
-		for (i = 0; i < n; i++) {
-			uint32_t w = (uint32_t)p[2 * i] << 8 | p[2 * i + 1];
-
-			sum += w;
-			wsum += (n - i) * w;
-		}
-		b += n * a + wsum;
-		a += sum;
+		block_sums(p, n, &sum, &wsum);
+		b += n * a + (uint32_t)wsum;
+		a += (uint32_t)sum;
 		p += 2 * n;
 		words -= n;
 		a = (a & 0xffff) + (a >> 16);

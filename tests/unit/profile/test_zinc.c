@@ -4,8 +4,8 @@
  * would read back: zlib inflates it (Adler-32 checked) to exactly the
  * shuffled, zero-padded chunk; its Fletcher-32 holds; HDF5 reads it back
  * through H5Dread with every filter.  Random, run-heavy and sample-like
- * records, chunks over 64 KiB.  Also the incremental Fletcher-32 of
- * src/common/checksum.h against the one-shot one.
+ * records, chunks over 64 KiB.  Also src/common/checksum.h's Fletcher-32
+ * against HDF5's own code, and the incremental one against the one-shot.
  */
 #include "config.h"
 
@@ -181,6 +181,63 @@ START_TEST(test_zinc_hdf5_reads)
 }
 END_TEST
 
+/* HDF5 1.10's H5_checksum_fletcher32, as it is. */
+static uint32_t ref_fletcher32(const unsigned char *data, size_t _len)
+{
+	size_t len = _len / 2;
+	uint32_t sum1 = 0, sum2 = 0;
+
+	while (len) {
+		size_t tlen = len > 360 ? 360 : len;
+
+		len -= tlen;
+		do {
+			sum1 += (uint32_t)(((uint16_t)data[0]) << 8) |
+				((uint16_t)data[1]);
+			data += 2;
+			sum2 += sum1;
+		} while (--tlen);
+		sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+		sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+	}
+	if (_len % 2) {
+		sum1 += (uint32_t)(((uint16_t)*data) << 8);
+		sum2 += sum1;
+		sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+		sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+	}
+	sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+	sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+	return (sum2 << 16) | sum1;
+}
+
+/* sh5_fletcher32 is HDF5's, bit for bit: random, all-0xff (the largest
+ * sums), all-zero buffers, every length to 3000 and long ones. */
+START_TEST(test_fletcher32_hdf5)
+{
+	size_t big = 200000, len, i;
+	unsigned char *b = malloc(big);
+	unsigned seed = 11;
+	int kind;
+
+	ck_assert_ptr_nonnull(b);
+	for (kind = 0; kind < 3; kind++) {
+		for (i = 0; i < big; i++)
+			b[i] = kind == 0 ? (unsigned char)rand_r(&seed) :
+			       kind == 1 ? 0xff : 0;
+		for (len = 0; len <= 3000; len++)
+			ck_assert_uint_eq(sh5_fletcher32(b + len % 8, len),
+					  ref_fletcher32(b + len % 8, len));
+		for (len = 3001; len < big; len = len * 3 + 7)
+			ck_assert_uint_eq(sh5_fletcher32(b, len),
+					  ref_fletcher32(b, len));
+		ck_assert_uint_eq(sh5_fletcher32(b, big),
+				  ref_fletcher32(b, big));
+	}
+	free(b);
+}
+END_TEST
+
 START_TEST(test_fletcher32_incremental)
 {
 	unsigned char b[6000];
@@ -211,6 +268,7 @@ int main(void)
 			    (int)(sizeof(shapes) / sizeof(shapes[0])) * NMODES);
 	tcase_add_test(tc, test_zinc_bad_args);
 	tcase_add_test(tc, test_zinc_hdf5_reads);
+	tcase_add_test(tc, test_fletcher32_hdf5);
 	tcase_add_test(tc, test_fletcher32_incremental);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
