@@ -13,6 +13,7 @@
 
 #define ADLER_MOD 65521u
 #define MAX_MATCH 258
+#define NO_BYTE 256u
 #define MAX_ROWS ((size_t)1 << 24) /* the plane sums stay below 2^64 */
 
 /* A bit string, deflate order (least significant bit first). */
@@ -28,7 +29,7 @@ struct bits {
 struct plane {
 	struct bits b;
 	unsigned run;      /* repeats of v after the coded bytes */
-	int v;             /* the last byte; -1 before the first */
+	unsigned v;        /* the last byte; NO_BYTE before the first */
 	uint64_t a, s;     /* Adler-32 sums (a from 1), not reduced */
 };
 
@@ -36,6 +37,11 @@ struct sh5_zinc {
 	size_t size, rows, n; /* record size, chunk rows, rows added */
 	struct plane *p;
 	struct bits out;
+	/* the zero padding of a plane that does not end with a zero: a
+	 * literal 0 and a run (a few pieces of < 64 bits) */
+	uint64_t *zcode;
+	uint8_t *zlen;
+	size_t zpieces;
 };
 
 /* Fixed Huffman codes, bit-reversed for the LSB-first stream: literals,
@@ -173,7 +179,7 @@ static void plane_reset(struct plane *p)
 	p->b.fill = 0;
 	p->b.err = 0;
 	p->run = 0;
-	p->v = -1;
+	p->v = NO_BYTE;
 	p->a = 1;
 	p->s = 0;
 }
@@ -189,8 +195,10 @@ struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
 	}
 	pthread_once(&tables_once, build_tables);
 	if (!(z = calloc(1, sizeof(*z))) ||
-	    !(z->p = calloc(rec_size, sizeof(*z->p)))) {
-		free(z);
+	    !(z->p = calloc(rec_size, sizeof(*z->p))) ||
+	    !(z->zcode = malloc((rows / MAX_MATCH + 4) * sizeof(uint64_t))) ||
+	    !(z->zlen = malloc(rows / MAX_MATCH + 4))) {
+		sh5_zinc_destroy(z);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -202,13 +210,13 @@ struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
 }
 
 /* A byte that does not continue the plane's open run, or a run that
- * reached the longest match. */
-static void plane_break(struct plane *p, unsigned x)
+ * reached the longest match.  The plane's out-of-memory flag. */
+static int plane_break(struct plane *p, unsigned x)
 {
-	if ((int)x == p->v) {
+	if (x == p->v) {
 		put(&p->b, match_code[MAX_MATCH], match_len[MAX_MATCH]);
 		p->run = 1;
-		return;
+		return p->b.err;
 	}
 	if (p->run >= 3)
 		put(&p->b, match_code[p->run], match_len[p->run]);
@@ -218,31 +226,30 @@ static void plane_break(struct plane *p, unsigned x)
 			p->run--;
 		}
 	put(&p->b, lit_code[x], lit_len[x]);
-	p->v = (int)x;
+	p->v = x;
 	p->run = 0;
+	return p->b.err;
 }
 
 int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec)
 {
-	size_t j;
+	struct plane *p = z->p, *end = z->p + z->size;
 	int err = 0;
 
 	if (z->n >= z->rows) {
 		errno = EINVAL;
 		return -1;
 	}
-	for (j = 0; j < z->size; j++) {
-		struct plane *p = &z->p[j];
-		unsigned x = rec[j];
+	for (; p < end; p++, rec++) {
+		unsigned x = *rec;
+		uint64_t a = p->a + x;
 
-		p->a += x;
-		p->s += p->a;
-		if ((int)x == p->v && p->run < MAX_MATCH) {
+		p->a = a;
+		p->s += a;
+		if (x == p->v && p->run < MAX_MATCH)
 			p->run++;
-			continue;
-		}
-		plane_break(p, x);
-		err |= p->b.err;
+		else
+			err |= plane_break(p, x);
 	}
 	z->n++;
 	if (err) {
@@ -275,38 +282,61 @@ static int reserve(struct sh5_zinc *z)
 	return 0;
 }
 
-/* Code plane p, then its zero padding; fold its Adler-32 into *sa, *sb. */
+/* The zero padding of a plane not ending with 0 (a literal 0, then a
+ * run of zeros), in pieces of up to 58 bits: the same for every such
+ * plane, coded once per chunk written. */
+static void zero_tail(struct sh5_zinc *z, size_t zeros)
+{
+	uint64_t code = lit_code[0];
+	unsigned len = lit_len[0];
+	size_t r = zeros - 1;
+
+	z->zpieces = 0;
+	if (!zeros)
+		return;
+	while (r) {
+		size_t take = r >= MAX_MATCH ? MAX_MATCH : r >= 3 ? r : 1;
+		uint64_t c = take > 1 ? match_code[take] : lit_code[0];
+		unsigned l = take > 1 ? match_len[take] : lit_len[0];
+
+		if (len + l > 58) {
+			z->zcode[z->zpieces] = code;
+			z->zlen[z->zpieces++] = (uint8_t)len;
+			code = 0;
+			len = 0;
+		}
+		code |= c << len;
+		len += l;
+		r -= take;
+	}
+	z->zcode[z->zpieces] = code;
+	z->zlen[z->zpieces++] = (uint8_t)len;
+}
+
+/* Code plane p, then its zero padding. */
 static void put_plane(struct sh5_zinc *z, const struct plane *p,
-		      uint64_t *sa, uint64_t *sb)
+		      size_t zeros)
 {
 	struct bits *o = &z->out;
-	size_t zeros = z->rows - z->n;
-	uint64_t a, s, len = z->rows % ADLER_MOD;
+	size_t i;
 
 	put_words(o, p->b.w, p->b.nw);
 	put(o, p->b.acc, p->b.fill);
 	if (p->v == 0) {
 		put_run(o, 0, p->run + zeros);
-	} else {
-		if (p->v > 0)
-			put_run(o, (unsigned)p->v, p->run);
-		if (zeros) {
-			put(o, lit_code[0], lit_len[0]);
-			put_run(o, 0, zeros - 1);
-		}
+		return;
 	}
-	/* This plane's sums over its N bytes, zeros included (a zero adds
-	 * a to s), then combined after the planes before it. */
-	a = p->a % ADLER_MOD;
-	s = (p->s + (uint64_t)(zeros % ADLER_MOD) * a) % ADLER_MOD;
-	*sb = (*sb + s + len * *sa + ADLER_MOD - len) % ADLER_MOD;
-	*sa = (*sa + a + ADLER_MOD - 1) % ADLER_MOD;
+	if (p->v != NO_BYTE)
+		put_run(o, p->v, p->run);
+	for (i = 0; i < z->zpieces; i++)
+		put(o, z->zcode[i], z->zlen[i]);
 }
 
 const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len)
 {
 	struct bits *o = &z->out;
-	uint64_t sa = 1, sb = 0;
+	uint64_t sa = 1, sb = 0, rows = z->rows % ADLER_MOD;
+	uint64_t zeros = (z->rows - z->n) % ADLER_MOD;
 	uint32_t adler, fl;
 	unsigned char *c;
 	size_t j, n;
@@ -315,10 +345,26 @@ const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len)
 		errno = ENOMEM;
 		return NULL;
 	}
+	zero_tail(z, z->rows - z->n);
 	put(o, 0x0178, 16);     /* zlib header: deflate, 32 KiB window */
 	put(o, 3, 3);           /* BFINAL 1, BTYPE 01 (fixed codes) */
-	for (j = 0; j < z->size; j++)
-		put_plane(z, &z->p[j], &sa, &sb);
+	for (j = 0; j < z->size; j++) {
+		const struct plane *p = &z->p[j];
+
+		put_plane(z, p, z->rows - z->n);
+		/* Adler-32: this plane's sums over its N bytes, zeros
+		 * included (a zero adds a to s), after the planes before
+		 * it (s + N (A - 1), A + a - 1: zlib's adler32_combine);
+		 * below 2^64 over 64 planes, then reduced. */
+		sb += p->s + zeros * p->a + rows * (sa + ADLER_MOD - 1);
+		sa += p->a - 1;
+		if ((j & 63) == 63) {
+			sa %= ADLER_MOD;
+			sb %= ADLER_MOD;
+		}
+	}
+	sa %= ADLER_MOD;
+	sb %= ADLER_MOD;
 	put(o, 0, 7);           /* end of block (code 256) */
 	n = o->nw * 8 + (o->fill + 7) / 8;
 	o->w[o->nw] = o->acc;
@@ -360,5 +406,7 @@ void sh5_zinc_destroy(struct sh5_zinc *z)
 		free(z->p[j].b.w);
 	free(z->p);
 	free(z->out.w);
+	free(z->zcode);
+	free(z->zlen);
 	free(z);
 }
