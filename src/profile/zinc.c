@@ -1,4 +1,4 @@
-/* zinc.c - incremental fixed-Huffman deflate of a shuffled chunk (zinc.h) */
+/* zinc.c - incremental Huffman deflate of a shuffled chunk (zinc.h) */
 #include "config.h"
 
 #include <endian.h>
@@ -9,10 +9,11 @@
 #include <string.h>
 
 #include "common/checksum.h"
+#include "profile/zcode.h"
 #include "profile/zinc.h"
 
 #define ADLER_MOD 65521u
-#define MAX_MATCH 258
+#define MAX_MATCH SH5_ZCODE_MAX_MATCH
 #define NO_BYTE 256u
 #define MAX_ROWS ((size_t)1 << 24) /* the plane sums stay below 2^64 */
 
@@ -44,66 +45,13 @@ struct sh5_zinc {
 	size_t zpieces;
 };
 
-/* Fixed Huffman codes, bit-reversed for the LSB-first stream: literals,
- * and a match of each length at distance 1 (length code, extra bits, the
- * 5-bit distance code 0). */
-static uint32_t lit_code[256], match_code[MAX_MATCH + 1];
-static uint8_t lit_len[256], match_len[MAX_MATCH + 1];
-static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+/* The code (profile/zcode.h), set by the first sh5_zinc_create(). */
+static const struct sh5_zcode *zc;
+static pthread_once_t zc_once = PTHREAD_ONCE_INIT;
 
-static uint32_t reverse(uint32_t code, unsigned len)
+static void zc_init(void)
 {
-	uint32_t r = 0;
-	unsigned i;
-
-	for (i = 0; i < len; i++)
-		r |= ((code >> i) & 1u) << (len - 1 - i);
-	return r;
-}
-
-/* The fixed code of literal/length symbol c (RFC 1951, 3.2.6). */
-static void fixed_code(unsigned c, uint32_t *code, unsigned *len)
-{
-	if (c < 144) {
-		*code = 0x30 + c;
-		*len = 8;
-	} else if (c < 256) {
-		*code = 0x190 + (c - 144);
-		*len = 9;
-	} else if (c < 280) {
-		*code = c - 256;
-		*len = 7;
-	} else {
-		*code = 0xc0 + (c - 280);
-		*len = 8;
-	}
-	*code = reverse(*code, *len);
-}
-
-static void build_tables(void)
-{
-	static const uint16_t base[29] = {
-		3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31,
-		35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258 };
-	static const uint8_t extra[29] = {
-		0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2,
-		3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0 };
-	unsigned c, len, l, i;
-	uint32_t code;
-
-	for (c = 0; c < 256; c++) {
-		fixed_code(c, &code, &len);
-		lit_code[c] = code;
-		lit_len[c] = (uint8_t)len;
-	}
-	for (l = 3; l <= MAX_MATCH; l++) {
-		for (i = 28; base[i] > l; i--)
-			;
-		fixed_code(257 + i, &code, &len);
-		/* distance code 0: five zero bits after the extra bits */
-		match_code[l] = code | (uint32_t)(l - base[i]) << len;
-		match_len[l] = (uint8_t)(len + extra[i] + 5);
-	}
+	zc = sh5_zcode();
 }
 
 static int bits_grow(struct bits *b)
@@ -155,8 +103,8 @@ static void put_words(struct bits *o, const uint64_t *w, size_t n)
 /* Code r repeats of byte v that follows a byte v. */
 static void put_run(struct bits *b, unsigned v, size_t r)
 {
-	const uint64_t m = match_code[MAX_MATCH];
-	const unsigned ml = match_len[MAX_MATCH];
+	const uint64_t m = zc->match[MAX_MATCH];
+	const unsigned ml = zc->match_len[MAX_MATCH];
 
 	while (r >= 4 * MAX_MATCH) {
 		put(b, m | m << ml | m << 2 * ml | m << 3 * ml, 4 * ml);
@@ -165,11 +113,11 @@ static void put_run(struct bits *b, unsigned v, size_t r)
 	for (; r >= MAX_MATCH; r -= MAX_MATCH)
 		put(b, m, ml);
 	if (r >= 3) {
-		put(b, match_code[r], match_len[r]);
+		put(b, zc->match[r], zc->match_len[r]);
 		return;
 	}
 	while (r--)
-		put(b, lit_code[v], lit_len[v]);
+		put(b, zc->lit[v], zc->lit_len[v]);
 }
 
 static void plane_reset(struct plane *p)
@@ -193,7 +141,7 @@ struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
 		errno = EINVAL;
 		return NULL;
 	}
-	pthread_once(&tables_once, build_tables);
+	pthread_once(&zc_once, zc_init);
 	if (!(z = calloc(1, sizeof(*z))) ||
 	    !(z->p = calloc(rec_size, sizeof(*z->p))) ||
 	    !(z->zcode = malloc((rows / MAX_MATCH + 4) * sizeof(uint64_t))) ||
@@ -214,18 +162,18 @@ struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
 static int plane_break(struct plane *p, unsigned x)
 {
 	if (x == p->v) {
-		put(&p->b, match_code[MAX_MATCH], match_len[MAX_MATCH]);
+		put(&p->b, zc->match[MAX_MATCH], zc->match_len[MAX_MATCH]);
 		p->run = 1;
 		return p->b.err;
 	}
 	if (p->run >= 3)
-		put(&p->b, match_code[p->run], match_len[p->run]);
+		put(&p->b, zc->match[p->run], zc->match_len[p->run]);
 	else
 		while (p->run) {
-			put(&p->b, lit_code[p->v], lit_len[p->v]);
+			put(&p->b, zc->lit[p->v], zc->lit_len[p->v]);
 			p->run--;
 		}
-	put(&p->b, lit_code[x], lit_len[x]);
+	put(&p->b, zc->lit[x], zc->lit_len[x]);
 	p->v = x;
 	p->run = 0;
 	return p->b.err;
@@ -267,7 +215,7 @@ size_t sh5_zinc_rows(const struct sh5_zinc *z)
 /* Room in z->out for the whole stream; -1 if out of memory. */
 static int reserve(struct sh5_zinc *z)
 {
-	size_t j, words = 4, need;
+	size_t j, words = 4 + SH5_ZCODE_HEAD_PIECES, need;
 
 	for (j = 0; j < z->size; j++)
 		words += z->p[j].b.nw + 3;
@@ -287,8 +235,8 @@ static int reserve(struct sh5_zinc *z)
  * plane, coded once per chunk written. */
 static void zero_tail(struct sh5_zinc *z, size_t zeros)
 {
-	uint64_t code = lit_code[0];
-	unsigned len = lit_len[0];
+	uint64_t code = zc->lit[0];
+	unsigned len = zc->lit_len[0];
 	size_t r = zeros - 1;
 
 	z->zpieces = 0;
@@ -296,8 +244,8 @@ static void zero_tail(struct sh5_zinc *z, size_t zeros)
 		return;
 	while (r) {
 		size_t take = r >= MAX_MATCH ? MAX_MATCH : r >= 3 ? r : 1;
-		uint64_t c = take > 1 ? match_code[take] : lit_code[0];
-		unsigned l = take > 1 ? match_len[take] : lit_len[0];
+		uint64_t c = take > 1 ? zc->match[take] : zc->lit[0];
+		unsigned l = take > 1 ? zc->match_len[take] : zc->lit_len[0];
 
 		if (len + l > 58) {
 			z->zcode[z->zpieces] = code;
@@ -347,7 +295,8 @@ const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len)
 	}
 	zero_tail(z, z->rows - z->n);
 	put(o, 0x0178, 16);     /* zlib header: deflate, 32 KiB window */
-	put(o, 3, 3);           /* BFINAL 1, BTYPE 01 (fixed codes) */
+	for (j = 0; j < zc->nhead; j++) /* the block header and code */
+		put(o, zc->head[j], zc->head_len[j]);
 	for (j = 0; j < z->size; j++) {
 		const struct plane *p = &z->p[j];
 
@@ -365,7 +314,7 @@ const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len)
 	}
 	sa %= ADLER_MOD;
 	sb %= ADLER_MOD;
-	put(o, 0, 7);           /* end of block (code 256) */
+	put(o, zc->eob, zc->eob_len);
 	n = o->nw * 8 + (o->fill + 7) / 8;
 	o->w[o->nw] = o->acc;
 #if __BYTE_ORDER != __LITTLE_ENDIAN

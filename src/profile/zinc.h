@@ -1,17 +1,17 @@
 /*
  * zinc.h - a chunk that fills across flushes, stored at every flush as
  * HDF5's shuffle + deflate + fletcher32 pipeline would store it, at a cost
- * that does not grow with the chunk: an incremental, fixed-Huffman
- * deflate coder of the shuffled chunk.
+ * that does not grow with the chunk: an incremental deflate coder of the
+ * shuffled chunk, with one constant Huffman code (profile/zcode.h).
  *
  * The shuffled chunk of N records of S bytes is S byte planes of N bytes
  * (plane j: byte j of every record).  For each plane the coder keeps the
- * deflate symbols (fixed Huffman codes: literals, and run-length matches
- * at distance 1, as zlib's Z_RLE strategy) of the bytes added so far,
+ * deflate symbols (literals, and run-length matches at distance 1, as
+ * zlib's Z_RLE strategy; zcode.h's code) of the bytes added so far,
  * except the plane's open run (its last byte value repeated, not yet
  * coded, so a run goes on across flushes), and the plane's Adler-32 sums.
- * sh5_zinc_chunk() writes one zlib stream of one final fixed-Huffman
- * block: every plane's symbols (shifted into place a 64-bit word at a
+ * sh5_zinc_chunk() writes one zlib stream of one final block (its
+ * header declares zcode.h's code): every plane's symbols (shifted into place a 64-bit word at a
  * time), its open run and the run of zeros padding it to N bytes, then
  * the end of block, the Adler-32 of the whole shuffled chunk (the planes'
  * sums combined arithmetically with their zero padding) and HDF5's
