@@ -3,6 +3,9 @@
 
 #include <endian.h>
 #include <errno.h>
+#ifdef __SSE2__
+#include <immintrin.h>
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,7 +17,8 @@
 
 #define ADLER_MOD 65521u
 #define MAX_MATCH SH5_ZCODE_MAX_MATCH
-#define NO_BYTE 256u
+#define RUN_NONE 300 /* >= MAX_MATCH: never continued */
+#define REDUCE 2048  /* rows: ss stays below 2^32 */
 #define MAX_ROWS ((size_t)1 << 24) /* the plane sums stay below 2^64 */
 
 /* A bit string, deflate order (least significant bit first). */
@@ -26,17 +30,19 @@ struct bits {
 	int err;           /* a word could not be stored (out of memory) */
 };
 
-/* A byte plane: its symbols so far, its open run, its Adler-32 sums. */
-struct plane {
-	struct bits b;
-	unsigned run;      /* repeats of v after the coded bytes */
-	unsigned v;        /* the last byte; NO_BYTE before the first */
-	uint64_t a, s;     /* Adler-32 sums (a from 1), not reduced */
-};
-
+/*
+ * Per byte plane j: its symbols so far (b[j]), its last byte (v[j]), the
+ * repeats of it after the coded bytes (run[j], RUN_NONE before the first
+ * byte), its byte sum and the sum of its running byte sums (sa[j], ss[j]:
+ * Adler-32's sums less their start, reduced every REDUCE rows).  Arrays,
+ * so that a record updates 16 planes at a time.
+ */
 struct sh5_zinc {
 	size_t size, rows, n; /* record size, chunk rows, rows added */
-	struct plane *p;
+	struct bits *b;
+	uint8_t *v;
+	uint16_t *run;
+	uint32_t *sa, *ss;
 	struct bits out;
 	/* the zero padding of a plane that does not end with a zero: a
 	 * literal 0 and a run (a few pieces of < 64 bits) */
@@ -49,9 +55,41 @@ struct sh5_zinc {
 static const struct sh5_zcode *zc;
 static pthread_once_t zc_once = PTHREAD_ONCE_INIT;
 
+#ifdef __SSE2__
+/* put_words()'s loop from word 1, four words at a time; returns the next
+ * word. */
+__attribute__((target("avx2")))
+static size_t shift_words4(uint64_t *d, const uint64_t *w, size_t n,
+			   unsigned f)
+{
+	const __m128i sl = _mm_cvtsi32_si128((int)f);
+	const __m128i sr = _mm_cvtsi32_si128((int)(64 - f));
+	size_t i;
+
+	for (i = 1; i + 4 <= n; i += 4) {
+		__m256i c = _mm256_loadu_si256((const __m256i *)
+					       (const void *)(w + i));
+		__m256i p = _mm256_loadu_si256((const __m256i *)
+					       (const void *)(w + i - 1));
+
+		_mm256_storeu_si256((__m256i *)(void *)(d + i),
+				    _mm256_or_si256(_mm256_sll_epi64(c, sl),
+						    _mm256_srl_epi64(p, sr)));
+	}
+	return i;
+}
+
+static size_t (*shift_words_avx2)(uint64_t *, const uint64_t *, size_t,
+				  unsigned);
+#endif
+
 static void zc_init(void)
 {
 	zc = sh5_zcode();
+#ifdef __SSE2__
+	if (__builtin_cpu_supports("avx2"))
+		shift_words_avx2 = shift_words4;
+#endif
 }
 
 static int bits_grow(struct bits *b)
@@ -81,23 +119,45 @@ static inline void put(struct bits *b, uint64_t code, unsigned len)
 	b->acc = code >> (len - b->fill);
 }
 
-/* Append n whole words (room reserved). */
+/* Append n whole words (room reserved): output word i is w[i] shifted
+ * up by the fill, or'ed with the top of w[i - 1]. */
 static void put_words(struct bits *o, const uint64_t *w, size_t n)
 {
 	unsigned f = o->fill;
-	uint64_t *d = o->w + o->nw, acc = o->acc;
+	uint64_t *d = o->w + o->nw;
 	size_t i;
 
 	o->nw += n;
+	if (!n)
+		return;
 	if (!f) {
 		memcpy(d, w, n * sizeof(*w));
 		return;
 	}
-	for (i = 0; i < n; i++) {
-		d[i] = acc | w[i] << f;
-		acc = w[i] >> (64 - f);
+	d[0] = o->acc | w[0] << f;
+	i = 1;
+#ifdef __SSE2__
+	if (shift_words_avx2) {
+		i = shift_words_avx2(d, w, n, f);
+	} else {
+		const __m128i sl = _mm_cvtsi32_si128((int)f);
+		const __m128i sr = _mm_cvtsi32_si128((int)(64 - f));
+
+		for (; i + 2 <= n; i += 2) {
+			__m128i c = _mm_loadu_si128((const __m128i *)
+						    (const void *)(w + i));
+			__m128i p = _mm_loadu_si128((const __m128i *)
+						    (const void *)(w + i - 1));
+
+			_mm_storeu_si128((__m128i *)(void *)(d + i),
+					 _mm_or_si128(_mm_sll_epi64(c, sl),
+						      _mm_srl_epi64(p, sr)));
+		}
 	}
-	o->acc = acc;
+#endif
+	for (; i < n; i++)
+		d[i] = w[i] << f | w[i - 1] >> (64 - f);
+	o->acc = w[n - 1] >> (64 - f);
 }
 
 /* Code r repeats of byte v that follows a byte v. */
@@ -120,16 +180,15 @@ static void put_run(struct bits *b, unsigned v, size_t r)
 		put(b, zc->lit[v], zc->lit_len[v]);
 }
 
-static void plane_reset(struct plane *p)
+static void plane_reset(struct sh5_zinc *z, size_t j)
 {
-	p->b.nw = 0;
-	p->b.acc = 0;
-	p->b.fill = 0;
-	p->b.err = 0;
-	p->run = 0;
-	p->v = NO_BYTE;
-	p->a = 1;
-	p->s = 0;
+	z->b[j].nw = 0;
+	z->b[j].acc = 0;
+	z->b[j].fill = 0;
+	z->b[j].err = 0;
+	z->v[j] = 0;
+	z->run[j] = RUN_NONE;
+	z->sa[j] = z->ss[j] = 0;
 }
 
 struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
@@ -143,7 +202,11 @@ struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
 	}
 	pthread_once(&zc_once, zc_init);
 	if (!(z = calloc(1, sizeof(*z))) ||
-	    !(z->p = calloc(rec_size, sizeof(*z->p))) ||
+	    !(z->b = calloc(rec_size, sizeof(*z->b))) ||
+	    !(z->v = malloc(rec_size)) ||
+	    !(z->run = malloc(rec_size * sizeof(*z->run))) ||
+	    !(z->sa = malloc(rec_size * sizeof(*z->sa))) ||
+	    !(z->ss = malloc(rec_size * sizeof(*z->ss))) ||
 	    !(z->zcode = malloc((rows / MAX_MATCH + 4) * sizeof(uint64_t))) ||
 	    !(z->zlen = malloc(rows / MAX_MATCH + 4))) {
 		sh5_zinc_destroy(z);
@@ -153,53 +216,120 @@ struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
 	z->size = rec_size;
 	z->rows = rows;
 	for (j = 0; j < rec_size; j++)
-		plane_reset(&z->p[j]);
+		plane_reset(z, j);
 	return z;
 }
 
-/* A byte that does not continue the plane's open run, or a run that
- * reached the longest match.  The plane's out-of-memory flag. */
-static int plane_break(struct plane *p, unsigned x)
+/* Byte x of plane j does not continue its open run, or the run reached
+ * the longest match.  The plane's out-of-memory flag. */
+static __attribute__((noinline)) int plane_break_run(struct sh5_zinc *z,
+						     size_t j, unsigned x)
 {
-	if (x == p->v) {
-		put(&p->b, zc->match[MAX_MATCH], zc->match_len[MAX_MATCH]);
-		p->run = 1;
-		return p->b.err;
-	}
-	if (p->run >= 3)
-		put(&p->b, zc->match[p->run], zc->match_len[p->run]);
-	else
-		while (p->run) {
-			put(&p->b, zc->lit[p->v], zc->lit_len[p->v]);
-			p->run--;
+	struct bits *b = &z->b[j];
+	unsigned run = z->run[j], v = z->v[j];
+
+	if (run != RUN_NONE) {
+		if (x == v) { /* run == MAX_MATCH */
+			put(b, zc->match[MAX_MATCH], zc->match_len[MAX_MATCH]);
+			z->run[j] = 1;
+			return b->err;
 		}
-	put(&p->b, zc->lit[x], zc->lit_len[x]);
-	p->v = x;
-	p->run = 0;
-	return p->b.err;
+		if (run >= 3)
+			put(b, zc->match[run], zc->match_len[run]);
+		else
+			for (; run; run--)
+				put(b, zc->lit[v], zc->lit_len[v]);
+	}
+	put(b, zc->lit[x], zc->lit_len[x]);
+	z->v[j] = (uint8_t)x;
+	z->run[j] = 0;
+	return b->err;
 }
+
+/* The same, the common case inline: a literal after a literal. */
+static inline int plane_break(struct sh5_zinc *z, size_t j, unsigned x)
+{
+	struct bits *b = &z->b[j];
+
+	if (z->run[j])
+		return plane_break_run(z, j, x);
+	put(b, zc->lit[x], zc->lit_len[x]);
+	z->v[j] = (uint8_t)x;
+	return b->err;
+}
+
+#ifdef __SSE2__
+/* Planes j .. j + 15: sums, open runs continued (a byte equal to the last
+ * one, a run shorter than the longest match); the others broken. */
+static int add16(struct sh5_zinc *z, size_t j, const unsigned char *rec)
+{
+	const __m128i lim = _mm_set1_epi16(MAX_MATCH), zero = _mm_setzero_si128();
+	__m128i r = _mm_loadu_si128((const __m128i *)(const void *)(rec + j));
+	__m128i eq = _mm_cmpeq_epi8(r, _mm_loadu_si128(
+				    (const __m128i *)(const void *)(z->v + j)));
+	__m128i *run = (__m128i *)(void *)(z->run + j), r0, r1, ok0, ok1;
+	__m128i x[4], h[2];
+	unsigned bad, k;
+	int err = 0;
+
+	r0 = _mm_loadu_si128(run);
+	r1 = _mm_loadu_si128(run + 1);
+	ok0 = _mm_and_si128(_mm_unpacklo_epi8(eq, eq), _mm_cmplt_epi16(r0, lim));
+	ok1 = _mm_and_si128(_mm_unpackhi_epi8(eq, eq), _mm_cmplt_epi16(r1, lim));
+	_mm_storeu_si128(run, _mm_sub_epi16(r0, ok0));
+	_mm_storeu_si128(run + 1, _mm_sub_epi16(r1, ok1));
+	bad = ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(ok0, ok1)) & 0xffff;
+	h[0] = _mm_unpacklo_epi8(r, zero);
+	h[1] = _mm_unpackhi_epi8(r, zero);
+	x[0] = _mm_unpacklo_epi16(h[0], zero);
+	x[1] = _mm_unpackhi_epi16(h[0], zero);
+	x[2] = _mm_unpacklo_epi16(h[1], zero);
+	x[3] = _mm_unpackhi_epi16(h[1], zero);
+	for (k = 0; k < 4; k++) {
+		__m128i *pa = (__m128i *)(void *)(z->sa + j + 4 * k);
+		__m128i *ps = (__m128i *)(void *)(z->ss + j + 4 * k);
+		__m128i a = _mm_add_epi32(_mm_loadu_si128(pa), x[k]);
+
+		_mm_storeu_si128(pa, a);
+		_mm_storeu_si128(ps, _mm_add_epi32(_mm_loadu_si128(ps), a));
+	}
+	while (bad) {
+		k = (unsigned)__builtin_ctz(bad);
+		bad &= bad - 1;
+		err |= plane_break(z, j + k, rec[j + k]);
+	}
+	return err;
+}
+#endif
 
 int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec)
 {
-	struct plane *p = z->p, *end = z->p + z->size;
+	size_t j = 0;
 	int err = 0;
 
 	if (z->n >= z->rows) {
 		errno = EINVAL;
 		return -1;
 	}
-	for (; p < end; p++, rec++) {
-		unsigned x = *rec;
-		uint64_t a = p->a + x;
+#ifdef __SSE2__
+	for (; j + 16 <= z->size; j += 16)
+		err |= add16(z, j, rec);
+#endif
+	for (; j < z->size; j++) {
+		unsigned x = rec[j];
 
-		p->a = a;
-		p->s += a;
-		if (x == p->v && p->run < MAX_MATCH)
-			p->run++;
+		z->sa[j] += x;
+		z->ss[j] += z->sa[j];
+		if (x == z->v[j] && z->run[j] < MAX_MATCH)
+			z->run[j]++;
 		else
-			err |= plane_break(p, x);
+			err |= plane_break(z, j, x);
 	}
-	z->n++;
+	if (++z->n % REDUCE == 0)
+		for (j = 0; j < z->size; j++) {
+			z->sa[j] %= ADLER_MOD;
+			z->ss[j] %= ADLER_MOD;
+		}
 	if (err) {
 		errno = ENOMEM;
 		return -1;
@@ -218,7 +348,7 @@ static int reserve(struct sh5_zinc *z)
 	size_t j, words = 4 + SH5_ZCODE_HEAD_PIECES, need;
 
 	for (j = 0; j < z->size; j++)
-		words += z->p[j].b.nw + 3;
+		words += z->b[j].nw + 3;
 	words += z->size * (z->rows / (4 * MAX_MATCH) + 1);
 	need = words + 2; /* the last bits, the trailers */
 	while (z->out.cap < need)
@@ -261,21 +391,23 @@ static void zero_tail(struct sh5_zinc *z, size_t zeros)
 	z->zlen[z->zpieces++] = (uint8_t)len;
 }
 
-/* Code plane p, then its zero padding. */
-static void put_plane(struct sh5_zinc *z, const struct plane *p,
-		      size_t zeros)
+/* Code plane j, then its zero padding. */
+static void put_plane(struct sh5_zinc *z, size_t j, size_t zeros)
 {
 	struct bits *o = &z->out;
+	const struct bits *b = &z->b[j];
+	unsigned run = z->run[j], v = z->v[j];
 	size_t i;
 
-	put_words(o, p->b.w, p->b.nw);
-	put(o, p->b.acc, p->b.fill);
-	if (p->v == 0) {
-		put_run(o, 0, p->run + zeros);
-		return;
+	put_words(o, b->w, b->nw);
+	put(o, b->acc, b->fill);
+	if (run != RUN_NONE) {
+		if (v == 0) {
+			put_run(o, 0, run + zeros);
+			return;
+		}
+		put_run(o, v, run);
 	}
-	if (p->v != NO_BYTE)
-		put_run(o, p->v, p->run);
 	for (i = 0; i < z->zpieces; i++)
 		put(o, z->zcode[i], z->zlen[i]);
 }
@@ -298,15 +430,15 @@ const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len)
 	for (j = 0; j < zc->nhead; j++) /* the block header and code */
 		put(o, zc->head[j], zc->head_len[j]);
 	for (j = 0; j < z->size; j++) {
-		const struct plane *p = &z->p[j];
-
-		put_plane(z, p, z->rows - z->n);
-		/* Adler-32: this plane's sums over its N bytes, zeros
-		 * included (a zero adds a to s), after the planes before
-		 * it (s + N (A - 1), A + a - 1: zlib's adler32_combine);
-		 * below 2^64 over 64 planes, then reduced. */
-		sb += p->s + zeros * p->a + rows * (sa + ADLER_MOD - 1);
-		sa += p->a - 1;
+		put_plane(z, j, z->rows - z->n);
+		/* Adler-32: this plane's sums over its N bytes (a = 1 +
+		 * sa, s = n + ss, and a zero adds a to s), after the planes
+		 * before it (s + N (A - 1), A + a - 1: zlib's
+		 * adler32_combine); below 2^64 over 64 planes, then
+		 * reduced. */
+		sb += z->n + z->ss[j] + zeros * (1 + z->sa[j]) +
+		      rows * (sa + ADLER_MOD - 1);
+		sa += z->sa[j];
 		if ((j & 63) == 63) {
 			sa %= ADLER_MOD;
 			sb %= ADLER_MOD;
@@ -341,7 +473,7 @@ void sh5_zinc_reset(struct sh5_zinc *z)
 	size_t j;
 
 	for (j = 0; j < z->size; j++)
-		plane_reset(&z->p[j]);
+		plane_reset(z, j);
 	z->n = 0;
 }
 
@@ -351,9 +483,14 @@ void sh5_zinc_destroy(struct sh5_zinc *z)
 
 	if (!z)
 		return;
-	for (j = 0; j < z->size; j++)
-		free(z->p[j].b.w);
-	free(z->p);
+	if (z->b)
+		for (j = 0; j < z->size; j++)
+			free(z->b[j].w);
+	free(z->b);
+	free(z->v);
+	free(z->run);
+	free(z->sa);
+	free(z->ss);
 	free(z->out.w);
 	free(z->zcode);
 	free(z->zlen);
