@@ -307,7 +307,11 @@ static int write_zinc(struct sh5_writer *w, struct table *t,
 	if (!n)
 		return 0;
 	if (!t->zi && !(t->zi = sh5_zinc_create(t->fsize, cr)))
-		return sh5_errprintf(errp, "%s: out of memory", w->path);
+		return errno == EINVAL ?
+		       sh5_errprintf(errp, "%s: %s: cannot code chunks of %zu "
+				     "records of %zu bytes", w->path, t->name,
+				     cr, t->fsize) :
+		       sh5_errprintf(errp, "%s: out of memory", w->path);
 	if (H5Dset_extent(t->dset, &newdim) < 0)
 		return sh5_errprintf_h5(errp, "%s: cannot extend %s/%s%s%s",
 					w->path, w->node, t->parent,
