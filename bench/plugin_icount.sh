@@ -130,7 +130,7 @@ report() { # KIND TITLE
 	ns=$(records "$W/$k.short"/*.h5)
 	nl=$(records "$W/$k.long"/*.h5)
 	extra=$((nl - ns))
-	echo "$2"
+	echo "${*:2}"
 	printf '%-6s %14s %14s %14s %12s %16s\n' config "I short" "I long" \
 		"I/sample" "fixed I" "file B short/long"
 	for c in $configs; do
@@ -161,9 +161,14 @@ for k in $kinds; do
 	run "$k" sh5 "$B"
 done
 
-head="node-step writer only, flush every $FLUSH s, level ${LEVEL:-default}${RECOMPRESS:+, sh5 recompress}"
-report syn "callgrind, synthetic input (gen_job, 2 tasks x $SHORT and $LONG samples), $head"
+head="node-step writer only, flush every $FLUSH s"
+head="$head, level ${LEVEL:-default}${RECOMPRESS:+, sh5 recompress}"
+report syn "callgrind, synthetic input (gen_job, 2 tasks x $SHORT and" \
+	"$LONG samples), $head"
 if [ -n "${REAL:-}" ]; then
 	echo
-	report real "callgrind, real input ($(basename "$REAL"): its first $REAL_SHORT s and all of it, $(records "$W/real.short"/*.h5) and $(records "$W/real.long"/*.h5) samples), $head"
+	ns=$(records "$W/real.short"/*.h5)
+	nl=$(records "$W/real.long"/*.h5)
+	report real "callgrind, real input ($(basename "$REAL"): its first" \
+		"$REAL_SHORT s and all of it, $ns and $nl samples), $head"
 fi

@@ -11,11 +11,11 @@
  * except the plane's open run (its last byte value repeated, not yet
  * coded, so a run goes on across flushes), and the plane's Adler-32 sums.
  * sh5_zinc_chunk() writes one zlib stream of one final block (its
- * header declares zcode.h's code): every plane's symbols (shifted into place a 64-bit word at a
- * time), its open run and the run of zeros padding it to N bytes, then
- * the end of block, the Adler-32 of the whole shuffled chunk (the planes'
- * sums combined arithmetically with their zero padding) and HDF5's
- * Fletcher-32 of the compressed bytes.  A flush thus costs the new
+ * header declares zcode.h's code): every plane's symbols (shifted into
+ * place a 64-bit word at a time), its open run and the run of zeros
+ * padding it to N bytes, then the end of block, the Adler-32 of the
+ * whole shuffled chunk (the planes' sums combined arithmetically with
+ * their zero padding) and HDF5's Fletcher-32 of the compressed bytes.  A flush thus costs the new
  * records plus one pass over the compressed chunk, where recompressing
  * the partial chunk cost the whole raw chunk at every flush.  The output
  * is an ordinary final chunk (filter mask 0) at every stage: a complete
