@@ -15,10 +15,10 @@
  * place a 64-bit word at a time), its open run and the run of zeros
  * padding it to N bytes, then the end of block, the Adler-32 of the
  * whole shuffled chunk (the planes' sums combined arithmetically with
- * their zero padding) and HDF5's Fletcher-32 of the compressed bytes.  A flush thus costs the new
- * records plus one pass over the compressed chunk, where recompressing
- * the partial chunk cost the whole raw chunk at every flush.  The output
- * is an ordinary final chunk (filter mask 0) at every stage: a complete
+ * their zero padding) and HDF5's Fletcher-32 of the compressed bytes.
+ * A flush thus costs the new records plus one pass over the compressed
+ * chunk, where recompressing the partial chunk cost the whole raw chunk
+ * at every flush.  The output is an ordinary final chunk (filter mask 0) at every stage: a complete
  * chunk, and the last one when the file closes, are kept as they are.
  */
 #ifndef SH5_PROFILE_ZINC_H
