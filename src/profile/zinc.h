@@ -1,25 +1,27 @@
 /*
  * zinc.h - a chunk that fills across flushes, stored at every flush as
- * HDF5's shuffle + deflate + fletcher32 pipeline would store it, at a cost
- * that does not grow with the chunk: an incremental deflate coder of the
- * shuffled chunk, with one constant Huffman code (profile/zcode.h).
+ * HDF5's shuffle + deflate + fletcher32 pipeline would store it, at a
+ * cost that does not grow with the chunk: an incremental deflate coder
+ * of the shuffled chunk, with one constant Huffman code (zcode.h).
  *
- * The shuffled chunk of N records of S bytes is S byte planes of N bytes
- * (plane j: byte j of every record).  For each plane the coder keeps the
- * deflate symbols (literals, and run-length matches at distance 1, as
- * zlib's Z_RLE strategy; zcode.h's code) of the bytes added so far,
- * except the plane's open run (its last byte value repeated, not yet
- * coded, so a run goes on across flushes), and the plane's Adler-32 sums.
- * sh5_zinc_chunk() writes one zlib stream of one final block (its
- * header declares zcode.h's code): every plane's symbols (shifted into
- * place a 64-bit word at a time), its open run and the run of zeros
- * padding it to N bytes, then the end of block, the Adler-32 of the
+ * The shuffled chunk of N records of S bytes is S byte planes of N
+ * bytes (plane j: byte j of every record).  For each plane the coder
+ * keeps the deflate symbols (literals, and run-length matches at
+ * distance 1, as zlib's Z_RLE strategy) of the bytes added so far,
+ * except the plane's open run (its last byte repeated, not yet coded,
+ * so a run goes on across flushes), and the plane's Adler-32 sums.
+ *
+ * sh5_zinc_chunk() writes one zlib stream of one final block: its
+ * header (declaring zcode.h's code), every plane's symbols (shifted
+ * into place a 64-bit word at a time), its open run and the run of
+ * zeros padding it to N bytes, the end of block, the Adler-32 of the
  * whole shuffled chunk (the planes' sums combined arithmetically with
- * their zero padding) and HDF5's Fletcher-32 of the compressed bytes.
- * A flush thus costs the new records plus one pass over the compressed
+ * their zero padding), then HDF5's Fletcher-32 of the compressed bytes.
+ * A flush thus costs its new records plus one pass over the compressed
  * chunk, where recompressing the partial chunk cost the whole raw chunk
- * at every flush.  The output is an ordinary final chunk (filter mask 0) at every stage: a complete
- * chunk, and the last one when the file closes, are kept as they are.
+ * at every flush.  The output is an ordinary final chunk (filter mask
+ * 0) at every stage: a complete chunk, and the last one when the file
+ * closes, are kept as they are.
  */
 #ifndef SH5_PROFILE_ZINC_H
 #define SH5_PROFILE_ZINC_H
