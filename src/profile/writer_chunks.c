@@ -290,6 +290,7 @@ static int put_zinc(struct sh5_writer *w, struct table *t,
 		return sh5_errprintf(errp, "%s: out of memory", w->path);
 	if (H5Dwrite_chunk(t->dset, H5P_DEFAULT, 0, &off, len, c) < 0)
 		return chunk_error(w, t, errp);
+	t->stored = len;
 	return 0;
 }
 
@@ -438,8 +439,44 @@ out:
 	return rc;
 }
 
+/*
+ * The tables in the order a flush writes their chunks: shortest records
+ * first (a fixed order), the tables' own order among equals.  A chunk
+ * that grows no longer fits in its previous copy; HDF5 frees that copy
+ * and places the new one in a freed piece that fits, or at the end of
+ * the file.  Written small series first, each larger chunk's previous
+ * copy joins the hole the smaller one left before it and the new copy
+ * fits there, so what stays free (lost if the file closes then) is
+ * about the smaller chunk.  In the other order, the plugin's (tasks
+ * before the network), it was about a task's chunk: on a real 200 s
+ * step, 7.7 to 8.0 KB unaccounted instead of 3.7 to 5.4 (sh5_replay at
+ * five flush phases), 21.7 B per sample on the cluster.  NULL if out of
+ * memory (then the tables' own order).
+ */
+static struct table **flush_order(struct sh5_writer *w, size_t n)
+{
+	struct table **o = malloc((n ? n : 1) * sizeof(*o));
+	size_t i, j;
+
+	if (!o)
+		return NULL;
+	pthread_mutex_lock(&w->lock);
+	for (i = 0; i < n; i++)
+		o[i] = w->tables[i];
+	pthread_mutex_unlock(&w->lock);
+	for (i = 1; i < n; i++) {
+		struct table *t = o[i];
+
+		for (j = i; j > 0 && o[j - 1]->fsize > t->fsize; j--)
+			o[j] = o[j - 1];
+		o[j] = t;
+	}
+	return o;
+}
+
 int sh5_writer_flush(struct sh5_writer *w, struct sh5_error *errp)
 {
+	struct table **order;
 	size_t i, ntables;
 	int rc = 0, closed;
 
@@ -466,6 +503,7 @@ int sh5_writer_flush(struct sh5_writer *w, struct sh5_error *errp)
 		if (t->dset < 0)
 			rc = create_dataset(w, t, errp);
 	}
+	order = flush_order(w, ntables);
 	for (i = 0; i < ntables && !rc; i++) {
 		struct table *t;
 		unsigned char *buf;
@@ -473,7 +511,7 @@ int sh5_writer_flush(struct sh5_writer *w, struct sh5_error *errp)
 
 		/* Take the pending records; appends go to a fresh buffer. */
 		pthread_mutex_lock(&w->lock);
-		t = w->tables[i];
+		t = order ? order[i] : w->tables[i];
 		buf = t->buf;
 		n = t->n;
 		t->buf = NULL;
@@ -486,6 +524,7 @@ int sh5_writer_flush(struct sh5_writer *w, struct sh5_error *errp)
 			w->st.written += n;
 		free(buf);
 	}
+	free(order);
 	if (!rc && H5Fflush(w->file, H5F_SCOPE_GLOBAL) < 0)
 		rc = sh5_errprintf_h5(errp, "%s: cannot flush", w->path);
 	if (rc)
