@@ -446,12 +446,12 @@ out:
  * and places the new one in a freed piece that fits, or at the end of
  * the file.  Written small series first, each larger chunk's previous
  * copy joins the hole the smaller one left before it and the new copy
- * fits there, so what stays free (lost if the file closes then) is
- * about the smaller chunk.  In the other order, the plugin's (tasks
- * before the network), it was about a task's chunk: on a real 200 s
- * step, 7.7 to 8.0 KB unaccounted instead of 3.7 to 5.4 (sh5_replay at
- * five flush phases), 21.7 B per sample on the cluster.  NULL if out of
- * memory (then the tables' own order).
+ * fits there, so what stays free between flushes is about the smaller
+ * chunk.  Replaying a real 200 s step (sh5_replay, five flush phases)
+ * in the plugin's order (tasks before the network) left 7.7 to 8.0 KB
+ * unaccounted, in this order 3.7 to 5.4.  The plugin's own files still
+ * lose one task chunk's copy when the flush at close adds a record to
+ * it alone.  NULL if out of memory (then the tables' own order).
  */
 static struct table **flush_order(struct sh5_writer *w, size_t n)
 {
