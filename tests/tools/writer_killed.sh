@@ -19,7 +19,9 @@ W=$(mktemp -d /tmp/writer_killed.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 mkdir -p "$W/in" "$W/closed/u" "$W/killed/u"
 # 1000 samples per task: one complete chunk (600) and a partial one,
-# flushed every 7 s of samples (partial chunks grown over many flushes),
+# flushed every 7 s of samples (partial chunks grown over many flushes).
+# Each method in turn (the loop's body, to its `done`, is not indented:
+# it holds here-documents).
 "$GEN" -d "$W/in" -j 5 -n 1 -t 2 -f sh5 -s 1000 || fail "gen_job"
 in=$W/in/5_0_node1.h5
 for method in "" -R; do
