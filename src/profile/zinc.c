@@ -406,7 +406,8 @@ static void put_plane(struct sh5_zinc *z, size_t j, size_t zeros)
 			put_run(o, 0, run + zeros);
 			return;
 		}
-		put_run(o, v, run);
+		if (run)
+			put_run(o, v, run);
 	}
 	for (i = 0; i < z->zpieces; i++)
 		put(o, z->zcode[i], z->zlen[i]);
