@@ -128,25 +128,30 @@ static void file_row(const struct table *t, const union sh5_value *rec,
 		     unsigned char *b)
 {
 	const struct sh5_series *s = t->series;
-	size_t nslots = 0, i;
-	uint64_t v[SH5_TIME_SLOTS + 128 + 1];
+	size_t i, nf = s->nfields < 128 ? s->nfields : 128;
+	uint64_t le;
 
 	/* File order: ElapsedTime, EpochTime, the fields, EpochTimeNs,
 	 * SyncTimeNs; the ns times stored unsigned (HDF5's conversion
 	 * clamps a negative to 0). */
-	v[nslots++] = rec[0].u;
-	v[nslots++] = rec[1].u;
-	for (i = 0; i < s->nfields && nslots < 2 + 128; i++)
-		v[nslots++] = rec[SH5_TIME_SLOTS + i].u;
-	if (s->has_time_ns)
-		v[nslots++] = rec[2].i < 0 ? 0 : (uint64_t)rec[2].i;
-	if (s->has_sync_ns)
-		v[nslots++] = rec[SH5_SLOT_SYNC(s)].i < 0 ? 0 :
-			      (uint64_t)rec[SH5_SLOT_SYNC(s)].i;
-	for (i = 0; i < nslots; i++) {
-		uint64_t le = htole64(v[i]);
-
-		memcpy(b + 8 * i, &le, 8);
+	le = htole64(rec[0].u);
+	memcpy(b, &le, 8);
+	le = htole64(rec[1].u);
+	memcpy(b + 8, &le, 8);
+	b += 16;
+	for (i = 0; i < nf; i++, b += 8) {
+		le = htole64(rec[SH5_TIME_SLOTS + i].u);
+		memcpy(b, &le, 8);
+	}
+	if (s->has_time_ns) {
+		le = htole64(rec[2].i < 0 ? 0 : (uint64_t)rec[2].i);
+		memcpy(b, &le, 8);
+		b += 8;
+	}
+	if (s->has_sync_ns) {
+		le = htole64(rec[SH5_SLOT_SYNC(s)].i < 0 ? 0 :
+			     (uint64_t)rec[SH5_SLOT_SYNC(s)].i);
+		memcpy(b, &le, 8);
 	}
 }
 
@@ -301,7 +306,7 @@ static int write_zinc(struct sh5_writer *w, struct table *t,
 		      const void *buf, size_t n, struct sh5_error *errp)
 {
 	const unsigned char *p = buf;
-	size_t cr = t->chunk_rows, i;
+	size_t cr = t->chunk_rows, i, used;
 	hsize_t newdim = t->rows + n;
 	unsigned char b[ROW_MAX];
 
@@ -317,20 +322,22 @@ static int write_zinc(struct sh5_writer *w, struct table *t,
 		return sh5_errprintf_h5(errp, "%s: cannot extend %s/%s%s%s",
 					w->path, w->node, t->parent,
 					t->parent[0] ? "/" : "", t->name);
+	used = sh5_zinc_rows(t->zi);
 	for (i = 0; i < n; i++) {
 		file_row(t, (const union sh5_value *)
 			 (const void *)(p + i * t->rec_size), b);
 		if (sh5_zinc_add(t->zi, b) < 0)
 			return sh5_errprintf(errp, "%s: out of memory",
 					     w->path);
-		if (sh5_zinc_rows(t->zi) < cr)
+		if (++used < cr)
 			continue;
 		if (put_zinc(w, t, errp) < 0)
 			return -1;
 		t->done += cr;
 		sh5_zinc_reset(t->zi);
+		used = 0;
 	}
-	if (sh5_zinc_rows(t->zi) && put_zinc(w, t, errp) < 0)
+	if (used && put_zinc(w, t, errp) < 0)
 		return -1;
 	t->rows = newdim;
 	t->series->ops->total_add(t->series, t->total, buf, n);

@@ -263,7 +263,8 @@ static inline int plane_break(struct sh5_zinc *z, size_t j, unsigned x)
  * one, a run shorter than the longest match); the others broken. */
 static int add16(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 {
-	const __m128i lim = _mm_set1_epi16(MAX_MATCH), zero = _mm_setzero_si128();
+	const __m128i lim = _mm_set1_epi16(MAX_MATCH);
+	const __m128i zero = _mm_setzero_si128();
 	__m128i r = _mm_loadu_si128((const __m128i *)(const void *)(rec + j));
 	__m128i eq = _mm_cmpeq_epi8(r, _mm_loadu_si128(
 				    (const __m128i *)(const void *)(z->v + j)));
@@ -274,8 +275,10 @@ static int add16(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 
 	r0 = _mm_loadu_si128(run);
 	r1 = _mm_loadu_si128(run + 1);
-	ok0 = _mm_and_si128(_mm_unpacklo_epi8(eq, eq), _mm_cmplt_epi16(r0, lim));
-	ok1 = _mm_and_si128(_mm_unpackhi_epi8(eq, eq), _mm_cmplt_epi16(r1, lim));
+	ok0 = _mm_and_si128(_mm_unpacklo_epi8(eq, eq),
+			    _mm_cmplt_epi16(r0, lim));
+	ok1 = _mm_and_si128(_mm_unpackhi_epi8(eq, eq),
+			    _mm_cmplt_epi16(r1, lim));
 	_mm_storeu_si128(run, _mm_sub_epi16(r0, ok0));
 	_mm_storeu_si128(run + 1, _mm_sub_epi16(r1, ok1));
 	bad = ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(ok0, ok1)) & 0xffff;
@@ -300,6 +303,42 @@ static int add16(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 	}
 	return err;
 }
+
+/* The same for planes j .. j + 7. */
+static int add8(struct sh5_zinc *z, size_t j, const unsigned char *rec)
+{
+	const __m128i lim = _mm_set1_epi16(MAX_MATCH);
+	const __m128i zero = _mm_setzero_si128();
+	__m128i r = _mm_loadl_epi64((const __m128i *)(const void *)(rec + j));
+	__m128i eq = _mm_cmpeq_epi8(r, _mm_loadl_epi64(
+				    (const __m128i *)(const void *)(z->v + j)));
+	__m128i *run = (__m128i *)(void *)(z->run + j), r0, ok, h;
+	__m128i *pa = (__m128i *)(void *)(z->sa + j);
+	__m128i *ps = (__m128i *)(void *)(z->ss + j);
+	unsigned bad, k;
+	int err = 0;
+
+	r0 = _mm_loadu_si128(run);
+	ok = _mm_and_si128(_mm_unpacklo_epi8(eq, eq), _mm_cmplt_epi16(r0, lim));
+	_mm_storeu_si128(run, _mm_sub_epi16(r0, ok));
+	bad = ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(ok, zero)) & 0xff;
+	h = _mm_unpacklo_epi8(r, zero);
+	for (k = 0; k < 2; k++) {
+		__m128i x = k ? _mm_unpackhi_epi16(h, zero) :
+				_mm_unpacklo_epi16(h, zero);
+		__m128i a = _mm_add_epi32(_mm_loadu_si128(pa + k), x);
+
+		_mm_storeu_si128(pa + k, a);
+		_mm_storeu_si128(ps + k, _mm_add_epi32(_mm_loadu_si128(ps + k),
+						       a));
+	}
+	while (bad) {
+		k = (unsigned)__builtin_ctz(bad);
+		bad &= bad - 1;
+		err |= plane_break(z, j + k, rec[j + k]);
+	}
+	return err;
+}
 #endif
 
 int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec)
@@ -314,6 +353,10 @@ int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec)
 #ifdef __SSE2__
 	for (; j + 16 <= z->size; j += 16)
 		err |= add16(z, j, rec);
+	if (j + 8 <= z->size) {
+		err |= add8(z, j, rec);
+		j += 8;
+	}
 #endif
 	for (; j < z->size; j++) {
 		unsigned x = rec[j];
@@ -413,11 +456,38 @@ static void put_plane(struct sh5_zinc *z, size_t j, size_t zeros)
 		put(o, z->zcode[i], z->zlen[i]);
 }
 
+/*
+ * The Adler-32 sums of the whole shuffled chunk.  Plane j's own over its
+ * N bytes: a_j = 1 + sa[j], s_j = n + ss[j] + zeros a_j (a zero adds a
+ * to s).  After the planes before it (zlib's adler32_combine): A += a_j
+ * - 1, B += s_j + N (A - 1).  Summed over the planes: A = 1 + sum sa[j],
+ * B = S n + sum ss[j] + zeros (S + sum sa[j]) + N sum (S - 1 - j) sa[j]
+ * (each sa[k] is in the A - 1 of the S - 1 - k planes after it).
+ */
+static void adler_sums(const struct sh5_zinc *z, uint64_t *pa, uint64_t *pb)
+{
+	uint64_t ssum = 0, asum = 0, wsum = 0, S = z->size;
+	uint64_t rows = z->rows % ADLER_MOD;
+	uint64_t zeros = (z->rows - z->n) % ADLER_MOD;
+	size_t j;
+
+	/* below 2^64: ss, sa < 2^31, S <= 2^16 */
+	for (j = 0; j < z->size; j++) {
+		ssum += z->ss[j];
+		asum += z->sa[j];
+		wsum += (S - 1 - j) * z->sa[j];
+	}
+	asum %= ADLER_MOD;
+	*pa = (1 + asum) % ADLER_MOD;
+	*pb = (S % ADLER_MOD * (z->n % ADLER_MOD) + ssum % ADLER_MOD +
+	       zeros * ((S + asum) % ADLER_MOD) +
+	       rows * (wsum % ADLER_MOD)) % ADLER_MOD;
+}
+
 const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len)
 {
 	struct bits *o = &z->out;
-	uint64_t sa = 1, sb = 0, rows = z->rows % ADLER_MOD;
-	uint64_t zeros = (z->rows - z->n) % ADLER_MOD;
+	uint64_t sa, sb;
 	uint32_t adler, fl;
 	unsigned char *c;
 	size_t j, n;
@@ -430,23 +500,9 @@ const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len)
 	put(o, 0x0178, 16);     /* zlib header: deflate, 32 KiB window */
 	for (j = 0; j < zc->nhead; j++) /* the block header and code */
 		put(o, zc->head[j], zc->head_len[j]);
-	for (j = 0; j < z->size; j++) {
+	for (j = 0; j < z->size; j++)
 		put_plane(z, j, z->rows - z->n);
-		/* Adler-32: this plane's sums over its N bytes (a = 1 +
-		 * sa, s = n + ss, and a zero adds a to s), after the planes
-		 * before it (s + N (A - 1), A + a - 1: zlib's
-		 * adler32_combine); below 2^64 over 64 planes, then
-		 * reduced. */
-		sb += z->n + z->ss[j] + zeros * (1 + z->sa[j]) +
-		      rows * (sa + ADLER_MOD - 1);
-		sa += z->sa[j];
-		if ((j & 63) == 63) {
-			sa %= ADLER_MOD;
-			sb %= ADLER_MOD;
-		}
-	}
-	sa %= ADLER_MOD;
-	sb %= ADLER_MOD;
+	adler_sums(z, &sa, &sb);
 	put(o, zc->eob, zc->eob_len);
 	n = o->nw * 8 + (o->fill + 7) / 8;
 	o->w[o->nw] = o->acc;
