@@ -295,7 +295,6 @@ static int put_zinc(struct sh5_writer *w, struct table *t,
 		return sh5_errprintf(errp, "%s: out of memory", w->path);
 	if (H5Dwrite_chunk(t->dset, H5P_DEFAULT, 0, &off, len, c) < 0)
 		return chunk_error(w, t, errp);
-	t->stored = len;
 	return 0;
 }
 
