@@ -36,8 +36,6 @@ struct table {
 	struct sh5_zinc *zi;       /* the last chunk, coded as its rows
 				    * come (default method); then cur
 				    * stays NULL */
-	size_t stored;             /* stored length of the last chunk as
-				    * last written (default method) */
 	/* pending, protected by w->lock */
 	unsigned char *buf;
 	size_t n, cap;
