@@ -26,23 +26,72 @@
 # only bench/plugin_bench.sh sees, within its noise.
 #
 # Environment: SHORT (60), LONG (600) samples per task; FLUSH (10);
-# APPEND=1 (the writer's append_partial option, sh5_replay -A);
-# LEVEL (the deflate level, ProfileSH5Compression; default the writer's);
-# BASE=BUILD_DIR also counts another build's sh5_replay (before/after).
+# RECOMPRESS=1 (the writer's recompress option, sh5_replay -R: the
+# previous method, for the sh5 build only); LEVEL (the deflate level,
+# ProfileSH5Compression; default the writer's); BASE=BUILD_DIR also
+# counts another build's sh5_replay (before/after).
+# REAL=FILE also runs on a real node-step file (ours or stock, e.g. one
+# kept by `KEEP=DIR bench/filesize_real.sh`): the whole file as the long
+# input, its first REAL_SHORT seconds (default 60) as the short one (a
+# copy with every series cut there); the samples counted are the records
+# of every series (task and node samples), and its table is printed after
+# the synthetic one.
 set -eu
 B=$(cd "${1:-$PWD}" && pwd)
 SHORT=${SHORT:-60}
 LONG=${LONG:-600}
 FLUSH=${FLUSH:-10}
+REAL_SHORT=${REAL_SHORT:-60}
+PY=/usr/bin/python3
 W=$(mktemp -d /tmp/sh5-icount.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 command -v valgrind >/dev/null || { echo "valgrind missing" >&2; exit 1; }
 
-for n in "$SHORT" "$LONG"; do
-	mkdir -p "$W/in$n"
-	"$B/bench/gen_job" -d "$W/in$n" -j 1 -n 1 -t 2 -f sh5 -s "$n" \
-		>/dev/null
-done
+# records FILE: the records of every series dataset (a compound with
+# ElapsedTime) of FILE.
+records() {
+	$PY - "$1" <<'PYEOF'
+import sys, h5py
+n = 0
+def visit(name, obj):
+    global n
+    if isinstance(obj, h5py.Dataset) and obj.dtype.names and \
+            "ElapsedTime" in obj.dtype.names:
+        n += obj.shape[0]
+h5py.File(sys.argv[1], "r").visititems(visit)
+print(n)
+PYEOF
+}
+
+# cut IN OUT SECONDS: a copy of IN whose series keep their records with
+# ElapsedTime < SECONDS.
+cut() {
+	cp "$1" "$2"
+	$PY - "$2" "$3" <<'PYEOF'
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r+")
+ds = []
+f.visititems(lambda n, o: ds.append(o) if isinstance(o, h5py.Dataset)
+             and o.dtype.names and "ElapsedTime" in o.dtype.names else None)
+for d in ds:
+    t = d["ElapsedTime"]
+    d.resize((int(np.count_nonzero(t < int(sys.argv[2]))),))
+PYEOF
+}
+
+set_inputs() { # KIND: fills $W/KIND.short and $W/KIND.long
+	local k=$1
+	mkdir -p "$W/$k.short" "$W/$k.long"
+	if [ "$k" = syn ]; then
+		"$B/bench/gen_job" -d "$W/$k.short" -j 1 -n 1 -t 2 -f sh5 \
+			-s "$SHORT" >/dev/null
+		"$B/bench/gen_job" -d "$W/$k.long" -j 1 -n 1 -t 2 -f sh5 \
+			-s "$LONG" >/dev/null
+	else
+		cut "$REAL" "$W/$k.short/in.h5" "$REAL_SHORT"
+		cp "$REAL" "$W/$k.long/in.h5"
+	fi
+}
 
 # count NAME PROG ARGS...: total instructions callgrind collected.
 count() {
@@ -57,44 +106,69 @@ stock_toggle=(--toggle-collect='H5PT*' --toggle-collect=H5Fcreate
 	--toggle-collect=H5Gcreate2 --toggle-collect=put_int
 	--toggle-collect=put_str --toggle-collect=H5Fclose)
 
-declare -A I SZ
-run() { # CONFIG BUILD
-	local c=$1 b=$2 n
-	for n in "$SHORT" "$LONG"; do
+declare -A I SZ N
+run() { # KIND CONFIG BUILD
+	local k=$1 c=$2 b=$3 n opt=
+	[ "$c" = sh5 ] && [ -n "${RECOMPRESS:-}" ] && opt=-R
+	for n in short long; do
 		if [ "$c" = stock ]; then
-			I[$c.$n]=$(count "$c.$n" "${stock_toggle[@]}" \
-				"$b/bench/stock_copy" "$W/in$n"/*.h5 "$W/$c.$n.h5")
+			I[$k.$c.$n]=$(count "$k.$c.$n" "${stock_toggle[@]}" \
+				"$b/bench/stock_copy" "$W/$k.$n"/*.h5 \
+				"$W/$k.$c.$n.h5")
 		else
-			I[$c.$n]=$(count "$c.$n" "${sh5_toggle[@]}" \
+			I[$k.$c.$n]=$(count "$k.$c.$n" "${sh5_toggle[@]}" \
 				"$b/bench/sh5_replay" -F "$FLUSH" \
-				${LEVEL:+-c "$LEVEL"} ${APPEND:+-A} \
-				"$W/in$n"/*.h5 "$W/$c.$n.h5")
+				${LEVEL:+-c "$LEVEL"} $opt \
+				"$W/$k.$n"/*.h5 "$W/$k.$c.$n.h5")
 		fi
-		SZ[$c.$n]=$(stat -c %s "$W/$c.$n.h5")
+		SZ[$k.$c.$n]=$(stat -c %s "$W/$k.$c.$n.h5")
 	done
 }
-configs="stock sh5"
-run stock "$B"
-[ -n "${BASE:-}" ] && { run base "$BASE"; configs="stock base sh5"; }
-run sh5 "$B"
 
-extra=$((2 * (LONG - SHORT)))
-echo "callgrind, node-step writer only, 2 tasks x $SHORT and $LONG samples," \
-	"flush every $FLUSH s, level ${LEVEL:-default}${APPEND:+, append_partial}"
-printf '%-6s %14s %14s %14s %12s %16s\n' config "I $SHORT" "I $LONG" \
-	"I/task sample" "fixed I" "file B $SHORT/$LONG"
-for c in $configs; do
-	per=$(( (I[$c.$LONG] - I[$c.$SHORT]) / extra ))
-	fixed=$(( I[$c.$SHORT] - per * 2 * SHORT ))
-	eval "P_$c=$per F_$c=$fixed"
-	printf '%-6s %14d %14d %14d %12d %16s\n' "$c" "${I[$c.$SHORT]}" \
-		"${I[$c.$LONG]}" "$per" "$fixed" \
-		"${SZ[$c.$SHORT]}/${SZ[$c.$LONG]}"
+report() { # KIND TITLE
+	local k=$1 c per fixed extra ns nl
+	ns=$(records "$W/$k.short"/*.h5)
+	nl=$(records "$W/$k.long"/*.h5)
+	extra=$((nl - ns))
+	echo "${*:2}"
+	printf '%-6s %14s %14s %14s %12s %16s\n' config "I short" "I long" \
+		"I/sample" "fixed I" "file B short/long"
+	for c in $configs; do
+		per=$(( (I[$k.$c.long] - I[$k.$c.short]) / extra ))
+		fixed=$(( I[$k.$c.short] - per * ns ))
+		eval "P_$c=$per F_$c=$fixed"
+		printf '%-6s %14d %14d %14d %12d %16s\n' "$c" \
+			"${I[$k.$c.short]}" "${I[$k.$c.long]}" "$per" "$fixed" \
+			"${SZ[$k.$c.short]}/${SZ[$k.$c.long]}"
+	done
+	for c in $configs; do
+		[ "$c" = stock ] && continue
+		eval "p=\$P_$c f=\$F_$c"
+		echo "$c/stock: per sample $(echo "scale=3; $p / $P_stock" | bc)" \
+			"(target <= 0.25), fixed per step" \
+			"$(echo "scale=3; $f / $F_stock" | bc) (target <= 1)"
+	done
+}
+
+kinds=syn
+[ -n "${REAL:-}" ] && kinds="syn real"
+configs="stock sh5"
+[ -n "${BASE:-}" ] && configs="stock base sh5"
+for k in $kinds; do
+	set_inputs "$k"
+	run "$k" stock "$B"
+	[ -n "${BASE:-}" ] && run "$k" base "$BASE"
+	run "$k" sh5 "$B"
 done
-for c in $configs; do
-	[ "$c" = stock ] && continue
-	eval "p=\$P_$c f=\$F_$c"
-	echo "$c/stock: per task sample $(echo "scale=3; $p / $P_stock" | bc)" \
-		"(target <= 0.25), fixed per step" \
-		"$(echo "scale=3; $f / $F_stock" | bc) (target <= 1)"
-done
+
+head="node-step writer only, flush every $FLUSH s"
+head="$head, level ${LEVEL:-default}${RECOMPRESS:+, sh5 recompress}"
+report syn "callgrind, synthetic input (gen_job, 2 tasks x $SHORT and" \
+	"$LONG samples), $head"
+if [ -n "${REAL:-}" ]; then
+	echo
+	ns=$(records "$W/real.short"/*.h5)
+	nl=$(records "$W/real.long"/*.h5)
+	report real "callgrind, real input ($(basename "$REAL"): its first" \
+		"$REAL_SHORT s and all of it, $ns and $nl samples), $head"
+fi

@@ -15,8 +15,9 @@
  *
  * -P shifts the flushes by PHASE seconds (0 to SECONDS-1: the plugin's
  * flush thread is not aligned with the samples).
- * -A appends intermediate flushes' partial chunks (writer option
- * append_partial) instead of recompressing them.
+ * -R recompresses the partial last chunk whole at every flush (writer
+ * option recompress, the previous method) instead of coding chunks
+ * incrementally (src/profile/zinc.h).
  * -K exits after the last flush without closing the writer, like a killed
  * slurmstepd (the file holds what the flushes wrote; prints "0 SAMPLES").
  * -c sets the deflate level (default: the writer's); -r forces the chunk
@@ -188,7 +189,7 @@ int main(int argc, char **argv)
 	int c, more, kill = 0;
 
 	sh5_writer_opts_init(&o);
-	while ((c = getopt(argc, argv, "Ac:F:KP:r:")) != -1) {
+	while ((c = getopt(argc, argv, "c:F:KP:Rr:")) != -1) {
 		switch (c) {
 		case 'c':
 			o.compression = (int)strtol(optarg, NULL, 10);
@@ -196,8 +197,8 @@ int main(int argc, char **argv)
 		case 'F':
 			flush = strtoull(optarg, NULL, 10);
 			break;
-		case 'A':
-			o.append_partial = 1;
+		case 'R':
+			o.recompress = 1;
 			break;
 		case 'K':
 			kill = 1;
@@ -210,12 +211,12 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: sh5_replay [-c LEVEL] "
-					"[-F SECONDS] [-A] [-K] [-P PHASE] [-r ROWS] IN.h5 OUT.h5\n");
+					"[-F SECONDS] [-K] [-R] [-P PHASE] [-r ROWS] IN.h5 OUT.h5\n");
 			return 2;
 		}
 	}
 	if (argc - optind != 2 || !flush) {
-		fprintf(stderr, "usage: sh5_replay [-c LEVEL] [-F SECONDS] [-A] [-K] "
+		fprintf(stderr, "usage: sh5_replay [-c LEVEL] [-F SECONDS] [-K] [-R] "
 				"[-P PHASE] [-r ROWS] IN.h5 OUT.h5\n");
 		return 2;
 	}

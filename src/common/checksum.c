@@ -1,8 +1,13 @@
 /* checksum.c - see checksum.h */
 #include "config.h"
 
+#include <endian.h>
+#include <string.h>
 
 #include <zlib.h>
+#ifdef __SSE2__
+#include <immintrin.h>
+#endif
 
 #include "common/checksum.h"
 #include "common/libdeflate.h"
@@ -26,34 +31,184 @@ uint32_t sh5_crc32(uint32_t crc, const void *data, size_t len)
 	return crc;
 }
 
+#ifdef __SSE2__
+static uint64_t hsum32(__m128i v)
+{
+	uint32_t l[4];
+
+	_mm_storeu_si128((__m128i *)(void *)l, v);
+	return (uint64_t)l[0] + l[1] + l[2] + l[3];
+}
+
+/*
+ * The sums of n (<= 360) big-endian words at p: *sum = S (all words) and
+ * *wsum = W (word i, from 0, times n - i), which is also the sum of the n
+ * prefix sums.  Eight words a 16-byte load, their high and low bytes in
+ * 16-bit lanes multiplied and added pairwise into 32-bit lanes
+ * (pmaddwd): per load its words' sum and their sum weighted 8 .. 1; over
+ * the loads the running sum and the sum of the running sums before each
+ * load (at most 45 loads: no lane overflows).
+ */
+static void block_sums(const unsigned char *p, uint32_t n, uint64_t *sum,
+		       uint64_t *wsum)
+{
+	const __m128i lo8 = _mm_set1_epi16(0xff), c1 = _mm_set1_epi16(1);
+	const __m128i c256 = _mm_set1_epi16(256);
+	const __m128i cw = _mm_setr_epi16(8, 7, 6, 5, 4, 3, 2, 1);
+	const __m128i cw256 = _mm_slli_epi16(cw, 8);
+	__m128i acc = _mm_setzero_si128(), pre = acc, wt = acc;
+	uint64_t tot, ws;
+	uint32_t g = n / 8, i;
+
+	for (i = 0; i < g; i++) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)
+					    (p + 16 * i));
+		__m128i h = _mm_and_si128(v, lo8), l = _mm_srli_epi16(v, 8);
+
+		pre = _mm_add_epi32(pre, acc);
+		acc = _mm_add_epi32(acc, _mm_add_epi32(_mm_madd_epi16(h, c256),
+						       _mm_madd_epi16(l, c1)));
+		wt = _mm_add_epi32(wt, _mm_add_epi32(_mm_madd_epi16(h, cw256),
+						     _mm_madd_epi16(l, cw)));
+	}
+	tot = hsum32(acc);
+	ws = 8 * hsum32(pre) + hsum32(wt);
+	p += 16 * g;
+	for (i = 0; i < n % 8; i++) {
+		tot += (uint32_t)p[2 * i] << 8 | p[2 * i + 1];
+		ws += tot;
+	}
+	*sum = tot;
+	*wsum = ws;
+}
+
+/* The same, 16 words a 32-byte load (at most 23 loads: no overflow), on
+ * CPUs with AVX2. */
+__attribute__((target("avx2")))
+static void block_sums_avx2(const unsigned char *p, uint32_t n,
+			    uint64_t *sum, uint64_t *wsum)
+{
+	const __m256i lo8 = _mm256_set1_epi16(0xff);
+	const __m256i c1 = _mm256_set1_epi16(1), c256 = _mm256_set1_epi16(256);
+	const __m256i cw = _mm256_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9,
+					     8, 7, 6, 5, 4, 3, 2, 1);
+	const __m256i cw256 = _mm256_slli_epi16(cw, 8);
+	__m256i acc = _mm256_setzero_si256(), pre = acc, wt = acc;
+	uint64_t tot, ws;
+	uint32_t g = n / 16, i;
+
+	for (i = 0; i < g; i++) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)
+					       (p + 32 * i));
+		__m256i h = _mm256_and_si256(v, lo8);
+		__m256i l = _mm256_srli_epi16(v, 8);
+
+		pre = _mm256_add_epi32(pre, acc);
+		acc = _mm256_add_epi32(acc, _mm256_add_epi32(
+				_mm256_madd_epi16(h, c256),
+				_mm256_madd_epi16(l, c1)));
+		wt = _mm256_add_epi32(wt, _mm256_add_epi32(
+				_mm256_madd_epi16(h, cw256),
+				_mm256_madd_epi16(l, cw)));
+	}
+	tot = hsum32(_mm_add_epi32(_mm256_castsi256_si128(acc),
+				   _mm256_extracti128_si256(acc, 1)));
+	ws = 16 * hsum32(_mm_add_epi32(_mm256_castsi256_si128(pre),
+				       _mm256_extracti128_si256(pre, 1))) +
+	     hsum32(_mm_add_epi32(_mm256_castsi256_si128(wt),
+				  _mm256_extracti128_si256(wt, 1)));
+	p += 32 * g;
+	for (i = 0; i < n % 16; i++) {
+		tot += (uint32_t)p[2 * i] << 8 | p[2 * i + 1];
+		ws += tot;
+	}
+	*sum = tot;
+	*wsum = ws;
+}
+#define HAVE_AVX2_SUMS 1
+#else
+/* The 16-bit lanes of v added up; weighted 4, 3, 2, 1 in *w. */
+static inline uint64_t lanes(uint64_t v, uint64_t *w)
+{
+	uint64_t l0 = v & 0xffff, l1 = v >> 16 & 0xffff, l2 = v >> 32 & 0xffff;
+	uint64_t l3 = v >> 48;
+
+	*w = 4 * l0 + 3 * l1 + 2 * l2 + l3;
+	return l0 + l1 + l2 + l3;
+}
+
+/*
+ * The sums of n big-endian words at p: *sum = S (all words) and *wsum =
+ * W (word i, from 0, times n - i), which is also the sum of the n prefix
+ * sums.  Four words a 64-bit load, split into their high and low bytes
+ * in 16-bit lanes; per lane, the running sum and the sum of the running
+ * sums before each load (16 loads at most: the lanes stay below 2^16).
+ */
+static void block_sums(const unsigned char *p, uint32_t n, uint64_t *sum,
+		       uint64_t *wsum)
+{
+	const uint64_t m = 0x00ff00ff00ff00ffull;
+	uint64_t tot = 0, ws = 0;
+	uint32_t g = n / 4, i;
+
+	while (g) {
+		uint32_t k = g > 16 ? 16 : g;
+		uint64_t ah = 0, al = 0, ph = 0, pl = 0, wh, wl, x;
+		uint64_t sa, sp, sw;
+
+		for (i = 0; i < k; i++) {
+			memcpy(&x, p + 8 * i, 8);
+			x = le64toh(x);
+			ph += ah;
+			pl += al;
+			ah += x & m;
+			al += x >> 8 & m;
+		}
+		sa = 256 * lanes(ah, &wh) + lanes(al, &wl);
+		sw = 256 * wh + wl;
+		sp = 256 * lanes(ph, &wh) + lanes(pl, &wl);
+		/* per group: 4 x (sum before it) + 4, 3, 2, 1 x its words */
+		ws += 4 * (sp + k * tot) + sw;
+		tot += sa;
+		p += 8 * k;
+		g -= k;
+	}
+	for (i = 0; i < n % 4; i++) {
+		tot += (uint32_t)p[2 * i] << 8 | p[2 * i + 1];
+		ws += tot;
+	}
+	*sum = tot;
+	*wsum = ws;
+}
+
+#endif
+
 /*
  * HDF5's algorithm folds both sums every 360 words (so that the second
  * cannot overflow 32 bits).  Within such a block the sums after it are
- * exact integers: a + S and b + n a + W, where S is the sum of the block's
- * words and W the sum of word i (from 0) times n - i; computed so (a loop
- * the compiler vectorizes), the results are bit for bit HDF5's.
+ * a + S and b + n a + W (HDF5's 32-bit arithmetic, reproduced by the
+ * truncation to 32 bits), so the results are bit for bit HDF5's.
  */
-#if defined(__GNUC__) && !defined(__clang__)
-/* -O2 does not vectorize the block loop; this is twice as fast. */
-__attribute__((optimize("O3")))
-#endif
 static void fl_words(uint32_t *pa, uint32_t *pb, const unsigned char *p,
 		     size_t words)
 {
 	uint32_t a = *pa, b = *pb;
+#ifdef HAVE_AVX2_SUMS
+	int avx2 = words >= 64 && __builtin_cpu_supports("avx2");
+#endif
 
 	while (words) {
-		uint32_t n = words > 360 ? 360 : (uint32_t)words, i;
-		uint32_t sum = 0, wsum = 0;
+		uint32_t n = words > 360 ? 360 : (uint32_t)words;
+		uint64_t sum, wsum;
 
-		for (i = 0; i < n; i++) {
-			uint32_t w = (uint32_t)p[2 * i] << 8 | p[2 * i + 1];
-
-			sum += w;
-			wsum += (n - i) * w;
-		}
-		b += n * a + wsum;
-		a += sum;
+#ifdef HAVE_AVX2_SUMS
+		if (avx2)
+			block_sums_avx2(p, n, &sum, &wsum);
+		else
+#endif
+			block_sums(p, n, &sum, &wsum);
+		b += n * a + (uint32_t)wsum;
+		a += (uint32_t)sum;
 		p += 2 * n;
 		words -= n;
 		a = (a & 0xffff) + (a >> 16);

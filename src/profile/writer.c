@@ -23,7 +23,7 @@ void sh5_writer_opts_init(struct sh5_writer_opts *o)
 	o->shuffle = 1;
 	o->max_pending = 1u << 20;
 	o->chunk_rows = 0;
-	o->append_partial = 0;
+	o->recompress = 0;
 }
 
 /*
@@ -284,7 +284,6 @@ static int add_table(struct sh5_writer *w, const char *parent,
 	t->rec_size = rec_size;
 	t->chunk_rows = chunk_rows;
 	t->dset = -1;
-	sh5_zpartial_init(&t->zp);
 	if (s) {
 		t->fsize = 16 + 8 * s->nfields + (s->has_time_ns ? 8 : 0) +
 			   (s->has_sync_ns ? 8 : 0);

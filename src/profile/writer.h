@@ -34,12 +34,13 @@ struct sh5_writer_opts {
 	size_t max_pending;  /* records buffered per series before drops */
 	size_t chunk_rows;   /* records per chunk; 0: sh5_writer_chunk_rows()
 			      * of each series' sampling rate */
-	int append_partial;  /* intermediate flushes append to a stored
-			      * partial form (src/profile/zpartial.h)
-			      * instead of recompressing the last chunk:
-			      * a flush costs its own records, but the
-			      * partial form's space (raw size) can be
-			      * lost when the file closes; default 0 */
+	int recompress;      /* 0 (default): with shuffle and deflate, every
+			      * chunk coded incrementally (src/profile/
+			      * zinc.h; fixed-Huffman run-length deflate, a
+			      * flush costs its own records); 1: the
+			      * previous method, the partial last chunk
+			      * recompressed whole at every flush, complete
+			      * chunks deflated at the configured level */
 };
 
 /* Defaults: deflate 4, shuffle on, 1 Mi records pending per series,

@@ -165,7 +165,7 @@ int sh5_writer_close(struct sh5_writer *w, struct sh5_error *errp)
 		free(w->tables[i]->total);
 		free(w->tables[i]->buf);
 		free(w->tables[i]->cur);
-		sh5_zpartial_free(&w->tables[i]->zp);
+		sh5_zinc_destroy(w->tables[i]->zi);
 		free(w->tables[i]);
 	}
 	free(w->tables);

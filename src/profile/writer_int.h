@@ -13,7 +13,7 @@
 
 #include "profile/writer.h"
 #include "profile/zdeflate.h"
-#include "profile/zpartial.h"
+#include "profile/zinc.h"
 
 /* A table: one dataset fed from a pending buffer. */
 struct table {
@@ -29,12 +29,13 @@ struct table {
 	size_t fsize;              /* file record size */
 	hsize_t done;              /* rows in complete chunks (the file's) */
 	unsigned char *cur;        /* the last chunk's rows, filtered layout
-				    * (shuffled), zero padded; NULL if none */
+				    * (shuffled), zero padded; NULL if none
+				    * (recompress, or no deflate) */
 	int cur_final;             /* it was last written in final form
 				    * (configured level), not partial */
-	struct sh5_zpartial zp;    /* the last chunk's rows, unshuffled,
-				    * deflated as they come (partial
-				    * chunks of intermediate flushes) */
+	struct sh5_zinc *zi;       /* the last chunk, coded as its rows
+				    * come (default method); then cur
+				    * stays NULL */
 	/* pending, protected by w->lock */
 	unsigned char *buf;
 	size_t n, cap;

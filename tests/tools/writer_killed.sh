@@ -1,10 +1,12 @@
 #!/bin/bash
 # writer_killed.sh - a node-step file whose writer never closed it (a
-# killed slurmstepd) keeps its last chunks in the partial form of
-# intermediate flushes (unshuffled stored deflate blocks, shuffle filter
-# skipped through the chunk's filter mask, src/profile/zpartial.h): h5py
-# (HDF5's pipeline), sh5util and sh5merge read every flushed sample of it,
-# the same as in the file the writer closes.
+# killed slurmstepd) keeps its last chunk as the last flush wrote it
+# (src/profile/zinc.h: the incremental fixed-Huffman form, already final,
+# so the closed file's last chunk is the same bytes): h5py (HDF5's
+# pipeline), sh5util and sh5merge read every flushed sample of it, the
+# same as in the file the writer closes.  Then the same for the writer
+# option recompress (sh5_replay -R, the previous method: a partial chunk
+# deflated whole at level 1, the closed file's at the configured level).
 set -u
 . "$top_srcdir/tests/lib/common.sh"
 GEN=$top_builddir/bench/gen_job
@@ -17,32 +19,38 @@ W=$(mktemp -d /tmp/writer_killed.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 mkdir -p "$W/in" "$W/closed/u" "$W/killed/u"
 # 1000 samples per task: one complete chunk (600) and a partial one,
-# flushed every 7 s of samples (partial chunks grown over many flushes),
-# with the writer option append_partial (sh5_replay -A).
+# flushed every 7 s of samples (partial chunks grown over many flushes).
+# Each method in turn (the loop's body, to its `done`, is not indented:
+# it holds here-documents).
 "$GEN" -d "$W/in" -j 5 -n 1 -t 2 -f sh5 -s 1000 || fail "gen_job"
 in=$W/in/5_0_node1.h5
-"$REPLAY" -A -F 7 "$in" "$W/closed/u/5_0_node1.h5" >/dev/null ||
-	fail "sh5_replay"
-"$REPLAY" -A -K -F 7 "$in" "$W/killed/u/5_0_node1.h5" >/dev/null ||
-	fail "sh5_replay -K"
+for method in "" -R; do
+rm -rf "$W/closed/u"/* "$W/killed/u"/* "$W/su"*
+"$REPLAY" $method -F 7 "$in" "$W/closed/u/5_0_node1.h5" >/dev/null ||
+	fail "sh5_replay $method"
+"$REPLAY" $method -K -F 7 "$in" "$W/killed/u/5_0_node1.h5" >/dev/null ||
+	fail "sh5_replay $method -K"
 
-# h5py: the same records; the killed file's last chunk is the partial
-# form (filter mask 1), the complete one is not.
-"$PY" - "$W/closed/u/5_0_node1.h5" "$W/killed/u/5_0_node1.h5" <<'PYEOF' ||
+# h5py: the same records, every chunk through the whole pipeline (filter
+# mask 0); by default the killed file's chunks are the closed file's,
+# byte for byte (nothing is coded again at close).
+"$PY" - "$W/closed/u/5_0_node1.h5" "$W/killed/u/5_0_node1.h5" "$method" <<'PYEOF' ||
 import sys, h5py, numpy as np
-c, k = (h5py.File(p, "r") for p in sys.argv[1:])
+c, k = (h5py.File(p, "r") for p in sys.argv[1:3])
 for t in ("0", "1"):
     x, y = k["node1/Tasks/" + t], c["node1/Tasks/" + t]
     assert x.shape == y.shape == (1000,), (x.shape, y.shape)
     assert np.array_equal(x[:], y[:]), "task %s differs" % t
-    masks = [x.id.get_chunk_info(i).filter_mask
-             for i in range(x.id.get_num_chunks())]
-    assert masks == [0, 1], masks
-    masks = [y.id.get_chunk_info(i).filter_mask
-             for i in range(y.id.get_num_chunks())]
-    assert masks == [0, 0], masks
+    for d in (x, y):
+        masks = [d.id.get_chunk_info(i).filter_mask
+                 for i in range(d.id.get_num_chunks())]
+        assert masks == [0, 0], masks
+    if sys.argv[3] == "":
+        for off in ((0,), (600,)):
+            assert x.id.read_direct_chunk(off) == \
+                y.id.read_direct_chunk(off), "chunk %d recoded" % off
 PYEOF
-	fail "h5py: killed file differs from the closed one"
+	fail "h5py: killed file differs from the closed one ($method)"
 
 # sh5util (Slurm's own, through HDF5) merges and extracts the killed file
 # as it does the closed one.
@@ -78,4 +86,6 @@ done
 	fail "extract of the killed file: $(wc -l <"$W/killed.csv") lines, not 2001"
 cmp -s "$W/closed.csv" "$W/killed.csv" ||
 	fail "sh5merge extract: killed file differs from the closed one"
+rm -f "$W"/*.h5 "$W"/*.csv "$W"/*.err
+done
 echo "ok"

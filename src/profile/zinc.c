@@ -1,0 +1,555 @@
+/* zinc.c - incremental Huffman deflate of a shuffled chunk (zinc.h) */
+#include "config.h"
+
+#include <endian.h>
+#include <errno.h>
+#ifdef __SSE2__
+#include <immintrin.h>
+#endif
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/checksum.h"
+#include "profile/zcode.h"
+#include "profile/zinc.h"
+
+#define ADLER_MOD 65521u
+#define MAX_MATCH SH5_ZCODE_MAX_MATCH
+#define RUN_NONE 300 /* >= MAX_MATCH: never continued */
+#define REDUCE 2048  /* rows: ss stays below 2^32 */
+#define MAX_ROWS ((size_t)1 << 24) /* the plane sums stay below 2^64 */
+
+/* A bit string, deflate order (least significant bit first). */
+struct bits {
+	uint64_t *w;       /* whole words */
+	size_t nw, cap;
+	uint64_t acc;      /* then fill (< 64) more bits */
+	unsigned fill;
+	int err;           /* a word could not be stored (out of memory) */
+};
+
+/*
+ * Per byte plane j: its symbols so far (b[j]), its last byte (v[j]), the
+ * repeats of it after the coded bytes (run[j], RUN_NONE before the first
+ * byte), its byte sum and the sum of its running byte sums (sa[j], ss[j]:
+ * Adler-32's sums less their start, reduced every REDUCE rows).  Arrays,
+ * so that a record updates 16 planes at a time.
+ */
+struct sh5_zinc {
+	size_t size, rows, n; /* record size, chunk rows, rows added */
+	struct bits *b;
+	uint8_t *v;
+	uint16_t *run;
+	uint32_t *sa, *ss;
+	struct bits out;
+	/* the zero padding of a plane that does not end with a zero: a
+	 * literal 0 and a run (a few pieces of < 64 bits) */
+	uint64_t *zcode;
+	uint8_t *zlen;
+	size_t zpieces;
+};
+
+/* The code (profile/zcode.h), set by the first sh5_zinc_create(). */
+static const struct sh5_zcode *zc;
+static pthread_once_t zc_once = PTHREAD_ONCE_INIT;
+
+#ifdef __SSE2__
+/* put_words()'s loop from word 1, four words at a time; returns the next
+ * word. */
+__attribute__((target("avx2")))
+static size_t shift_words4(uint64_t *d, const uint64_t *w, size_t n,
+			   unsigned f)
+{
+	const __m128i sl = _mm_cvtsi32_si128((int)f);
+	const __m128i sr = _mm_cvtsi32_si128((int)(64 - f));
+	size_t i;
+
+	for (i = 1; i + 4 <= n; i += 4) {
+		__m256i c = _mm256_loadu_si256((const __m256i *)
+					       (const void *)(w + i));
+		__m256i p = _mm256_loadu_si256((const __m256i *)
+					       (const void *)(w + i - 1));
+
+		_mm256_storeu_si256((__m256i *)(void *)(d + i),
+				    _mm256_or_si256(_mm256_sll_epi64(c, sl),
+						    _mm256_srl_epi64(p, sr)));
+	}
+	return i;
+}
+
+static size_t (*shift_words_avx2)(uint64_t *, const uint64_t *, size_t,
+				  unsigned);
+#endif
+
+static void zc_init(void)
+{
+	zc = sh5_zcode();
+#ifdef __SSE2__
+	if (__builtin_cpu_supports("avx2"))
+		shift_words_avx2 = shift_words4;
+#endif
+}
+
+static int bits_grow(struct bits *b)
+{
+	size_t nc = b->cap ? 2 * b->cap : 16;
+	uint64_t *nw = realloc(b->w, nc * sizeof(*nw));
+
+	if (!nw)
+		return -1;
+	b->w = nw;
+	b->cap = nc;
+	return 0;
+}
+
+/* Append len (< 64) bits; code has no bits above len. */
+static inline void put(struct bits *b, uint64_t code, unsigned len)
+{
+	b->acc |= code << b->fill;
+	b->fill += len;
+	if (b->fill < 64)
+		return;
+	b->fill -= 64;
+	if (b->nw < b->cap || bits_grow(b) == 0)
+		b->w[b->nw++] = b->acc;
+	else
+		b->err = 1;
+	b->acc = code >> (len - b->fill);
+}
+
+/* Append n whole words (room reserved): output word i is w[i] shifted
+ * up by the fill, or'ed with the top of w[i - 1]. */
+static void put_words(struct bits *o, const uint64_t *w, size_t n)
+{
+	unsigned f = o->fill;
+	uint64_t *d = o->w + o->nw;
+	size_t i;
+
+	o->nw += n;
+	if (!n)
+		return;
+	if (!f) {
+		memcpy(d, w, n * sizeof(*w));
+		return;
+	}
+	d[0] = o->acc | w[0] << f;
+	i = 1;
+#ifdef __SSE2__
+	if (shift_words_avx2) {
+		i = shift_words_avx2(d, w, n, f);
+	} else {
+		const __m128i sl = _mm_cvtsi32_si128((int)f);
+		const __m128i sr = _mm_cvtsi32_si128((int)(64 - f));
+
+		for (; i + 2 <= n; i += 2) {
+			__m128i c = _mm_loadu_si128((const __m128i *)
+						    (const void *)(w + i));
+			__m128i p = _mm_loadu_si128((const __m128i *)
+						    (const void *)(w + i - 1));
+
+			_mm_storeu_si128((__m128i *)(void *)(d + i),
+					 _mm_or_si128(_mm_sll_epi64(c, sl),
+						      _mm_srl_epi64(p, sr)));
+		}
+	}
+#endif
+	for (; i < n; i++)
+		d[i] = w[i] << f | w[i - 1] >> (64 - f);
+	o->acc = w[n - 1] >> (64 - f);
+}
+
+/* Code r repeats of byte v that follows a byte v. */
+static void put_run(struct bits *b, unsigned v, size_t r)
+{
+	const uint64_t m = zc->match[MAX_MATCH];
+	const unsigned ml = zc->match_len[MAX_MATCH];
+
+	while (r >= 4 * MAX_MATCH) {
+		put(b, m | m << ml | m << 2 * ml | m << 3 * ml, 4 * ml);
+		r -= 4 * MAX_MATCH;
+	}
+	for (; r >= MAX_MATCH; r -= MAX_MATCH)
+		put(b, m, ml);
+	if (r >= 3) {
+		put(b, zc->match[r], zc->match_len[r]);
+		return;
+	}
+	while (r--)
+		put(b, zc->lit[v], zc->lit_len[v]);
+}
+
+static void plane_reset(struct sh5_zinc *z, size_t j)
+{
+	z->b[j].nw = 0;
+	z->b[j].acc = 0;
+	z->b[j].fill = 0;
+	z->b[j].err = 0;
+	z->v[j] = 0;
+	z->run[j] = RUN_NONE;
+	z->sa[j] = z->ss[j] = 0;
+}
+
+struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
+{
+	struct sh5_zinc *z;
+	size_t j;
+
+	if (!rec_size || rec_size > 65536 || !rows || rows > MAX_ROWS) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_once(&zc_once, zc_init);
+	if (!(z = calloc(1, sizeof(*z))) ||
+	    !(z->b = calloc(rec_size, sizeof(*z->b))) ||
+	    !(z->v = malloc(rec_size)) ||
+	    !(z->run = malloc(rec_size * sizeof(*z->run))) ||
+	    !(z->sa = malloc(rec_size * sizeof(*z->sa))) ||
+	    !(z->ss = malloc(rec_size * sizeof(*z->ss))) ||
+	    !(z->zcode = malloc((rows / MAX_MATCH + 4) * sizeof(uint64_t))) ||
+	    !(z->zlen = malloc(rows / MAX_MATCH + 4))) {
+		sh5_zinc_destroy(z);
+		errno = ENOMEM;
+		return NULL;
+	}
+	z->size = rec_size;
+	z->rows = rows;
+	for (j = 0; j < rec_size; j++)
+		plane_reset(z, j);
+	return z;
+}
+
+/* Byte x of plane j does not continue its open run, or the run reached
+ * the longest match.  The plane's out-of-memory flag. */
+static __attribute__((noinline)) int plane_break_run(struct sh5_zinc *z,
+						     size_t j, unsigned x)
+{
+	struct bits *b = &z->b[j];
+	unsigned run = z->run[j], v = z->v[j];
+
+	if (run != RUN_NONE) {
+		if (x == v) { /* run == MAX_MATCH */
+			put(b, zc->match[MAX_MATCH], zc->match_len[MAX_MATCH]);
+			z->run[j] = 1;
+			return b->err;
+		}
+		if (run >= 3)
+			put(b, zc->match[run], zc->match_len[run]);
+		else
+			for (; run; run--)
+				put(b, zc->lit[v], zc->lit_len[v]);
+	}
+	put(b, zc->lit[x], zc->lit_len[x]);
+	z->v[j] = (uint8_t)x;
+	z->run[j] = 0;
+	return b->err;
+}
+
+/* The same, the common case inline: a literal after a literal. */
+static inline int plane_break(struct sh5_zinc *z, size_t j, unsigned x)
+{
+	struct bits *b = &z->b[j];
+
+	if (z->run[j])
+		return plane_break_run(z, j, x);
+	put(b, zc->lit[x], zc->lit_len[x]);
+	z->v[j] = (uint8_t)x;
+	return b->err;
+}
+
+#ifdef __SSE2__
+/* Planes j .. j + 15: sums, open runs continued (a byte equal to the last
+ * one, a run shorter than the longest match); the others broken. */
+static int add16(struct sh5_zinc *z, size_t j, const unsigned char *rec)
+{
+	const __m128i lim = _mm_set1_epi16(MAX_MATCH);
+	const __m128i zero = _mm_setzero_si128();
+	__m128i r = _mm_loadu_si128((const __m128i *)(const void *)(rec + j));
+	__m128i eq = _mm_cmpeq_epi8(r, _mm_loadu_si128(
+				    (const __m128i *)(const void *)(z->v + j)));
+	__m128i *run = (__m128i *)(void *)(z->run + j), r0, r1, ok0, ok1;
+	__m128i x[4], h[2];
+	unsigned bad, k;
+	int err = 0;
+
+	r0 = _mm_loadu_si128(run);
+	r1 = _mm_loadu_si128(run + 1);
+	ok0 = _mm_and_si128(_mm_unpacklo_epi8(eq, eq),
+			    _mm_cmplt_epi16(r0, lim));
+	ok1 = _mm_and_si128(_mm_unpackhi_epi8(eq, eq),
+			    _mm_cmplt_epi16(r1, lim));
+	_mm_storeu_si128(run, _mm_sub_epi16(r0, ok0));
+	_mm_storeu_si128(run + 1, _mm_sub_epi16(r1, ok1));
+	bad = ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(ok0, ok1)) & 0xffff;
+	h[0] = _mm_unpacklo_epi8(r, zero);
+	h[1] = _mm_unpackhi_epi8(r, zero);
+	x[0] = _mm_unpacklo_epi16(h[0], zero);
+	x[1] = _mm_unpackhi_epi16(h[0], zero);
+	x[2] = _mm_unpacklo_epi16(h[1], zero);
+	x[3] = _mm_unpackhi_epi16(h[1], zero);
+	for (k = 0; k < 4; k++) {
+		__m128i *pa = (__m128i *)(void *)(z->sa + j + 4 * k);
+		__m128i *ps = (__m128i *)(void *)(z->ss + j + 4 * k);
+		__m128i a = _mm_add_epi32(_mm_loadu_si128(pa), x[k]);
+
+		_mm_storeu_si128(pa, a);
+		_mm_storeu_si128(ps, _mm_add_epi32(_mm_loadu_si128(ps), a));
+	}
+	while (bad) {
+		k = (unsigned)__builtin_ctz(bad);
+		bad &= bad - 1;
+		err |= plane_break(z, j + k, rec[j + k]);
+	}
+	return err;
+}
+
+/* The same for planes j .. j + 7. */
+static int add8(struct sh5_zinc *z, size_t j, const unsigned char *rec)
+{
+	const __m128i lim = _mm_set1_epi16(MAX_MATCH);
+	const __m128i zero = _mm_setzero_si128();
+	__m128i r = _mm_loadl_epi64((const __m128i *)(const void *)(rec + j));
+	__m128i eq = _mm_cmpeq_epi8(r, _mm_loadl_epi64(
+				    (const __m128i *)(const void *)(z->v + j)));
+	__m128i *run = (__m128i *)(void *)(z->run + j), r0, ok, h;
+	__m128i *pa = (__m128i *)(void *)(z->sa + j);
+	__m128i *ps = (__m128i *)(void *)(z->ss + j);
+	unsigned bad, k;
+	int err = 0;
+
+	r0 = _mm_loadu_si128(run);
+	ok = _mm_and_si128(_mm_unpacklo_epi8(eq, eq), _mm_cmplt_epi16(r0, lim));
+	_mm_storeu_si128(run, _mm_sub_epi16(r0, ok));
+	bad = ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(ok, zero)) & 0xff;
+	h = _mm_unpacklo_epi8(r, zero);
+	for (k = 0; k < 2; k++) {
+		__m128i x = k ? _mm_unpackhi_epi16(h, zero) :
+				_mm_unpacklo_epi16(h, zero);
+		__m128i a = _mm_add_epi32(_mm_loadu_si128(pa + k), x);
+
+		_mm_storeu_si128(pa + k, a);
+		_mm_storeu_si128(ps + k, _mm_add_epi32(_mm_loadu_si128(ps + k),
+						       a));
+	}
+	while (bad) {
+		k = (unsigned)__builtin_ctz(bad);
+		bad &= bad - 1;
+		err |= plane_break(z, j + k, rec[j + k]);
+	}
+	return err;
+}
+#endif
+
+int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec)
+{
+	size_t j = 0;
+	int err = 0;
+
+	if (z->n >= z->rows) {
+		errno = EINVAL;
+		return -1;
+	}
+#ifdef __SSE2__
+	for (; j + 16 <= z->size; j += 16)
+		err |= add16(z, j, rec);
+	if (j + 8 <= z->size) {
+		err |= add8(z, j, rec);
+		j += 8;
+	}
+#endif
+	for (; j < z->size; j++) {
+		unsigned x = rec[j];
+
+		z->sa[j] += x;
+		z->ss[j] += z->sa[j];
+		if (x == z->v[j] && z->run[j] < MAX_MATCH)
+			z->run[j]++;
+		else
+			err |= plane_break(z, j, x);
+	}
+	if (++z->n % REDUCE == 0)
+		for (j = 0; j < z->size; j++) {
+			z->sa[j] %= ADLER_MOD;
+			z->ss[j] %= ADLER_MOD;
+		}
+	if (err) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+size_t sh5_zinc_rows(const struct sh5_zinc *z)
+{
+	return z->n;
+}
+
+/* Room in z->out for the whole stream; -1 if out of memory. */
+static int reserve(struct sh5_zinc *z)
+{
+	size_t j, words = 4 + SH5_ZCODE_HEAD_PIECES, need;
+
+	for (j = 0; j < z->size; j++)
+		words += z->b[j].nw + 3;
+	words += z->size * (z->rows / (4 * MAX_MATCH) + 1);
+	need = words + 2; /* the last bits, the trailers */
+	while (z->out.cap < need)
+		if (bits_grow(&z->out) < 0)
+			return -1;
+	z->out.nw = 0;
+	z->out.acc = 0;
+	z->out.fill = 0;
+	return 0;
+}
+
+/* The zero padding of a plane not ending with 0 (a literal 0, then a
+ * run of zeros), in pieces of up to 58 bits: the same for every such
+ * plane, coded once per chunk written. */
+static void zero_tail(struct sh5_zinc *z, size_t zeros)
+{
+	uint64_t code = zc->lit[0];
+	unsigned len = zc->lit_len[0];
+	size_t r = zeros - 1;
+
+	z->zpieces = 0;
+	if (!zeros)
+		return;
+	while (r) {
+		size_t take = r >= MAX_MATCH ? MAX_MATCH : r >= 3 ? r : 1;
+		uint64_t c = take > 1 ? zc->match[take] : zc->lit[0];
+		unsigned l = take > 1 ? zc->match_len[take] : zc->lit_len[0];
+
+		if (len + l > 58) {
+			z->zcode[z->zpieces] = code;
+			z->zlen[z->zpieces++] = (uint8_t)len;
+			code = 0;
+			len = 0;
+		}
+		code |= c << len;
+		len += l;
+		r -= take;
+	}
+	z->zcode[z->zpieces] = code;
+	z->zlen[z->zpieces++] = (uint8_t)len;
+}
+
+/* Code plane j, then its zero padding. */
+static void put_plane(struct sh5_zinc *z, size_t j, size_t zeros)
+{
+	struct bits *o = &z->out;
+	const struct bits *b = &z->b[j];
+	unsigned run = z->run[j], v = z->v[j];
+	size_t i;
+
+	put_words(o, b->w, b->nw);
+	put(o, b->acc, b->fill);
+	if (run != RUN_NONE) {
+		if (v == 0) {
+			put_run(o, 0, run + zeros);
+			return;
+		}
+		if (run)
+			put_run(o, v, run);
+	}
+	for (i = 0; i < z->zpieces; i++)
+		put(o, z->zcode[i], z->zlen[i]);
+}
+
+/*
+ * The Adler-32 sums of the whole shuffled chunk.  Plane j's own over its
+ * N bytes: a_j = 1 + sa[j], s_j = n + ss[j] + zeros a_j (a zero adds a
+ * to s).  After the planes before it (zlib's adler32_combine): A += a_j
+ * - 1, B += s_j + N (A - 1).  Summed over the planes: A = 1 + sum sa[j],
+ * B = S n + sum ss[j] + zeros (S + sum sa[j]) + N sum (S - 1 - j) sa[j]
+ * (each sa[k] is in the A - 1 of the S - 1 - k planes after it).
+ */
+static void adler_sums(const struct sh5_zinc *z, uint64_t *pa, uint64_t *pb)
+{
+	uint64_t ssum = 0, asum = 0, wsum = 0, S = z->size;
+	uint64_t rows = z->rows % ADLER_MOD;
+	uint64_t zeros = (z->rows - z->n) % ADLER_MOD;
+	size_t j;
+
+	/* below 2^64: ss, sa < 2^31, S <= 2^16 */
+	for (j = 0; j < z->size; j++) {
+		ssum += z->ss[j];
+		asum += z->sa[j];
+		wsum += (S - 1 - j) * z->sa[j];
+	}
+	asum %= ADLER_MOD;
+	*pa = (1 + asum) % ADLER_MOD;
+	*pb = (S % ADLER_MOD * (z->n % ADLER_MOD) + ssum % ADLER_MOD +
+	       zeros * ((S + asum) % ADLER_MOD) +
+	       rows * (wsum % ADLER_MOD)) % ADLER_MOD;
+}
+
+const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len)
+{
+	struct bits *o = &z->out;
+	uint64_t sa, sb;
+	uint32_t adler, fl;
+	unsigned char *c;
+	size_t j, n;
+
+	if (reserve(z) < 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	zero_tail(z, z->rows - z->n);
+	put(o, 0x0178, 16);     /* zlib header: deflate, 32 KiB window */
+	for (j = 0; j < zc->nhead; j++) /* the block header and code */
+		put(o, zc->head[j], zc->head_len[j]);
+	for (j = 0; j < z->size; j++)
+		put_plane(z, j, z->rows - z->n);
+	adler_sums(z, &sa, &sb);
+	put(o, zc->eob, zc->eob_len);
+	n = o->nw * 8 + (o->fill + 7) / 8;
+	o->w[o->nw] = o->acc;
+#if __BYTE_ORDER != __LITTLE_ENDIAN
+	for (j = 0; j <= o->nw; j++)
+		o->w[j] = htole64(o->w[j]);
+#endif
+	c = (unsigned char *)o->w;
+	adler = (uint32_t)(sb << 16 | sa);
+	c[n++] = (unsigned char)(adler >> 24);
+	c[n++] = (unsigned char)(adler >> 16);
+	c[n++] = (unsigned char)(adler >> 8);
+	c[n++] = (unsigned char)adler;
+	fl = sh5_fletcher32(c, n);
+	c[n++] = (unsigned char)fl;
+	c[n++] = (unsigned char)(fl >> 8);
+	c[n++] = (unsigned char)(fl >> 16);
+	c[n++] = (unsigned char)(fl >> 24);
+	*len = n;
+	return c;
+}
+
+void sh5_zinc_reset(struct sh5_zinc *z)
+{
+	size_t j;
+
+	for (j = 0; j < z->size; j++)
+		plane_reset(z, j);
+	z->n = 0;
+}
+
+void sh5_zinc_destroy(struct sh5_zinc *z)
+{
+	size_t j;
+
+	if (!z)
+		return;
+	if (z->b)
+		for (j = 0; j < z->size; j++)
+			free(z->b[j].w);
+	free(z->b);
+	free(z->v);
+	free(z->run);
+	free(z->sa);
+	free(z->ss);
+	free(z->out.w);
+	free(z->zcode);
+	free(z->zlen);
+	free(z);
+}

@@ -1,0 +1,60 @@
+/*
+ * zinc.h - a chunk that fills across flushes, stored at every flush as
+ * HDF5's shuffle + deflate + fletcher32 pipeline would store it, at a
+ * cost that does not grow with the chunk: an incremental deflate coder
+ * of the shuffled chunk, with one constant Huffman code (zcode.h).
+ *
+ * The shuffled chunk of N records of S bytes is S byte planes of N
+ * bytes (plane j: byte j of every record).  For each plane the coder
+ * keeps the deflate symbols (literals, and run-length matches at
+ * distance 1, as zlib's Z_RLE strategy) of the bytes added so far,
+ * except the plane's open run (its last byte repeated, not yet coded,
+ * so a run goes on across flushes), and the plane's Adler-32 sums.
+ *
+ * sh5_zinc_chunk() writes one zlib stream of one final block: its
+ * header (declaring zcode.h's code), every plane's symbols (shifted
+ * into place a 64-bit word at a time), its open run and the run of
+ * zeros padding it to N bytes, the end of block, the Adler-32 of the
+ * whole shuffled chunk (the planes' sums combined arithmetically with
+ * their zero padding), then HDF5's Fletcher-32 of the compressed bytes.
+ * A flush thus costs its new records plus one pass over the compressed
+ * chunk, where recompressing the partial chunk cost the whole raw chunk
+ * at every flush.  The output is an ordinary final chunk (filter mask
+ * 0) at every stage: a complete chunk, and the last one when the file
+ * closes, are kept as they are.
+ */
+#ifndef SH5_PROFILE_ZINC_H
+#define SH5_PROFILE_ZINC_H
+
+#include <stddef.h>
+
+struct sh5_zinc;
+
+/* A coder of chunks of `rows` records (1 .. 2^24) of rec_size bytes
+ * (1 .. 65536).  NULL with errno EINVAL or ENOMEM. */
+struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows);
+
+/* Add one record (its file bytes, unshuffled) to the chunk; the chunk
+ * must not be full.  0, or -1 with errno ENOMEM (the coder is then
+ * unusable until sh5_zinc_reset()) or EINVAL (full). */
+int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec);
+
+/* Records in the chunk. */
+size_t sh5_zinc_rows(const struct sh5_zinc *z);
+
+/*
+ * The stored chunk: the records so far, zero padded to the chunk's
+ * length, shuffled, deflated (zlib stream) and followed by HDF5's
+ * Fletcher-32 (little-endian).  Valid until the next call on z; *len set
+ * to its length.  NULL with errno ENOMEM.  More records can be added
+ * after it.
+ */
+const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len);
+
+/* Start a new chunk (memory kept). */
+void sh5_zinc_reset(struct sh5_zinc *z);
+
+/* NULL is fine. */
+void sh5_zinc_destroy(struct sh5_zinc *z);
+
+#endif
