@@ -212,6 +212,8 @@ static int add_jump(struct clc *x, uint32_t pos, uint32_t e, int64_t amount)
 		x->jumps = nj;
 		x->jcap = nc;
 	}
+	/* the interval's first step, when the jump runs */
+	__builtin_prefetch(&x->t->loc_order[pos ? pos - 1 : 0]);
 	x->jumps[x->njumps].pos = pos;
 	x->jumps[x->njumps].ev = e;
 	x->jumps[x->njumps].amount = amount;
