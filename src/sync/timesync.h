@@ -145,7 +145,8 @@ struct sh5_clc_result {
  * a problem in t.  With p->allow_partial a cycle is broken by dropping the
  * waiting constraint (recorded as a problem) and the run goes on.
  * Uses about 8 bytes per event of working memory (none with p->work),
- * plus two bits per event and 16 bytes per jump.
+ * plus two bits per event and 16 bytes per jump not amortized yet (the
+ * backward amortization runs inside the forward pass).
  */
 int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 		     int64_t *times, struct sh5_clc_result *res,
