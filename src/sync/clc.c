@@ -349,7 +349,7 @@ static int run_jumps(struct clc *x, uint32_t i)
 	while (x->jdone < x->njumps) {
 		const struct jump *j = &x->jumps[x->jdone];
 
-		if (i != UINT32_MAX && j->ev + JUMP_DELAY > i)
+		if (i != UINT32_MAX && (uint64_t)j->ev + JUMP_DELAY > i)
 			return 0;
 		r = sh5_clc_backward_one(x, j, i != UINT32_MAX);
 		if (r < 0)
