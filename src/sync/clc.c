@@ -196,6 +196,13 @@ static void begin_done(struct clc *x, uint32_t b)
 
 static int add_jump(struct clc *x, uint32_t pos, uint32_t e, int64_t amount)
 {
+	/* the done ones out of the queue when they are half of it */
+	if (x->njumps == x->jcap && x->jdone * 2 >= x->njumps) {
+		memmove(x->jumps, x->jumps + x->jdone,
+			(x->njumps - x->jdone) * sizeof(*x->jumps));
+		x->njumps -= x->jdone;
+		x->jdone = 0;
+	}
 	if (x->njumps == x->jcap) {
 		size_t nc = x->jcap ? x->jcap * 2 : 1024;
 		struct jump *nj = realloc(x->jumps, nc * sizeof(*nj));
@@ -205,6 +212,8 @@ static int add_jump(struct clc *x, uint32_t pos, uint32_t e, int64_t amount)
 		x->jumps = nj;
 		x->jcap = nc;
 	}
+	/* the interval's first step, when the jump runs */
+	__builtin_prefetch(&x->t->loc_order[pos ? pos - 1 : 0]);
 	x->jumps[x->njumps].pos = pos;
 	x->jumps[x->njumps].ev = e;
 	x->jumps[x->njumps].amount = amount;
@@ -276,6 +285,7 @@ step(struct clc *x, struct locst *L, uint32_t loc, uint32_t e)
 			return -1;
 	}
 	x->lcp[e] = lc;
+	x->out[e] = lc;	/* (over x->c[e], not read again) */
 	bit_set(x->bdone, e);
 	L->plc = lc;
 	L->pc = c;
@@ -293,6 +303,8 @@ step(struct clc *x, struct locst *L, uint32_t loc, uint32_t e)
 						   p->mu_inter)));
 	} else if (ev->kind == SH5_EV_CBEGIN && ev->ref != SH5_TRACE_NONE) {
 		begin_done(x, e);
+	} else if (ev->kind == SH5_EV_CEND && ev->ref != SH5_TRACE_NONE) {
+		x->ne_done[ev->ref]++;
 	}
 	return 1;
 }
@@ -324,6 +336,31 @@ static int drain(struct clc *x, uint32_t limit)
 	return 0;
 }
 
+/* The backward amortization of the pending jumps, in the order they
+ * were found, while their data is still in the cache: those of events
+ * JUMP_DELAY or more before file index i, up to the first that is not
+ * ready (reads an event not done yet); every one when i is UINT32_MAX.
+ * 0, or -1 on memory error. */
+#define JUMP_DELAY 1024
+static int run_jumps(struct clc *x, uint32_t i)
+{
+	int r;
+
+	while (x->jdone < x->njumps) {
+		const struct jump *j = &x->jumps[x->jdone];
+
+		if (i != UINT32_MAX && (uint64_t)j->ev + JUMP_DELAY > i)
+			return 0;
+		r = sh5_clc_backward_one(x, j, i != UINT32_MAX);
+		if (r < 0)
+			return -1;
+		if (r > 0)
+			return 0;
+		x->jdone++;
+	}
+	return 0;
+}
+
 /* Forward amortization over every location, in an order that respects
  * all happened-before relations: file order, except that a location
  * waiting for a bound pauses until the bound is known (and then catches
@@ -348,6 +385,9 @@ static int forward(struct clc *x, struct sh5_error *errp)
 		if (r < 0)
 			goto nomem;
 		if (x->nstack && drain(x, (uint32_t)i) < 0)
+			goto nomem;
+		if (!(i & 63) && x->p->rate > 0 &&
+		    run_jumps(x, (uint32_t)i) < 0)
 			goto nomem;
 	}
 	while (x->left) {
@@ -420,11 +460,12 @@ static int clc_alloc(struct clc *x, struct sh5_error *errp)
 	x->bdone = calloc(t->nev / 64 + 1, sizeof(*x->bdone));
 	x->stack = malloc((t->nloc + 1) * sizeof(*x->stack));
 	x->nb_done = calloc(t->ninst + 1, sizeof(*x->nb_done));
+	x->ne_done = calloc(t->ninst + 1, sizeof(*x->ne_done));
 	x->prefix = calloc(t->ninst + 1, sizeof(*x->prefix));
 	x->emin = calloc(t->ninst + 1, sizeof(*x->emin));
 	x->bound = malloc(maxsize * sizeof(*x->bound));
 	if (!x->lcp || !x->ls || !x->bset || !x->bdone || !x->stack ||
-	    !x->nb_done || !x->prefix || !x->bound || !x->emin ||
+	    !x->nb_done || !x->ne_done || !x->prefix || !x->bound || !x->emin ||
 	    sh5_ts_nodescratch_init(&x->ns, t->nnode) < 0) {
 		x->ns.max = NULL;
 		x->ns.touched = NULL;
@@ -452,6 +493,9 @@ static void clc_free(struct clc *x)
 	free(x->bdone);
 	free(x->stack);
 	free(x->nb_done);
+	free(x->ne_done);
+	free(x->hull);
+	free(x->evs);
 	free(x->prefix);
 	free(x->bound);
 	free(x->jumps);
@@ -480,14 +524,19 @@ int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 	x.t = t;
 	x.p = p;
 	x.c = times;
+	/* each event's LC' over its input once done, then the backward
+	 * shifts (the amortization of a jump runs when the events its
+	 * hull reads are done) */
+	x.out = times;
 	x.res = res;
 	if (clc_alloc(&x, errp) < 0 || forward(&x, errp) < 0)
 		goto out;
-	/* times[] is free now: it gets LC', then LC' plus the backward
-	 * shift where there is one. */
-	memcpy(times, x.lcp, t->nev * sizeof(*times));
-	if (p->rate > 0 && x.njumps && sh5_clc_backward(&x, times, errp) < 0)
+	if (p->rate > 0 && run_jumps(&x, UINT32_MAX) < 0) {
+		errno = ENOMEM;
+		sh5_errprintf(errp, "controlled logical clock: %s",
+			      strerror(errno));
 		goto out;
+	}
 	rc = 0;
 out:
 	clc_free(&x);

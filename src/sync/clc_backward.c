@@ -121,10 +121,6 @@ static int64_t send_room(struct clc *x, uint32_t e)
 	return room < 0 ? 0 : room;
 }
 
-struct hpt {
-	int64_t x, y;
-};
-
 /* The events of jump j's amortization interval (LC' after t0), latest
  * first, into *evs.  Returns how many, or -1 without memory. */
 static long interval_events(struct clc *x, const struct jump *j, int64_t t0,
@@ -251,14 +247,39 @@ static void shift_under_hull(struct clc *x, const uint32_t *evs, size_t ne,
 	}
 }
 
+/* The hull of the interval evs[0 .. ne) reads nothing that is not done
+ * yet: the receivers of its SENDs, the ends of its collectives. */
+static int interval_ready(struct clc *x, const uint32_t *evs, size_t ne)
+{
+	const struct sh5_trace *t = x->t;
+	size_t i;
+
+	for (i = 0; i < ne; i++) {
+		const struct sh5_trace_event *ev = &t->ev[evs[i]];
+
+		if (ev->flags & SH5_EVF_FREE)
+			continue;
+		if (ev->kind == SH5_EV_SEND) {
+			if (ev->link != SH5_TRACE_NONE &&
+			    !(t->ev[ev->link].flags & SH5_EVF_FREE) &&
+			    !((x->bdone[ev->link >> 6] >> (ev->link & 63)) & 1))
+				return 0;
+		} else if (ev->kind == SH5_EV_CBEGIN &&
+			   ev->ref != SH5_TRACE_NONE &&
+			   x->ne_done[ev->ref] != t->inst[ev->ref].size) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /* Backward amortization of one jump: the events in the amortization
  * interval before it get the largest shift under the lower convex hull of
  * the ideal ramp's end points and the sending events' limits; the shift
- * of each event is the maximum over all jumps.  out[] starts as the
- * forward pass's times (LC') and gets LC' + shift. */
-static int backward_one(struct clc *x, const struct jump *j, int64_t *out,
-			struct hpt **hull, size_t *hcap, uint32_t **evs,
-			size_t *ecap)
+ * of each event is the maximum over all jumps.  x->out holds the forward
+ * pass's times (LC') of the events done and gets LC' + shift.  With
+ * check: nothing done (1) while the hull would read an event not done. */
+int sh5_clc_backward_one(struct clc *x, const struct jump *j, int check)
 {
 	uint32_t r = j->ev;
 	int64_t tr = x->lcp[r], D = j->amount, LA, t0;
@@ -272,72 +293,22 @@ static int backward_one(struct clc *x, const struct jump *j, int64_t *out,
 		LA = 1;
 	t0 = sat64((__int128)tr - LA);
 	/* Events of the interval, latest first. */
-	if ((n = interval_events(x, j, t0, evs, ecap)) < 0)
+	if ((n = interval_events(x, j, t0, &x->evs, &x->ecap)) < 0)
 		return -1;
 	ne = (size_t)n;
 	if (!ne)
 		return 0;
-	if (*hcap < ne + 2) {
-		struct hpt *n2 = realloc(*hull, (ne + 2) * sizeof(*n2));
+	if (check && !interval_ready(x, x->evs, ne))
+		return 1;
+	if (x->hcap < ne + 2) {
+		struct hpt *n2 = realloc(x->hull, (ne + 2) * sizeof(*n2));
 
 		if (!n2)
 			return -1;
-		*hull = n2;
-		*hcap = ne + 2;
+		x->hull = n2;
+		x->hcap = ne + 2;
 	}
-	nh = build_hull(x, *evs, ne, t0, tr, D, LA, *hull);
-	shift_under_hull(x, *evs, ne, *hull, nh, out);
+	nh = build_hull(x, x->evs, ne, t0, tr, D, LA, x->hull);
+	shift_under_hull(x, x->evs, ne, x->hull, nh, x->out);
 	return 0;
-}
-
-/* Prefetch for jump i: the positions before a later jump, and the
- * events before a nearer one. */
-static inline void backward_prefetch(struct clc *x, size_t i,
-				     const int64_t *times)
-{
-	struct sh5_trace *t = x->t;
-
-	if (i + 16 < x->njumps)
-		__builtin_prefetch(&t->loc_order[x->jumps[i + 16].pos - 1]);
-	if (i + 8 < x->njumps) {
-		const struct jump *jn = &x->jumps[i + 8];
-		uint32_t q = jn->pos, f = t->loc_first[t->loc[jn->ev]];
-
-		__builtin_prefetch(&x->lcp[jn->ev]);
-		if (q > f) {
-			uint32_t e = t->loc_order[q - 1];
-
-			__builtin_prefetch(&x->lcp[e]);
-			__builtin_prefetch(&t->ev[e]);
-			__builtin_prefetch(&times[e], 1);
-		}
-	}
-}
-
-/* The backward amortization of every jump of the forward pass into
- * times[] (holding LC').  Returns 0, or -1 (ENOMEM) with errp filled. */
-int sh5_clc_backward(struct clc *x, int64_t *times, struct sh5_error *errp)
-{
-	struct hpt *hull = NULL;
-	uint32_t *evs = NULL;
-	size_t hcap = 0, ecap = 0, i;
-	int rc = -1;
-
-	/* (the forward pass used it for SCAN instances) */
-	memset(x->emin, 0, (x->t->ninst + 1) * sizeof(*x->emin));
-	for (i = 0; i < x->njumps; i++) {
-		backward_prefetch(x, i, times);
-		if (backward_one(x, &x->jumps[i], times, &hull, &hcap,
-				 &evs, &ecap) < 0)
-			goto nomem;
-	}
-	rc = 0;
-	goto out;
-nomem:
-	errno = ENOMEM;
-	sh5_errprintf(errp, "controlled logical clock: %s", strerror(errno));
-out:
-	free(hull);
-	free(evs);
-	return rc;
 }

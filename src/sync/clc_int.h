@@ -11,6 +11,10 @@
 #include "sync/timesync_int.h"
 #include "sync/trace.h"
 
+struct hpt {
+	int64_t x, y;
+};
+
 struct jump {
 	uint32_t pos;		/* index into loc_order */
 	uint32_t ev;		/* the event (loc_order[pos]) */
@@ -42,8 +46,16 @@ struct clc {
 				 * of begins processed */
 	int64_t *bound;		/* scratch, max instance size */
 	struct nodescratch ns;
-	struct jump *jumps;
-	size_t njumps, jcap;
+	struct jump *jumps;	/* pending: jumps[jdone .. njumps) */
+	size_t njumps, jcap, jdone;
+	int64_t *out;		/* LC' as each event is done, then plus
+				 * the backward shifts (the caller's
+				 * times[], over the inputs used) */
+	uint32_t *ne_done;	/* per instance: ends processed */
+	struct hpt *hull;	/* the backward amortization's scratch */
+	size_t hcap;
+	uint32_t *evs;
+	size_t ecap;
 	size_t left;		/* events not processed yet */
 	struct endmin {
 		int64_t m1, m2;
@@ -56,8 +68,11 @@ struct clc {
 	struct sh5_clc_result *res;
 };
 
-/* The backward amortization of every jump of the forward pass into
- * times[] (holding LC').  Returns 0, or -1 (ENOMEM) with errp filled. */
-int sh5_clc_backward(struct clc *x, int64_t *times, struct sh5_error *errp);
+/* The backward amortization of jump j into x->out (holding LC' of the
+ * events done): the events of its interval get LC' plus the largest
+ * shift under the hull.  With check, nothing is done while an event the
+ * hull reads (the receivers of its sends, the ends of its collectives)
+ * is not done yet.  Returns 0 (done), 1 (not ready), -1 (ENOMEM). */
+int sh5_clc_backward_one(struct clc *x, const struct jump *j, int check);
 
 #endif /* SH5_CLC_INT_H */

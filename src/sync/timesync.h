@@ -139,13 +139,15 @@ struct sh5_clc_result {
  * no event moves backwards, and afterwards no clock-condition violation
  * remains among the constrained events (doc/timesync.md).
  *
- * Returns 0, or -1 with errno set and errp filled: ENOMEM, or EDEADLK
+ * Returns 0, or -1 with errno set and errp filled (times[] then holds
+ * some corrected and some input times): ENOMEM, or EDEADLK
  * when the trace's messages form a cycle (a receive that must come after
  * its send, which comes after the receive); the cycle is also recorded as
  * a problem in t.  With p->allow_partial a cycle is broken by dropping the
  * waiting constraint (recorded as a problem) and the run goes on.
  * Uses about 8 bytes per event of working memory (none with p->work),
- * plus two bits per event and 16 bytes per jump.
+ * plus two bits per event and 16 bytes per jump not amortized yet (the
+ * backward amortization runs inside the forward pass).
  */
 int sh5_timesync_clc(struct sh5_trace *t, const struct sh5_clc_params *p,
 		     int64_t *times, struct sh5_clc_result *res,

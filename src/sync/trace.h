@@ -24,9 +24,10 @@
  * over the old one in the read buffer when both have the same length
  * (the common case), and each block goes out in one write.
  *
- * Both passes take the text in blocks of whole lines (256 KiB, so a block
- * stays in the cache while it is worked on); the common event lines are
- * parsed in one pass over their bytes, anything else (directives,
+ * Both passes take the text in blocks of whole lines (the reader 256 KiB,
+ * so a block stays in the cache while it is parsed; the writer 1 MiB:
+ * fewer, longer writes cost less in the kernel); the common event lines
+ * are parsed in one pass over their bytes, anything else (directives,
  * comments, CRLF lines, malformed lines) by the general parser.
  */
 #ifndef SH5_TRACE_H

@@ -62,7 +62,9 @@ void trace_hmap_free(struct hmap *m);
  * so a caller may read a few bytes past the end of a block (never use
  * them).
  */
-#define CSRC_CHUNK (256u << 10)
+#define CSRC_CHUNK (256u << 10)	/* the reader's blocks */
+#define CSRC_WCHUNK (1024u << 10)	/* the writer's: fewer, longer
+					 * writes cost less in the kernel */
 #define CSRC_SLACK 64
 
 struct csrc {
@@ -79,8 +81,9 @@ struct csrc {
 /* Returns 1 with a block, 0 at the end, -1 with errno set. */
 int trace_csrc_next(struct csrc *s, const char **b, size_t *n,
 		    int *virt);
-/* A source reading the file at path (opened here). */
-int trace_csrc_open(struct csrc *s, const char *path);
+/* A source reading the file at path (opened here) in blocks of up to
+ * chunk bytes (longer lines grow the buffer). */
+int trace_csrc_open(struct csrc *s, const char *path, size_t chunk);
 void trace_csrc_mem(struct csrc *s, const char *buf, size_t len);
 /* Closes the file (when any); keeps errno. */
 void trace_csrc_close(struct csrc *s);

@@ -758,7 +758,7 @@ struct sh5_trace *sh5_trace_read(const char *path, struct sh5_error *errp)
 	struct sh5_trace *t;
 	struct stat st;
 
-	if (trace_csrc_open(&src, path) < 0) {
+	if (trace_csrc_open(&src, path, CSRC_CHUNK) < 0) {
 		sh5_errprintf(errp, "%s: %s", path, strerror(errno));
 		return NULL;
 	}

@@ -166,14 +166,15 @@ int trace_csrc_next(struct csrc *s, const char **b, size_t *n,
 	}
 }
 
-/* A source reading the file at path (opened here). */
-int trace_csrc_open(struct csrc *s, const char *path)
+/* A source reading the file at path (opened here) in blocks of up to
+ * chunk bytes. */
+int trace_csrc_open(struct csrc *s, const char *path, size_t chunk)
 {
 	memset(s, 0, sizeof(*s));
 	s->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (s->fd < 0)
 		return -1;
-	s->cap = CSRC_CHUNK;
+	s->cap = chunk;
 	s->buf = malloc(s->cap + CSRC_SLACK);
 	if (!s->buf) {
 		close(s->fd);

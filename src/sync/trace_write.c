@@ -525,9 +525,9 @@ int sh5_trace_write(const struct sh5_trace *t, const char *in_path,
 
 	memset(&o, 0, sizeof(o));
 	o.fd = -1;
-	if (trace_csrc_open(&src, in_path) < 0)
+	if (trace_csrc_open(&src, in_path, CSRC_WCHUNK) < 0)
 		return sh5_errprintf(errp, "%s: %s", in_path, strerror(errno));
-	o.cap = CSRC_CHUNK;
+	o.cap = CSRC_WCHUNK;
 	o.buf = malloc(o.cap);
 	if (!o.buf) {
 		sh5_errprintf(errp, "%s: %s", out_path, strerror(errno));
