@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include "cli_util.h"
 #include "common/outfile.h"
@@ -219,4 +222,29 @@ error:
 	cli_error(NULL, "%s", err.text);
 	sh5_outfile_abort(&of);
 	return -1;
+}
+
+void cli_heap_hugepages(size_t reserve)
+{
+#if defined(__linux__) && defined(__GLIBC__) && defined(MADV_HUGEPAGE)
+	const size_t huge = 2u << 20;
+	uintptr_t lo, hi;
+	void *p;
+
+	if (getenv("SH5MERGE_NO_HUGEPAGES"))
+		return;
+	/* Blocks up to reserve come from the heap, which keeps what is
+	 * freed at its top: the heap is grown once, by reserve. */
+	mallopt(M_MMAP_THRESHOLD, (int)reserve);
+	mallopt(M_TRIM_THRESHOLD, (int)(2 * reserve));
+	if (!(p = malloc(reserve - 4096)))
+		return;
+	free(p);
+	lo = ((uintptr_t)sbrk(0) - reserve + huge - 1) & ~(uintptr_t)(huge - 1);
+	hi = (uintptr_t)sbrk(0) & ~(uintptr_t)(huge - 1);
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+	(void)reserve;
+#endif
 }

@@ -225,6 +225,7 @@ int cmd_extract(int argc, char **argv)
 
 	if ((status = parse_opts(argc, argv, &o)) >= 0)
 		return status;
+	cli_heap_hugepages(32u << 20);
 	if ((status = open_input(&o, &f, &v, &n)) != 0 ||
 	    (status = 1, common_header(&o, v, n, &first) < 0))
 		goto out;
