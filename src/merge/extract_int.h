@@ -58,6 +58,8 @@ void sh5_extract_warn_lost(const struct sh5_extract *o,
 			   const char *reason);
 int sh5_extract_out_failed(FILE *out, int out_errno);
 int sh5_obuf_flush(struct obuf *b);
+/* Bytes were written to fd (the output): see extract_rows.c. */
+void sh5_extract_wrote(int fd);
 int sh5_extract_emit_rows(const struct sh5_extract_sel *e,
 			  const char *prefix, const void *recs, size_t n,
 			  struct obuf *b);

@@ -300,6 +300,8 @@ static int take_segment(struct worker *w, struct obuf *out, int drop,
 			if (!*out->out_errno)
 				*out->out_errno = errno ? errno : EIO;
 			r = -2;
+		} else if (!drop && bk->len) {
+			sh5_extract_wrote(fileno(out->out));
 		}
 		put_back(w);
 		if (r)
