@@ -189,43 +189,33 @@ static void native_map(struct sh5_cursor *c, hid_t dset)
 	H5Tclose(ft);
 }
 
-int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
-		    const struct sh5_series *s, uint64_t real_eof,
-		    struct sh5_error *errp)
+/* The dataset's part of a cursor whose types and map are set: rows,
+ * chunking, filters (direct reads), chunk checks.  0 or -1. */
+static int cursor_dataset(struct sh5_cursor *c, hid_t dset,
+			  struct sh5_error *errp)
 {
 	hid_t dcpl;
 	hsize_t cdims[1];
 
-	memset(c, 0, sizeof(*c));
 	c->dset = dset;
-	c->s = s;
-	c->real_eof = real_eof;
-	c->fspace = -1;
-	c->rtype = -1;
-	if ((c->mtype = s->ops->mem_type(s)) < 0)
-		return sh5_errprintf_h5(errp, "%s: cannot build the memory "
-					"type", s->name);
-	if ((c->fspace = H5Dget_space(dset)) < 0) {
-		sh5_errprintf_h5(errp, "%s: cannot read the dataspace",
-				 s->name);
-		goto error;
-	}
-	c->nrows = sh5_dset_rows(dset);
+	if ((c->fspace = H5Dget_space(dset)) < 0)
+		return sh5_errprintf_h5(errp, "%s: cannot read the dataspace",
+					c->s->name);
+	c->nrows = 0;
+	if (H5Sget_simple_extent_ndims(c->fspace) == 1 &&
+	    H5Sget_simple_extent_dims(c->fspace, cdims, NULL) == 1)
+		c->nrows = cdims[0];
 	c->good_rows = c->nrows;
-	native_map(c, dset);
+	c->chunk_rows = 0;
+	c->direct = 0;
 	dcpl = H5Dget_create_plist(dset);
 	if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
 	    H5Pget_chunk(dcpl, 1, cdims) == 1 && cdims[0] > 0)
 		c->chunk_rows = cdims[0];
 	c->f_shuffle = c->f_deflate = c->f_fletcher = -1;
-	if (dcpl >= 0 && c->chunk_rows && c->map && pipeline_ok(c, dcpl)) {
-		hid_t ft = H5Dget_type(dset);
-
-		c->direct = ft >= 0 && H5Tequal(ft, c->rtype) > 0 &&
-			    H5Tget_size(ft) == H5Tget_size(c->rtype);
-		if (ft >= 0)
-			H5Tclose(ft);
-	}
+	if (dcpl >= 0 && c->chunk_rows && c->map && c->native &&
+	    pipeline_ok(c, dcpl))
+		c->direct = 1;
 	if (dcpl >= 0)
 		H5Pclose(dcpl);
 	/* Chunk addresses are checked only for files cut short: a lookup
@@ -235,9 +225,55 @@ int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
 	if (c->chunk_rows && c->nrows && c->real_eof)
 		check_chunks(c);
 	return 0;
+}
+
+int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
+		    const struct sh5_series *s, uint64_t real_eof,
+		    struct sh5_error *errp)
+{
+	memset(c, 0, sizeof(*c));
+	c->dset = dset;
+	c->s = s;
+	c->real_eof = real_eof;
+	c->fspace = -1;
+	c->rtype = -1;
+	if ((c->mtype = s->ops->mem_type(s)) < 0)
+		return sh5_errprintf_h5(errp, "%s: cannot build the memory "
+					"type", s->name);
+	native_map(c, dset);
+	if (c->map) {
+		/* Chunks stored in rtype's layout can be read as they
+		 * are. */
+		hid_t ft = H5Dget_type(dset);
+
+		c->native = ft >= 0 && H5Tequal(ft, c->rtype) > 0 &&
+			    H5Tget_size(ft) == H5Tget_size(c->rtype);
+		if (ft >= 0)
+			H5Tclose(ft);
+	}
+	if (cursor_dataset(c, dset, errp) < 0)
+		goto error;
+	return 0;
 error:
 	sh5_cursor_close(c);
 	return -1;
+}
+
+int sh5_cursor_next(struct sh5_cursor *c, hid_t dset,
+		    const struct sh5_series *s, struct sh5_error *errp)
+{
+	if (c->fspace >= 0)
+		H5Sclose(c->fspace);
+	c->fspace = -1;
+	c->s = s;
+	c->pos = 0;
+	c->damaged = 0;
+	c->reason[0] = '\0';
+	if (cursor_dataset(c, dset, errp) < 0) {
+		sh5_cursor_close(c);
+		return -1;
+	}
+	return 0;
 }
 
 /* Direct chunk reads: the stock plugin's chunks hold 10 records, and

@@ -23,6 +23,7 @@ struct sh5_cursor {
 	void *raw;             /* raw_rows records of rtype */
 	size_t raw_rows;
 	int direct;            /* chunks in rtype's layout, decoded here */
+	int native;            /* the file type is rtype (same layout) */
 	int f_shuffle, f_deflate, f_fletcher; /* their index in the
 						 * pipeline, or -1 */
 	void *zbuf, *tbuf;     /* a stored chunk, an unshuffled one */
@@ -46,6 +47,15 @@ struct sh5_cursor {
 int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
 		    const struct sh5_series *s, uint64_t real_eof,
 		    struct sh5_error *errp);
+/*
+ * Move an open cursor c to another dataset of the same file type, with a
+ * series s of the same fields (the caller knows: sh5_extract_select
+ * compares the types): the types, record map and buffers are kept, the
+ * dataset's rows, chunking and filters read again.  0, or -1 with errp
+ * set and c closed.
+ */
+int sh5_cursor_next(struct sh5_cursor *c, hid_t dset,
+		    const struct sh5_series *s, struct sh5_error *errp);
 /*
  * Read up to max rows into buf (max * ops->record_size bytes, the ops'
  * memory layout; slot 2 is filled from EpochTime when the file has no
