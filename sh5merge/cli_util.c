@@ -108,11 +108,14 @@ int cli_profile_dir(char *buf, size_t len, char *conf_path, size_t clen)
 void cli_progress(const char *what, size_t done, size_t total)
 {
 	static struct timespec start;
-	static int started, shown;
+	static int started, shown, tty = -1;
 	struct timespec now;
 	double el;
 
-	if (sh5merge_quiet || !isatty(2))
+	/* Asked once: a call per series costs a system call each. */
+	if (tty < 0)
+		tty = isatty(2);
+	if (sh5merge_quiet || !tty)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (!started) {
