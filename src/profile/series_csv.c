@@ -54,7 +54,10 @@ size_t sh5_fmt_row(char *buf, const struct sh5_series *s,
 size_t sh5_fmt_row_memo(char *buf, const struct sh5_series *s,
 			const union sh5_value *v, struct sh5_fmt_memo *m)
 {
-	size_t len = 0, i, tlen;
+	/* In locals: the stores through buf could alias s, which the
+	 * compiler would read again for every field. */
+	const struct sh5_field *fl = s->fields;
+	size_t len = 0, i, tlen, nf = s->nfields;
 	const union sh5_value *f = v + SH5_TIME_SLOTS;
 	char *t;
 
@@ -65,8 +68,9 @@ size_t sh5_fmt_row_memo(char *buf, const struct sh5_series *s,
 	len += tlen;
 	buf[len++] = ',';
 	if (!s->has_time_ns && v[1].u - 1 < EPOCH_NS_MAX) {
-		/* EpochTime * 10^9: its digits and nine zeros. */
-		memcpy(buf + len, t, tlen);
+		/* EpochTime * 10^9: its digits (from the memo, 24 bytes as
+		 * put_u64_memo copies them) and nine zeros. */
+		memcpy(buf + len, m->text[1], 24);
 		memcpy(buf + len + tlen, "000000000", 9);
 		len += tlen + 9;
 	} else {
@@ -77,9 +81,9 @@ size_t sh5_fmt_row_memo(char *buf, const struct sh5_series *s,
 		buf[len++] = ',';
 		len += sh5_fmt_i64(buf + len, v[SH5_SLOT_SYNC(s)].i);
 	}
-	for (i = 0; i < s->nfields; i++) {
+	for (i = 0; i < nf; i++) {
 		buf[len++] = ',';
-		if (s->fields[i].type == SH5_FT_DOUBLE)
+		if (fl[i].type == SH5_FT_DOUBLE)
 			len += sh5_fmt_double_fast(buf + len, f[i].d);
 		else
 			len += sh5_fmt_u64_fast(buf + len, f[i].u);
