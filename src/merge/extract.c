@@ -212,12 +212,8 @@ static int one_thread(struct sh5_extract *o, struct sh5_extract_sel *v,
 
 	for (i = 0; i < n; i++) {
 		struct sh5_error err = { "" };
-		size_t rows = ROW_BUFFER / v[i].s->ops->record_size(v[i].s);
-		size_t got;
 		char prefix[256];
 
-		if (!rows)
-			rows = 1;
 		sh5_extract_prefix(o, &v[i], prefix, sizeof(prefix));
 		if (open && v[i].tkind >= 0 && v[i].tkind == v[i - 1].tkind) {
 			r = sh5_cursor_next(&c, v[i].dset, v[i].s, &err);
@@ -231,10 +227,8 @@ static int one_thread(struct sh5_extract *o, struct sh5_extract_sel *v,
 					     o->input, v[i].e.step,
 					     v[i].e.node, v[i].e.path,
 					     err.text);
-		while ((got = sh5_cursor_read(&c, buf, rows)) > 0)
-			if (sh5_extract_emit_rows(&v[i], prefix, buf, got,
-						  ob) < 0)
-				break;
+		/* A write error stays in ferror(out) or o->out_errno. */
+		(void)sh5_extract_rows(&c, &v[i], prefix, buf, UINT64_MAX, ob);
 		if (c.damaged)
 			sh5_extract_warn_lost(o, &v[i], sh5_cursor_lost(&c),
 					      c.reason);

@@ -216,6 +216,7 @@ static int cursor_dataset(struct sh5_cursor *c, hid_t dset,
 	if (dcpl >= 0 && c->chunk_rows && c->map && c->native &&
 	    pipeline_ok(c, dcpl))
 		c->direct = 1;
+	c->flat = c->flat_type && c->direct;
 	if (dcpl >= 0)
 		H5Pclose(dcpl);
 	/* Chunk addresses are checked only for files cut short: a lookup
@@ -250,6 +251,10 @@ int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
 			    H5Tget_size(ft) == H5Tget_size(c->rtype);
 		if (ft >= 0)
 			H5Tclose(ft);
+		c->flat_type = c->native && !s->has_time_ns &&
+			       !s->has_sync_ns &&
+			       H5Tget_size(c->rtype) == 16 + 8 * s->nfields &&
+			       sh5_recmap_is_shift(c->map, 16, 8);
 	}
 	if (cursor_dataset(c, dset, errp) < 0)
 		goto error;
@@ -436,8 +441,8 @@ static int decode_chunk(struct sh5_cursor *c, size_t stored, uint32_t mask,
  * compressed chunks go faster decoded here than through HDF5's filter
  * pipeline.  Chunks whose records are already in the native layout are
  * read as stored, decoded, and copied into the ops' layout. */
-static int read_direct(struct sh5_cursor *c, void *buf, uint64_t at,
-		       size_t n)
+static int read_chunks(struct sh5_cursor *c, uint64_t at, size_t n,
+		       const unsigned char **recs)
 {
 	size_t rsz = H5Tget_size(c->rtype), cr = (size_t)c->chunk_rows;
 	uint64_t first = at - at % cr, end = at + n, off;
@@ -476,8 +481,18 @@ static int read_direct(struct sh5_cursor *c, void *buf, uint64_t at,
 				 rsz) < 0)
 			return -1;
 	}
-	sh5_recmap_apply(c->map, (unsigned char *)c->raw +
-			 (size_t)(at - first) * rsz, buf, n);
+	*recs = (const unsigned char *)c->raw + (size_t)(at - first) * rsz;
+	return 0;
+}
+
+static int read_direct(struct sh5_cursor *c, void *buf, uint64_t at,
+		       size_t n)
+{
+	const unsigned char *recs;
+
+	if (read_chunks(c, at, n, &recs) < 0)
+		return -1;
+	sh5_recmap_apply(c->map, recs, buf, n);
 	return 0;
 }
 
@@ -570,6 +585,45 @@ size_t sh5_cursor_read(struct sh5_cursor *c, void *buf, size_t max)
 		if (!s->has_time_ns)
 			v[2].i = sh5_epoch_to_ns(v[1].u);
 	}
+	c->pos += n;
+	return n;
+}
+
+size_t sh5_cursor_read_flat(struct sh5_cursor *c, const void **recs,
+			    size_t max)
+{
+	size_t n, r, rsz;
+	const unsigned char *p;
+
+	if (!c->flat || c->pos >= c->good_rows || !max)
+		return 0;
+	n = c->good_rows - c->pos < max ? (size_t)(c->good_rows - c->pos) :
+					   max;
+	if (read_chunks(c, c->pos, n, &p) < 0) {
+		c->flat = 0; /* sh5_cursor_read finds what is wrong */
+		return 0;
+	}
+	rsz = H5Tget_size(c->rtype);
+	/* sh5_cursor_read's checks (flat_type: no EpochTimeNs). */
+	for (r = 0; r < n; r++) {
+		uint64_t t[2];
+
+		memcpy(t, p + r * rsz, sizeof(t));
+		if (!t[1] && !t[0]) {
+			cursor_damage(c, c->pos + r, "%s", "zero-filled records "
+				      "(chunk never written: the writer "
+				      "stopped before flushing it)");
+			n = r;
+			break;
+		}
+		if (t[1] > SH5_EPOCH_S_MAX) {
+			cursor_damage(c, c->pos + r, "%s", "EpochTime out of "
+				      "range (after the year 2262)");
+			n = r;
+			break;
+		}
+	}
+	*recs = p;
 	c->pos += n;
 	return n;
 }

@@ -214,3 +214,11 @@ struct sh5_recmap *sh5_recmap_dup(const struct sh5_recmap *m)
 		memcpy(d->zero_off, m->zero_off, nz * sizeof(size_t));
 	return d;
 }
+
+int sh5_recmap_is_shift(const struct sh5_recmap *m, size_t at, size_t gap)
+{
+	return m && m->n == 2 && m->src_size > at &&
+	       m->src_off[0] == 0 && m->dst_off[0] == 0 && m->len[0] == at &&
+	       m->src_off[1] == at && m->dst_off[1] == at + gap &&
+	       m->len[1] == m->src_size - at;
+}
