@@ -107,6 +107,8 @@ int sh5_extract_emit_rows(const struct sh5_extract_sel *e, const char *prefix,
 	return 0;
 }
 
+#define PRE_COPY 32 /* <= SH5_FMT_ROW_MAX(0): the room after a prefix */
+
 /* The rows of n records as the file stores them (sh5_cursor_read_flat:
  * rsz bytes each), as sh5_extract_emit_rows writes them. */
 static int emit_flat(const struct sh5_extract_sel *e, const char *prefix,
@@ -116,7 +118,12 @@ static int emit_flat(const struct sh5_extract_sel *e, const char *prefix,
 	const struct sh5_series *s = e->s;
 	size_t plen = strlen(prefix), max = SH5_FMT_ROW_MAX(s->nfields), r;
 	struct sh5_fmt_memo memo;
+	char pre[PRE_COPY] = "";
 
+	/* A short prefix is copied PRE_COPY bytes at a time (fixed size:
+	 * no call; the row overwrites what is past it). */
+	if (plen <= PRE_COPY)
+		memcpy(pre, prefix, plen);
 	memo.len[0] = memo.len[1] = 0;
 	for (r = 0; r < n; r++, recs += rsz) {
 		const union sh5_value *t = (const void *)recs;
@@ -125,7 +132,10 @@ static int emit_flat(const struct sh5_extract_sel *e, const char *prefix,
 		if (OUT_BUFFER - b->len < plen + max && sh5_obuf_flush(b) < 0)
 			return -1;
 		p = b->p + b->len;
-		memcpy(p, prefix, plen);
+		if (plen <= PRE_COPY)
+			memcpy(p, pre, PRE_COPY);
+		else
+			memcpy(p, prefix, plen);
 		b->len += plen + sh5_fmt_row_split(p + plen, s, t, t + 2,
 						   &memo);
 	}
