@@ -240,11 +240,17 @@ void cli_heap_hugepages(size_t reserve)
 	 * freed at its top: the heap is grown once, by reserve. */
 	mallopt(M_MMAP_THRESHOLD, (int)reserve);
 	mallopt(M_TRIM_THRESHOLD, (int)(2 * reserve));
+	lo = (uintptr_t)sbrk(0);
 	if (!(p = malloc(reserve - 4096)))
 		return;
 	free(p);
-	lo = ((uintptr_t)sbrk(0) - reserve + huge - 1) & ~(uintptr_t)(huge - 1);
-	hi = (uintptr_t)sbrk(0) & ~(uintptr_t)(huge - 1);
+	hi = (uintptr_t)sbrk(0);
+	/* Only what the heap grew by (malloc may have taken another
+	 * mapping). */
+	if (lo == (uintptr_t)-1 || hi < lo + reserve / 2)
+		return;
+	lo = (lo + huge - 1) & ~(uintptr_t)(huge - 1);
+	hi &= ~(uintptr_t)(huge - 1);
 	if (hi > lo)
 		madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 #else
