@@ -49,10 +49,10 @@ static uint64_t seg_rows(uint64_t cr)
 
 /* Below this many stored rows in all (SH5MERGE_EXTRACT_PAR_ROWS
  * overrides it; 0 under SH5MERGE_EXTRACT_SEGMENT, for tests) one thread
- * does it all: the worker's share of a short job is smaller than what
- * two threads cost in HDF5's lock and the ring's hand-overs (30 % more
- * CPU on 230k rows for no wall time gained). */
-#define PAR_ROWS (1u << 19)
+ * does it all: two threads cost more CPU in HDF5's lock and the ring's
+ * hand-overs (13 % on 0.92 M rows, 30 % on 230k) and gain no wall time
+ * up to about 2 M rows, none at all when the other CPU is busy. */
+#define PAR_ROWS (1u << 21)
 
 static uint64_t par_rows(void)
 {
