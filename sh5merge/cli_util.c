@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include "cli_util.h"
 #include "common/outfile.h"
@@ -105,11 +108,14 @@ int cli_profile_dir(char *buf, size_t len, char *conf_path, size_t clen)
 void cli_progress(const char *what, size_t done, size_t total)
 {
 	static struct timespec start;
-	static int started, shown;
+	static int started, shown, tty = -1;
 	struct timespec now;
 	double el;
 
-	if (sh5merge_quiet || !isatty(2))
+	/* Asked once: a call per series costs a system call each. */
+	if (tty < 0)
+		tty = isatty(2);
+	if (sh5merge_quiet || !tty)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (!started) {
@@ -219,4 +225,35 @@ error:
 	cli_error(NULL, "%s", err.text);
 	sh5_outfile_abort(&of);
 	return -1;
+}
+
+void cli_heap_hugepages(size_t reserve)
+{
+#if defined(__linux__) && defined(__GLIBC__) && defined(MADV_HUGEPAGE)
+	const size_t huge = 2u << 20;
+	uintptr_t lo, hi;
+	void *p;
+
+	if (getenv("SH5MERGE_NO_HUGEPAGES"))
+		return;
+	/* Blocks up to reserve come from the heap, which keeps what is
+	 * freed at its top: the heap is grown once, by reserve. */
+	mallopt(M_MMAP_THRESHOLD, (int)reserve);
+	mallopt(M_TRIM_THRESHOLD, (int)(2 * reserve));
+	lo = (uintptr_t)sbrk(0);
+	if (!(p = malloc(reserve - 4096)))
+		return;
+	free(p);
+	hi = (uintptr_t)sbrk(0);
+	/* Only what the heap grew by (malloc may have taken another
+	 * mapping). */
+	if (lo == (uintptr_t)-1 || hi < lo + reserve / 2)
+		return;
+	lo = (lo + huge - 1) & ~(uintptr_t)(huge - 1);
+	hi &= ~(uintptr_t)(huge - 1);
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+	(void)reserve;
+#endif
 }

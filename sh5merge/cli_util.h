@@ -57,4 +57,13 @@ typedef int (*cli_writer_fn)(void *arg, FILE *f, const char *name,
 int cli_write_out(const char *in, const char *out, cli_writer_fn fn,
 		  void *arg);
 
+/*
+ * Grow the heap once by reserve bytes and ask the kernel for huge pages
+ * there (transparent huge pages, when set to "madvise"): a process that
+ * touches tens of MiB of small HDF5 blocks takes a few page faults
+ * instead of thousands.  Blocks up to reserve come from that heap.
+ * Nothing when SH5MERGE_NO_HUGEPAGES is set or off Linux/glibc.
+ */
+void cli_heap_hugepages(size_t reserve);
+
 #endif

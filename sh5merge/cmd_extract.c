@@ -122,8 +122,16 @@ static int common_header(const struct sh5_extract *o,
 
 	*first = sh5_extract_header(&v[0], o->totals);
 	for (i = 1; i < n && !o->field; i++) {
-		char *h = sh5_extract_header(&v[i], o->totals);
-		int same = h && *first && !strcmp(h, *first);
+		char *h;
+		int same;
+
+		/* Same file type, ops and group as the one before (which
+		 * matched): the same header. */
+		if (v[i].tkind >= 0 && v[i].tkind == v[i - 1].tkind &&
+		    !strcmp(v[i].e.parent, v[i - 1].e.parent))
+			continue;
+		h = sh5_extract_header(&v[i], o->totals);
+		same = h && *first && !strcmp(h, *first);
 
 		free(h);
 		if (!same) {
@@ -225,6 +233,7 @@ int cmd_extract(int argc, char **argv)
 
 	if ((status = parse_opts(argc, argv, &o)) >= 0)
 		return status;
+	cli_heap_hugepages(32u << 20);
 	if ((status = open_input(&o, &f, &v, &n)) != 0 ||
 	    (status = 1, common_header(&o, v, n, &first) < 0))
 		goto out;

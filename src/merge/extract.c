@@ -57,13 +57,14 @@ struct type_memo {
  * attrs (totals use them, rows do not).  NULL if d is not a series. */
 static struct sh5_series *series_of(struct type_memo *tm,
 				    const struct sh5_jf_entry *e, hid_t d,
-				    int attrs)
+				    int attrs, int *tkind)
 {
 	const struct sh5_series_ops *ops;
 	struct sh5_series *s;
 	hid_t ft;
 	size_t i;
 
+	*tkind = -1;
 	if (attrs)
 		return sh5_series_from_dataset(e->parent, e->name, d, NULL);
 	if ((ft = H5Dget_type(d)) < 0)
@@ -72,6 +73,7 @@ static struct sh5_series *series_of(struct type_memo *tm,
 	for (i = 0; i < tm->n; i++) {
 		if (tm->s[i]->ops == ops && H5Tequal(ft, tm->ft[i]) > 0) {
 			H5Tclose(ft);
+			*tkind = (int)i;
 			return sh5_series_dup(tm->s[i], e->parent, e->name,
 					      NULL);
 		}
@@ -82,6 +84,7 @@ static struct sh5_series *series_of(struct type_memo *tm,
 		return s;
 	}
 	tm->ft[tm->n] = ft;
+	*tkind = (int)tm->n;
 	tm->s[tm->n++] = s;
 	return sh5_series_dup(s, e->parent, e->name, NULL);
 }
@@ -147,7 +150,8 @@ int sh5_extract_select(hid_t f, struct sh5_extract *o,
 		}
 		if ((d = open_entry(f, e, &ng, dapl)) < 0)
 			continue;
-		sv[k].s = series_of(&tm, e, d, o->totals || o->field);
+		sv[k].s = series_of(&tm, e, d, o->totals || o->field,
+				    &sv[k].tkind);
 		if (!sv[k].s) {
 			H5Dclose(d);
 			continue;
@@ -194,13 +198,56 @@ char *sh5_extract_header(const struct sh5_extract_sel *e, int totals)
 	return buf;
 }
 
+/* The time series CSV in this thread.  A cursor goes on from a series to
+ * the next of the same file type (sh5_cursor_next: no types or record
+ * map built again).  0, or -1 with errp set; write errors are left in
+ * ferror(out) or o->out_errno. */
+static int one_thread(struct sh5_extract *o, struct sh5_extract_sel *v,
+		      size_t n, struct obuf *ob, void *buf,
+		      struct sh5_error *errp)
+{
+	struct sh5_cursor c;
+	int open = 0, r;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct sh5_error err = { "" };
+		char prefix[256];
+
+		sh5_extract_prefix(o, &v[i], prefix, sizeof(prefix));
+		if (open && v[i].tkind >= 0 && v[i].tkind == v[i - 1].tkind) {
+			r = sh5_cursor_next(&c, v[i].dset, v[i].s, &err);
+		} else {
+			if (open)
+				sh5_cursor_close(&c);
+			r = sh5_cursor_open(&c, v[i].dset, v[i].s, 0, &err);
+		}
+		if ((open = r == 0) == 0)
+			return sh5_errprintf(errp, "%s: %s/%s/%s: %s",
+					     o->input, v[i].e.step,
+					     v[i].e.node, v[i].e.path,
+					     err.text);
+		/* A write error stays in ferror(out) or o->out_errno. */
+		(void)sh5_extract_rows(&c, &v[i], prefix, buf, UINT64_MAX, ob);
+		if (c.damaged)
+			sh5_extract_warn_lost(o, &v[i], sh5_cursor_lost(&c),
+					      c.reason);
+		if (sh5_extract_out_failed(ob->out, o->out_errno))
+			break;
+		if (o->progress)
+			o->progress(o->arg, i + 1, n);
+	}
+	if (open)
+		sh5_cursor_close(&c);
+	return 0;
+}
+
 int sh5_extract_timeseries(struct sh5_extract *o, struct sh5_extract_sel *v,
 			   size_t n, FILE *out, struct sh5_error *errp)
 {
 	void *buf = malloc(ROW_BUFFER);
 	struct obuf ob = { malloc(OUT_BUFFER), 0, out, NULL, NULL,
 			   &o->out_errno };
-	size_t i;
 	int rc = -1;
 
 	if (!buf || !ob.p) {
@@ -214,38 +261,9 @@ int sh5_extract_timeseries(struct sh5_extract *o, struct sh5_extract_sel *v,
 		rc = sh5_extract_par(o, v, n, &ob, buf, errp);
 		if (rc <= 0)
 			goto out;
-		rc = -1; /* no worker: do it here */
+		/* no worker: do it here */
 	}
-	for (i = 0; i < n; i++) {
-		struct sh5_cursor c;
-		struct sh5_error err = { "" };
-		size_t rows = ROW_BUFFER / v[i].s->ops->record_size(v[i].s);
-		size_t got;
-		char prefix[256];
-
-		if (!rows)
-			rows = 1;
-		sh5_extract_prefix(o, &v[i], prefix, sizeof(prefix));
-		if (sh5_cursor_open(&c, v[i].dset, v[i].s, 0, &err) < 0) {
-			sh5_errprintf(errp, "%s: %s/%s/%s: %s", o->input,
-				      v[i].e.step, v[i].e.node, v[i].e.path,
-				      err.text);
-			goto out;
-		}
-		while ((got = sh5_cursor_read(&c, buf, rows)) > 0)
-			if (sh5_extract_emit_rows(&v[i], prefix, buf, got,
-						  &ob) < 0)
-				break;
-		if (c.damaged)
-			sh5_extract_warn_lost(o, &v[i], sh5_cursor_lost(&c),
-					      c.reason);
-		sh5_cursor_close(&c);
-		if (sh5_extract_out_failed(out, o->out_errno))
-			break;
-		if (o->progress)
-			o->progress(o->arg, i + 1, n);
-	}
-	rc = 0;
+	rc = one_thread(o, v, n, &ob, buf, errp);
 out:
 	sh5_obuf_flush(&ob); /* an error stays in ferror(out) */
 	free(ob.p);

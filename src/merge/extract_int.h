@@ -58,9 +58,17 @@ void sh5_extract_warn_lost(const struct sh5_extract *o,
 			   const char *reason);
 int sh5_extract_out_failed(FILE *out, int out_errno);
 int sh5_obuf_flush(struct obuf *b);
+/* Bytes were written to fd (the output): see extract_rows.c. */
+void sh5_extract_wrote(int fd);
 int sh5_extract_emit_rows(const struct sh5_extract_sel *e,
 			  const char *prefix, const void *recs, size_t n,
 			  struct obuf *b);
+/* Read and format the rows of an open cursor up to row to into b (from
+ * the file's records when c->flat, without the copy into the ops'
+ * layout).  1 when the series ended at damage, 0 done, -1 write error. */
+int sh5_extract_rows(struct sh5_cursor *c, const struct sh5_extract_sel *e,
+		     const char *prefix, void *buf, uint64_t to,
+		     struct obuf *b);
 int sh5_extract_segment(struct sh5_cursor *c,
 			const struct sh5_extract_sel *e, const char *prefix,
 			void *buf, uint64_t from, uint64_t to,

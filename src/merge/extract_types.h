@@ -27,6 +27,9 @@ struct sh5_extract_sel {
 	struct sh5_jf_entry e;
 	struct sh5_series *s;
 	hid_t dset;
+	/* Its file type among the selection's (entries of equal tkind
+	 * have equal types and fields), or -1: none like it. */
+	int tkind;
 };
 
 #endif /* SH5_EXTRACT_TYPES_H */

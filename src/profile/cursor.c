@@ -189,43 +189,34 @@ static void native_map(struct sh5_cursor *c, hid_t dset)
 	H5Tclose(ft);
 }
 
-int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
-		    const struct sh5_series *s, uint64_t real_eof,
-		    struct sh5_error *errp)
+/* The dataset's part of a cursor whose types and map are set: rows,
+ * chunking, filters (direct reads), chunk checks.  0 or -1. */
+static int cursor_dataset(struct sh5_cursor *c, hid_t dset,
+			  struct sh5_error *errp)
 {
 	hid_t dcpl;
 	hsize_t cdims[1];
 
-	memset(c, 0, sizeof(*c));
 	c->dset = dset;
-	c->s = s;
-	c->real_eof = real_eof;
-	c->fspace = -1;
-	c->rtype = -1;
-	if ((c->mtype = s->ops->mem_type(s)) < 0)
-		return sh5_errprintf_h5(errp, "%s: cannot build the memory "
-					"type", s->name);
-	if ((c->fspace = H5Dget_space(dset)) < 0) {
-		sh5_errprintf_h5(errp, "%s: cannot read the dataspace",
-				 s->name);
-		goto error;
-	}
-	c->nrows = sh5_dset_rows(dset);
+	if ((c->fspace = H5Dget_space(dset)) < 0)
+		return sh5_errprintf_h5(errp, "%s: cannot read the dataspace",
+					c->s->name);
+	c->nrows = 0;
+	if (H5Sget_simple_extent_ndims(c->fspace) == 1 &&
+	    H5Sget_simple_extent_dims(c->fspace, cdims, NULL) == 1)
+		c->nrows = cdims[0];
 	c->good_rows = c->nrows;
-	native_map(c, dset);
+	c->chunk_rows = 0;
+	c->direct = 0;
 	dcpl = H5Dget_create_plist(dset);
 	if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
 	    H5Pget_chunk(dcpl, 1, cdims) == 1 && cdims[0] > 0)
 		c->chunk_rows = cdims[0];
 	c->f_shuffle = c->f_deflate = c->f_fletcher = -1;
-	if (dcpl >= 0 && c->chunk_rows && c->map && pipeline_ok(c, dcpl)) {
-		hid_t ft = H5Dget_type(dset);
-
-		c->direct = ft >= 0 && H5Tequal(ft, c->rtype) > 0 &&
-			    H5Tget_size(ft) == H5Tget_size(c->rtype);
-		if (ft >= 0)
-			H5Tclose(ft);
-	}
+	if (dcpl >= 0 && c->chunk_rows && c->map && c->native &&
+	    pipeline_ok(c, dcpl))
+		c->direct = 1;
+	c->flat = c->flat_type && c->direct;
 	if (dcpl >= 0)
 		H5Pclose(dcpl);
 	/* Chunk addresses are checked only for files cut short: a lookup
@@ -235,9 +226,59 @@ int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
 	if (c->chunk_rows && c->nrows && c->real_eof)
 		check_chunks(c);
 	return 0;
+}
+
+int sh5_cursor_open(struct sh5_cursor *c, hid_t dset,
+		    const struct sh5_series *s, uint64_t real_eof,
+		    struct sh5_error *errp)
+{
+	memset(c, 0, sizeof(*c));
+	c->dset = dset;
+	c->s = s;
+	c->real_eof = real_eof;
+	c->fspace = -1;
+	c->rtype = -1;
+	if ((c->mtype = s->ops->mem_type(s)) < 0)
+		return sh5_errprintf_h5(errp, "%s: cannot build the memory "
+					"type", s->name);
+	native_map(c, dset);
+	if (c->map) {
+		/* Chunks stored in rtype's layout can be read as they
+		 * are. */
+		hid_t ft = H5Dget_type(dset);
+
+		c->native = ft >= 0 && H5Tequal(ft, c->rtype) > 0 &&
+			    H5Tget_size(ft) == H5Tget_size(c->rtype);
+		if (ft >= 0)
+			H5Tclose(ft);
+		c->flat_type = c->native && !s->has_time_ns &&
+			       !s->has_sync_ns &&
+			       H5Tget_size(c->rtype) == 16 + 8 * s->nfields &&
+			       sh5_recmap_is_shift(c->map, 16, 8);
+	}
+	if (cursor_dataset(c, dset, errp) < 0)
+		goto error;
+	return 0;
 error:
 	sh5_cursor_close(c);
 	return -1;
+}
+
+int sh5_cursor_next(struct sh5_cursor *c, hid_t dset,
+		    const struct sh5_series *s, struct sh5_error *errp)
+{
+	if (c->fspace >= 0)
+		H5Sclose(c->fspace);
+	c->fspace = -1;
+	c->s = s;
+	c->pos = 0;
+	c->damaged = 0;
+	c->reason[0] = '\0';
+	if (cursor_dataset(c, dset, errp) < 0) {
+		sh5_cursor_close(c);
+		return -1;
+	}
+	return 0;
 }
 
 /* Direct chunk reads: the stock plugin's chunks hold 10 records, and
@@ -400,8 +441,8 @@ static int decode_chunk(struct sh5_cursor *c, size_t stored, uint32_t mask,
  * compressed chunks go faster decoded here than through HDF5's filter
  * pipeline.  Chunks whose records are already in the native layout are
  * read as stored, decoded, and copied into the ops' layout. */
-static int read_direct(struct sh5_cursor *c, void *buf, uint64_t at,
-		       size_t n)
+static int read_chunks(struct sh5_cursor *c, uint64_t at, size_t n,
+		       const unsigned char **recs)
 {
 	size_t rsz = H5Tget_size(c->rtype), cr = (size_t)c->chunk_rows;
 	uint64_t first = at - at % cr, end = at + n, off;
@@ -440,8 +481,18 @@ static int read_direct(struct sh5_cursor *c, void *buf, uint64_t at,
 				 rsz) < 0)
 			return -1;
 	}
-	sh5_recmap_apply(c->map, (unsigned char *)c->raw +
-			 (size_t)(at - first) * rsz, buf, n);
+	*recs = (const unsigned char *)c->raw + (size_t)(at - first) * rsz;
+	return 0;
+}
+
+static int read_direct(struct sh5_cursor *c, void *buf, uint64_t at,
+		       size_t n)
+{
+	const unsigned char *recs;
+
+	if (read_chunks(c, at, n, &recs) < 0)
+		return -1;
+	sh5_recmap_apply(c->map, recs, buf, n);
 	return 0;
 }
 
@@ -534,6 +585,45 @@ size_t sh5_cursor_read(struct sh5_cursor *c, void *buf, size_t max)
 		if (!s->has_time_ns)
 			v[2].i = sh5_epoch_to_ns(v[1].u);
 	}
+	c->pos += n;
+	return n;
+}
+
+size_t sh5_cursor_read_flat(struct sh5_cursor *c, const void **recs,
+			    size_t max)
+{
+	size_t n, r, rsz;
+	const unsigned char *p;
+
+	if (!c->flat || c->pos >= c->good_rows || !max)
+		return 0;
+	n = c->good_rows - c->pos < max ? (size_t)(c->good_rows - c->pos) :
+					   max;
+	if (read_chunks(c, c->pos, n, &p) < 0) {
+		c->flat = 0; /* sh5_cursor_read finds what is wrong */
+		return 0;
+	}
+	rsz = H5Tget_size(c->rtype);
+	/* sh5_cursor_read's checks (flat_type: no EpochTimeNs). */
+	for (r = 0; r < n; r++) {
+		uint64_t t[2];
+
+		memcpy(t, p + r * rsz, sizeof(t));
+		if (!t[1] && !t[0]) {
+			cursor_damage(c, c->pos + r, "%s", "zero-filled records "
+				      "(chunk never written: the writer "
+				      "stopped before flushing it)");
+			n = r;
+			break;
+		}
+		if (t[1] > SH5_EPOCH_S_MAX) {
+			cursor_damage(c, c->pos + r, "%s", "EpochTime out of "
+				      "range (after the year 2262)");
+			n = r;
+			break;
+		}
+	}
+	*recs = p;
 	c->pos += n;
 	return n;
 }

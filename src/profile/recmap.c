@@ -128,31 +128,64 @@ fail:
 	return NULL;
 }
 
-/* len bytes (a multiple of 8), 16 at a time. */
+/* len bytes (a multiple of 8), 32 at a time. */
 static inline void copy_run(unsigned char *d, const unsigned char *s,
 			    size_t len)
 {
-	for (; len >= 16; d += 16, s += 16, len -= 16)
+	for (; len >= 32; d += 32, s += 32, len -= 32)
+		memcpy(d, s, 32);
+	if (len >= 16) {
 		memcpy(d, s, 16);
+		d += 16;
+		s += 16;
+		len -= 16;
+	}
 	if (len)
 		memcpy(d, s, 8);
 }
+
+/* The map's runs and holes in locals: stores through the byte pointers
+ * could alias the map's own arrays, which the compiler would then
+ * reload for every record. */
+#define LOCAL_RUNS 8
 
 void sh5_recmap_apply(const struct sh5_recmap *m, const void *src, void *dst,
 		      size_t n)
 {
 	const unsigned char *s = src;
 	unsigned char *d = dst;
+	size_t so[LOCAL_RUNS], dof[LOCAL_RUNS], len[LOCAL_RUNS];
+	size_t zo[LOCAL_RUNS];
+	size_t runs = m->n, nz = m->nzero, ss = m->src_size, ds = m->dst_size;
 	size_t r, k;
+	const uint64_t zero = 0;
 
-	if (m->nzero == SIZE_MAX)
-		memset(dst, 0, n * m->dst_size);
-	for (r = 0; r < n; r++, s += m->src_size, d += m->dst_size) {
-		for (k = 0; m->nzero != SIZE_MAX && k < m->nzero; k++)
-			memset(d + m->zero_off[k], 0, 8);
-		for (k = 0; k < m->n; k++)
-			copy_run(d + m->dst_off[k], s + m->src_off[k],
-				 m->len[k]);
+	if (nz == SIZE_MAX) {
+		memset(dst, 0, n * ds);
+		nz = 0;
+	}
+	if (runs > LOCAL_RUNS || nz > LOCAL_RUNS) {
+		for (r = 0; r < n; r++, s += ss, d += ds) {
+			for (k = 0; k < nz; k++)
+				memset(d + m->zero_off[k], 0, 8);
+			for (k = 0; k < runs; k++)
+				copy_run(d + m->dst_off[k], s + m->src_off[k],
+					 m->len[k]);
+		}
+		return;
+	}
+	for (k = 0; k < runs; k++) {
+		so[k] = m->src_off[k];
+		dof[k] = m->dst_off[k];
+		len[k] = m->len[k];
+	}
+	for (k = 0; k < nz; k++)
+		zo[k] = m->zero_off[k];
+	for (r = 0; r < n; r++, s += ss, d += ds) {
+		for (k = 0; k < nz; k++)
+			memcpy(d + zo[k], &zero, 8);
+		for (k = 0; k < runs; k++)
+			copy_run(d + dof[k], s + so[k], len[k]);
 	}
 }
 
@@ -180,4 +213,12 @@ struct sh5_recmap *sh5_recmap_dup(const struct sh5_recmap *m)
 	if (m->zero_off)
 		memcpy(d->zero_off, m->zero_off, nz * sizeof(size_t));
 	return d;
+}
+
+int sh5_recmap_is_shift(const struct sh5_recmap *m, size_t at, size_t gap)
+{
+	return m && m->n == 2 && m->src_size > at &&
+	       m->src_off[0] == 0 && m->dst_off[0] == 0 && m->len[0] == at &&
+	       m->src_off[1] == at && m->dst_off[1] == at + gap &&
+	       m->len[1] == m->src_size - at;
 }

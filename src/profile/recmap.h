@@ -22,5 +22,8 @@ void sh5_recmap_apply(const struct sh5_recmap *m, const void *src, void *dst,
 void sh5_recmap_free(struct sh5_recmap *m);
 /* A copy of m (NULL out of memory). */
 struct sh5_recmap *sh5_recmap_dup(const struct sh5_recmap *m);
+/* Does m copy a source record whole, its first at bytes to the same
+ * place and the rest gap bytes further (nothing else)? */
+int sh5_recmap_is_shift(const struct sh5_recmap *m, size_t at, size_t gap);
 
 #endif /* SH5_RECMAP_H */

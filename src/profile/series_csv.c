@@ -51,11 +51,16 @@ size_t sh5_fmt_row(char *buf, const struct sh5_series *s,
 	return sh5_fmt_row_memo(buf, s, v, &m);
 }
 
-size_t sh5_fmt_row_memo(char *buf, const struct sh5_series *s,
-			const union sh5_value *v, struct sh5_fmt_memo *m)
+/* A row from its time slots v and its fields f (the sync slot after
+ * them). */
+static inline __attribute__((always_inline)) size_t
+fmt_row(char *buf, const struct sh5_series *s, const union sh5_value *v,
+	const union sh5_value *f, struct sh5_fmt_memo *m)
 {
-	size_t len = 0, i, tlen;
-	const union sh5_value *f = v + SH5_TIME_SLOTS;
+	/* In locals: the stores through buf could alias s, which the
+	 * compiler would read again for every field. */
+	const struct sh5_field *fl = s->fields;
+	size_t len = 0, i, tlen, nf = s->nfields;
 	char *t;
 
 	len += put_u64_memo(buf + len, v[0].u, m, 0);
@@ -65,8 +70,9 @@ size_t sh5_fmt_row_memo(char *buf, const struct sh5_series *s,
 	len += tlen;
 	buf[len++] = ',';
 	if (!s->has_time_ns && v[1].u - 1 < EPOCH_NS_MAX) {
-		/* EpochTime * 10^9: its digits and nine zeros. */
-		memcpy(buf + len, t, tlen);
+		/* EpochTime * 10^9: its digits (from the memo, 24 bytes as
+		 * put_u64_memo copies them) and nine zeros. */
+		memcpy(buf + len, m->text[1], 24);
 		memcpy(buf + len + tlen, "000000000", 9);
 		len += tlen + 9;
 	} else {
@@ -75,15 +81,28 @@ size_t sh5_fmt_row_memo(char *buf, const struct sh5_series *s,
 	}
 	if (s->has_sync_ns) {
 		buf[len++] = ',';
-		len += sh5_fmt_i64(buf + len, v[SH5_SLOT_SYNC(s)].i);
+		len += sh5_fmt_i64(buf + len, f[nf].i);
 	}
-	for (i = 0; i < s->nfields; i++) {
+	for (i = 0; i < nf; i++) {
 		buf[len++] = ',';
-		if (s->fields[i].type == SH5_FT_DOUBLE)
+		if (fl[i].type == SH5_FT_DOUBLE)
 			len += sh5_fmt_double_fast(buf + len, f[i].d);
 		else
 			len += sh5_fmt_u64_fast(buf + len, f[i].u);
 	}
 	buf[len++] = '\n';
 	return len;
+}
+
+size_t sh5_fmt_row_memo(char *buf, const struct sh5_series *s,
+			const union sh5_value *v, struct sh5_fmt_memo *m)
+{
+	return fmt_row(buf, s, v, v + SH5_TIME_SLOTS, m);
+}
+
+size_t sh5_fmt_row_split(char *buf, const struct sh5_series *s,
+			 const union sh5_value *t, const union sh5_value *f,
+			 struct sh5_fmt_memo *m)
+{
+	return fmt_row(buf, s, t, f, m);
 }

@@ -37,5 +37,12 @@ struct sh5_fmt_memo {
 };
 size_t sh5_fmt_row_memo(char *buf, const struct sh5_series *s,
 			const union sh5_value *v, struct sh5_fmt_memo *m);
+/* The same from a record in two parts: t its ElapsedTime, EpochTime (and
+ * EpochTimeNs, read only when s->has_time_ns), f its fields (and after
+ * them SyncTimeNs, read only when s->has_sync_ns): a file's own records
+ * (sh5_cursor_read_flat). */
+size_t sh5_fmt_row_split(char *buf, const struct sh5_series *s,
+			 const union sh5_value *t, const union sh5_value *f,
+			 struct sh5_fmt_memo *m);
 
 #endif /* SH5_SERIES_CSV_H */

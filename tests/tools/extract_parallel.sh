@@ -2,9 +2,9 @@
 # extract_parallel.sh: sh5merge extract in two processes (segments of
 # whole chunks alternate between them) writes exactly what one process
 # writes: same CSV bytes, same warnings, same exit status, on intact job
-# files (ours: compressed chunks; stock: one chunk per series) and on
-# damaged ones (the first damaged chunk ends the series, whichever
-# process read it).
+# files (ours: compressed chunks; stock: one chunk per series, rows
+# formatted from the file's records) and on damaged ones (the first
+# damaged chunk ends the series, whichever process read it).
 . "$top_srcdir/tests/tools/merge_lib.sh"
 
 # same NAME FILE ARGS...: extract with one-chunk segments in two
@@ -124,4 +124,23 @@ with open(sys.argv[1], "r+b") as fh:
 PY
 same "stock, zero-filled rows" bad.h5
 grep -q 'node1/Tasks/1: 150 rows unreadable' p.err || { cat p.err; fail "stock: warning"; }
+# Stock rows are formatted from the file's own records (no copy into the
+# series' layout): their values as h5py reads them, and an EpochTime
+# past 2262 ends the series there as in the copied layout.
+$CHECK csv stock.h5 <($SH5MERGE extract -i stock.h5) Tasks ||
+	fail "stock: values"
+cp stock.h5 bad.h5
+$PY - bad.h5 <<'PY' || fail "EpochTime out of range"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r+")
+d = f["Steps/0/Nodes/node2/Tasks/2"]
+a = d[...]
+a["EpochTime"][30] = 2**62
+d[...] = a
+PY
+same "stock, EpochTime out of range" bad.h5
+grep -q 'node2/Tasks/2: 220 rows unreadable (EpochTime out of range' p.err ||
+	{ cat p.err; fail "stock, EpochTime out of range: warning"; }
+[ "$(grep -c '^0,node2,2,' p.csv)" -eq 30 ] ||
+	fail "stock, EpochTime out of range: rows kept"
 echo "PASS: extract_parallel"
