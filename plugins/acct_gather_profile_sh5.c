@@ -304,6 +304,7 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 	}
 	sh5_writer_opts_init(&opts);
 	opts.compression = (int)cfg.compression;
+	opts.recompress = cfg.recompress;
 	w = sh5_writer_create(file_path, fd, job->node_name, &opts, &err);
 	close(fd);
 	if (!w) {
