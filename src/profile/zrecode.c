@@ -13,7 +13,7 @@
 #include "profile/zcode.h"
 #include "profile/zrecode.h"
 
-#define PEEK 15                 /* longest code of zcode.h, rounded up */
+#define PEEK 14                 /* zcode.h's longest: a match, 8 + 5 + 1 */
 #define NLIT 286                /* literal/length symbols */
 #define EOB 256
 #define MAXBITS 15              /* deflate's longest literal/length code */
@@ -25,6 +25,8 @@ static unsigned head_bits;      /* zlib header and zinc's block header */
 /* A match length's symbol, extra bits and their count. */
 static uint16_t msym[SH5_ZCODE_MAX_MATCH + 1], mext[SH5_ZCODE_MAX_MATCH + 1];
 static uint8_t meb[SH5_ZCODE_MAX_MATCH + 1];
+/* A decoded value's literal/length symbol. */
+static uint16_t vsym[256 + SH5_ZCODE_MAX_MATCH + 1];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void dec_fill(uint32_t code, unsigned len, unsigned val)
@@ -46,9 +48,12 @@ static void build(void)
 	const struct sh5_zcode *zc = sh5_zcode();
 	unsigned s, l, i;
 
-	for (s = 0; s < 256; s++)
+	for (s = 0; s < 256; s++) {
 		dec_fill(zc->lit[s], zc->lit_len[s], s);
+		vsym[s] = (uint16_t)s;
+	}
 	dec_fill(zc->eob, zc->eob_len, EOB);
+	vsym[EOB] = EOB;
 	for (l = 3; l <= SH5_ZCODE_MAX_MATCH; l++) {
 		dec_fill(zc->match[l], zc->match_len[l], 256 + l);
 		for (i = 28; base[i] > l; i--)
@@ -56,6 +61,7 @@ static void build(void)
 		msym[l] = (uint16_t)(257 + i);
 		mext[l] = (uint16_t)(l - base[i]);
 		meb[l] = ebits[i];
+		vsym[256 + l] = msym[l];
 	}
 	head_bits = 16;
 	for (i = 0; i < zc->nhead; i++)
@@ -106,25 +112,36 @@ static long decode(const unsigned char *in, size_t len, uint16_t *sym,
 		   size_t max, uint32_t *freq)
 {
 	size_t pos = head_bits, n = 0, end = (len - 8) * 8;
+	unsigned e, v;
 
+	/* A code is 3 bits at least: max (len * 8 / 3 + 1) is never
+	 * reached before pos passes the end, checked every four symbols
+	 * (the last four may read up to 7 bytes past pos / 8). */
+	(void)max;
 	for (;;) {
-		unsigned e, v;
+		uint64_t bits;
+		unsigned k;
 
 		if ((pos >> 3) + 8 > len)
 			return -1;
-		e = dec[peek(in, pos) & ((1u << PEEK) - 1)];
-		if (!e)
-			return -1;
-		pos += e & 15;
-		v = e >> 4;
-		if (v == EOB)
-			break;
-		if (n == max || pos > end)
-			return -1;
-		sym[n++] = (uint16_t)v;
-		freq[v < 256 ? v : msym[v - 256]]++;
+		/* 57 bits at least: four codes of up to 14 */
+		bits = peek(in, pos);
+		for (k = 0; k < 4; k++) {
+			e = dec[bits & ((1u << PEEK) - 1)];
+			v = e >> 4;
+			if (!e || v == EOB)
+				goto out;
+			bits >>= e & 15;
+			pos += e & 15;
+			sym[n++] = (uint16_t)v;
+			freq[vsym[v]]++;
+		}
 	}
-	if ((pos + 7) / 8 != len - 8)
+out:
+	if (!e)
+		return -1;
+	pos += e & 15;
+	if ((pos + 7) / 8 != len - 8 || pos > end)
 		return -1;
 	freq[EOB]++;
 	return (long)n;
@@ -243,7 +260,7 @@ struct bw {
 };
 
 /* Append len (<= 32) bits. */
-static void put(struct bw *o, uint32_t bits, unsigned len)
+static inline __attribute__((always_inline)) void put(struct bw *o, uint32_t bits, unsigned len)
 {
 	o->acc |= (uint64_t)bits << o->fill;
 	o->fill += len;
@@ -341,23 +358,26 @@ static void put_head(struct bw *o, const uint8_t *llen, unsigned nlit)
 static void put_symbols(struct bw *o, const uint16_t *sym, size_t n,
 			const uint8_t *llen)
 {
-	uint32_t code[NLIT];
+	uint32_t code[NLIT], ecode[256 + SH5_ZCODE_MAX_MATCH + 1];
+	uint8_t elen[256 + SH5_ZCODE_MAX_MATCH + 1];
 	size_t i;
+	unsigned v;
 
 	canonical(llen, NLIT, code);
-	for (i = 0; i < n; i++) {
-		unsigned v = sym[i], s;
-
-		if (v < 256) {
-			put(o, code[v], llen[v]);
-			continue;
-		}
-		v -= 256;
-		s = msym[v];
-		/* length code, extra bits, distance code 0 (one 0 bit) */
-		put(o, code[s] | (uint32_t)mext[v] << llen[s],
-		    llen[s] + meb[v] + 1u);
+	/* every value's bits: a literal; a match's length code, extra
+	 * bits and distance code 0 (one 0 bit) */
+	for (v = 0; v < 256; v++) {
+		ecode[v] = code[v];
+		elen[v] = llen[v];
 	}
+	for (v = 3; v <= SH5_ZCODE_MAX_MATCH; v++) {
+		unsigned s = msym[v];
+
+		ecode[256 + v] = code[s] | (uint32_t)mext[v] << llen[s];
+		elen[256 + v] = (uint8_t)(llen[s] + meb[v] + 1);
+	}
+	for (i = 0; i < n; i++)
+		put(o, ecode[sym[i]], elen[sym[i]]);
 	put(o, code[EOB], llen[EOB]);
 	for (i = 0; i < (o->fill + 7) / 8; i++) {
 		if (o->n == o->cap)
