@@ -19,7 +19,9 @@
 #define MAXBITS 15              /* deflate's longest literal/length code */
 
 /* Decoding zinc's code: the next PEEK bits -> value << 4 | code length
- * (value: a literal, EOB, or 256 + a match length); 0: no code. */
+ * (value: a literal, or 256 + a match length); STOP set for the end of
+ * block and for bits that are no code (length 0). */
+#define STOP 0x8000
 static uint16_t dec[1u << PEEK];
 static unsigned head_bits;      /* zlib header and zinc's block header */
 /* A match length's symbol, extra bits and their count. */
@@ -46,13 +48,15 @@ static void build(void)
 		0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2,
 		3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0 };
 	const struct sh5_zcode *zc = sh5_zcode();
-	unsigned s, l, i;
+	unsigned s, l, i, k;
 
+	for (k = 0; k < (1u << PEEK); k++)
+		dec[k] = STOP;
 	for (s = 0; s < 256; s++) {
 		dec_fill(zc->lit[s], zc->lit_len[s], s);
 		vsym[s] = (uint16_t)s;
 	}
-	dec_fill(zc->eob, zc->eob_len, EOB);
+	dec_fill(zc->eob, zc->eob_len, STOP >> 4);
 	vsym[EOB] = EOB;
 	for (l = 3; l <= SH5_ZCODE_MAX_MATCH; l++) {
 		dec_fill(zc->match[l], zc->match_len[l], 256 + l);
@@ -104,20 +108,20 @@ static int head_ok(const unsigned char *in, size_t len)
 
 /*
  * The symbols of the block (a literal, or 256 + a match length) into
- * sym (room for max), their literal/length counts added to freq.
+ * sym (room for len * 8 / 3 + 1), their literal/length counts added to
+ * freq.
  * Returns the count, or -1 if in is not a block ending right before the
  * Adler-32.
  */
 static long decode(const unsigned char *in, size_t len, uint16_t *sym,
-		   size_t max, uint32_t *freq)
+		   uint32_t *freq)
 {
 	size_t pos = head_bits, n = 0, end = (len - 8) * 8;
 	unsigned e, v;
 
-	/* A code is 3 bits at least: max (len * 8 / 3 + 1) is never
-	 * reached before pos passes the end, checked every four symbols
-	 * (the last four may read up to 7 bytes past pos / 8). */
-	(void)max;
+	/* A code is 3 bits at least: sym's room (len * 8 / 3 + 1) is
+	 * never reached before pos passes the end, checked every four
+	 * symbols. */
 	for (;;) {
 		uint64_t bits;
 		unsigned k;
@@ -128,9 +132,9 @@ static long decode(const unsigned char *in, size_t len, uint16_t *sym,
 		bits = peek(in, pos);
 		for (k = 0; k < 4; k++) {
 			e = dec[bits & ((1u << PEEK) - 1)];
-			v = e >> 4;
-			if (!e || v == EOB)
+			if (e & STOP)
 				goto out;
+			v = e >> 4;
 			bits >>= e & 15;
 			pos += e & 15;
 			sym[n++] = (uint16_t)v;
@@ -138,7 +142,7 @@ static long decode(const unsigned char *in, size_t len, uint16_t *sym,
 		}
 	}
 out:
-	if (!e)
+	if (!(e & 15))
 		return -1;
 	pos += e & 15;
 	if ((pos + 7) / 8 != len - 8 || pos > end)
@@ -411,7 +415,7 @@ size_t sh5_zrecode(const void *in_, size_t len, void *out, size_t cap)
 		errno = ENOMEM;
 		return 0;
 	}
-	if ((n = decode(in, len, sym, max, freq)) < 0) {
+	if ((n = decode(in, len, sym, freq)) < 0) {
 		free(sym);
 		errno = EINVAL;
 		return 0;

@@ -154,6 +154,43 @@ START_TEST(test_zinc_bad_args)
 }
 END_TEST
 
+/* sh5_zrecode() takes only zinc's form: zlib's own stream, a zinc chunk
+ * cut short or with a flipped bit in its symbols are refused. */
+START_TEST(test_zrecode_bad_input)
+{
+	unsigned char raw[4096], z[8192], r[8192], c[8192];
+	uLongf zl = sizeof(z);
+	struct sh5_zinc *zi = sh5_zinc_create(16, 256);
+	const unsigned char *p;
+	unsigned seed = 3;
+	size_t i, len;
+
+	for (i = 0; i < sizeof(raw); i++)
+		raw[i] = (unsigned char)(i / 64);
+	ck_assert_int_eq(compress2(z, &zl, raw, sizeof(raw), 4), Z_OK);
+	errno = 0;
+	ck_assert_uint_eq(sh5_zrecode(z, zl, r, sizeof(r)), 0);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_nonnull(zi);
+	for (i = 0; i < 256; i++) {
+		make_record(raw, 16, i, SAMPLES, &seed);
+		ck_assert_int_eq(sh5_zinc_add(zi, raw), 0);
+	}
+	ck_assert_ptr_nonnull(p = sh5_zinc_chunk(zi, &len));
+	ck_assert_uint_lt(len, sizeof(c));
+	memcpy(c, p, len);
+	ck_assert_uint_gt(sh5_zrecode(c, len, r, sizeof(r)), 0);
+	errno = 0;
+	ck_assert_uint_eq(sh5_zrecode(c, len - 3, r, sizeof(r)), 0);
+	ck_assert_int_eq(errno, EINVAL);
+	c[len - 12] ^= 0x10; /* in the last symbols: the end moves */
+	errno = 0;
+	ck_assert_uint_eq(sh5_zrecode(c, len, r, sizeof(r)), 0);
+	ck_assert_int_eq(errno, EINVAL);
+	sh5_zinc_destroy(zi);
+}
+END_TEST
+
 /* HDF5 reads the chunks through its own pipeline (shuffle, deflate,
  * fletcher32 checked), at every record count of the last chunk. */
 START_TEST(test_zinc_hdf5_reads)
@@ -304,6 +341,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_zinc_inflates, 0,
 			    (int)(sizeof(shapes) / sizeof(shapes[0])) * NMODES);
 	tcase_add_test(tc, test_zinc_bad_args);
+	tcase_add_test(tc, test_zrecode_bad_input);
 	tcase_add_test(tc, test_zinc_hdf5_reads);
 	tcase_add_test(tc, test_fletcher32_hdf5);
 	tcase_add_test(tc, test_fletcher32_incremental);
