@@ -28,7 +28,8 @@
 #
 # Environment: SHORT, LONG (seconds), IO_MB (default 32 per task),
 # TASKS (default 4), FLUSH (ProfileSH5FlushInterval, default 10),
-# COMPRESSION (ProfileSH5Compression, default: the plugin's), STOCK=0
+# COMPRESSION (ProfileSH5Compression, default: the plugin's), CODING
+# (ProfileSH5ChunkCoding, default: the plugin's), STOCK=0
 # (skip the stock plugin run), KEEP=DIR (copy every file there).
 set -u
 B=$(cd "${1:-$PWD}" && pwd)
@@ -91,6 +92,7 @@ JobAcctGatherFrequency=task=1,network=1"
 		CLUSTER_ACCT_GATHER_CONF="ProfileSH5Dir=$prof
 ProfileSH5FlushInterval=$FLUSH
 ${COMPRESSION:+ProfileSH5Compression=$COMPRESSION}
+${CODING:+ProfileSH5ChunkCoding=$CODING}
 SysfsInterfaces=lo"
 	else
 		mkdir -p "$prof"

@@ -256,6 +256,14 @@ static int write_attrs(struct sh5_writer *w, stepd_step_rec_t *job,
 	return rc ? -1 : 0;
 }
 
+/* The writer's options from acct_gather.conf. */
+static void conf_writer_opts(struct sh5_writer_opts *o)
+{
+	sh5_writer_opts_init(o);
+	o->compression = (int)cfg.compression;
+	o->recompress = cfg.recompress;
+}
+
 extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 {
 	struct sh5_writer_opts opts;
@@ -302,8 +310,7 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 		      &job->step_id, err.text);
 		return SLURM_SUCCESS;
 	}
-	sh5_writer_opts_init(&opts);
-	opts.compression = (int)cfg.compression;
+	conf_writer_opts(&opts);
 	w = sh5_writer_create(file_path, fd, job->node_name, &opts, &err);
 	close(fd);
 	if (!w) {

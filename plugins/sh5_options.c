@@ -45,6 +45,7 @@ void sh5_options_declare(s_p_options_t **full_options,
 		{ .key = "ProfileSH5Dir", .type = S_P_STRING },
 		{ .key = "ProfileSH5Default", .type = S_P_STRING },
 		{ .key = "ProfileSH5Compression", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5ChunkCoding", .type = S_P_STRING },
 		{ .key = "ProfileSH5FlushInterval", .type = S_P_UINT32 },
 		{ .key = "ProfileSH5ClockServer", .type = S_P_STRING },
 		{ .key = "ProfileSH5ClockInterval", .type = S_P_UINT32 },
@@ -79,6 +80,7 @@ static void options_defaults(void)
 	xfree(cfg.dir);
 	cfg.def = ACCT_GATHER_PROFILE_NONE;
 	cfg.compression = 4;
+	cfg.recompress = false;
 	cfg.flush_interval = 10;
 	xfree(cfg.clock_server);
 	cfg.clock_interval = 60;
@@ -100,7 +102,24 @@ static void options_defaults(void)
 	cfg.events_max = 1024;
 }
 
-/* ProfileSH5Dir, Default, Compression, FlushInterval. */
+/* ProfileSH5ChunkCoding: incremental (default) or recompress. */
+static void options_read_coding(s_p_hashtbl_t *tbl)
+{
+	char *tmp = NULL;
+
+	if (!s_p_get_string(&tmp, "ProfileSH5ChunkCoding", tbl))
+		return;
+	if (!xstrcasecmp(tmp, "incremental"))
+		cfg.recompress = false;
+	else if (!xstrcasecmp(tmp, "recompress"))
+		cfg.recompress = true;
+	else
+		fatal("%s: ProfileSH5ChunkCoding=%s is not one of "
+		      "incremental, recompress", plugin_type, tmp);
+	xfree(tmp);
+}
+
+/* ProfileSH5Dir, Default, Compression, ChunkCoding, FlushInterval. */
 static void options_read_general(s_p_hashtbl_t *tbl)
 {
 	char *tmp = NULL;
@@ -118,6 +137,7 @@ static void options_read_general(s_p_hashtbl_t *tbl)
 			   tbl) && cfg.compression > 9)
 		fatal("%s: ProfileSH5Compression=%u is not a deflate "
 		      "level 0-9", plugin_type, cfg.compression);
+	options_read_coding(tbl);
 	if (s_p_get_uint32(&cfg.flush_interval,
 			   "ProfileSH5FlushInterval", tbl) &&
 	    (cfg.flush_interval < 1 || cfg.flush_interval > 3600))
@@ -320,6 +340,8 @@ void sh5_options_values(list_t **data)
 		 xstrdup(acct_gather_profile_to_string(cfg.def)));
 	add_pair(*data, "ProfileSH5Compression",
 		 xstrdup_printf("%u", cfg.compression));
+	add_pair(*data, "ProfileSH5ChunkCoding",
+		 xstrdup(cfg.recompress ? "recompress" : "incremental"));
 	add_pair(*data, "ProfileSH5FlushInterval",
 		 xstrdup_printf("%u sec", cfg.flush_interval));
 	add_pair(*data, "ProfileSH5ClockServer", xstrdup(cfg.clock_server));

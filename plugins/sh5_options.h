@@ -14,6 +14,7 @@ struct sh5_plugin_conf {
 	char *dir;
 	uint32_t def;
 	uint32_t compression;
+	bool recompress;         /* ProfileSH5ChunkCoding=recompress */
 	uint32_t flush_interval; /* seconds */
 	char *clock_server;      /* host[:port] of an NTP server, or NULL */
 	uint32_t clock_interval; /* seconds between measurements */

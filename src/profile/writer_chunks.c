@@ -17,6 +17,7 @@
 #include "profile/writer_int.h"
 #include "profile/zdeflate.h"
 #include "profile/zinc.h"
+#include "profile/zrecode.h"
 
 static hid_t clock_type(int file)
 {
@@ -283,19 +284,31 @@ out:
 	return rc;
 }
 
-/* Write the last chunk as zinc codes it (final form, filter mask 0). */
-static int put_zinc(struct sh5_writer *w, struct table *t,
+/* Write the last chunk as zinc codes it (final form, filter mask 0); a
+ * complete chunk, or the last one at close (last), re-coded with its own
+ * Huffman code when that is shorter (zrecode.h): it then fits in the
+ * space of the chunk's previous, longer copy. */
+static int put_zinc(struct sh5_writer *w, struct table *t, int last,
 		    struct sh5_error *errp)
 {
-	size_t len;
+	size_t len, rlen = 0;
 	hsize_t off = t->done;
 	const void *c = sh5_zinc_chunk(t->zi, &len);
+	void *r = NULL;
+	int rc = 0;
 
 	if (!c)
 		return sh5_errprintf(errp, "%s: out of memory", w->path);
+	if (last && (r = malloc(len)) &&
+	    (rlen = sh5_zrecode(c, len, r, len))) {
+		c = r;
+		len = rlen;
+	}
 	if (H5Dwrite_chunk(t->dset, H5P_DEFAULT, 0, &off, len, c) < 0)
-		return chunk_error(w, t, errp);
-	return 0;
+		rc = chunk_error(w, t, errp);
+	t->zi_last = last;
+	free(r);
+	return rc;
 }
 
 /* Append n memory records to a series table through its incremental
@@ -308,9 +321,14 @@ static int write_zinc(struct sh5_writer *w, struct table *t,
 	size_t cr = t->chunk_rows, i, used;
 	hsize_t newdim = t->rows + n;
 	unsigned char b[ROW_MAX];
+	int closed;
 
-	if (!n)
-		return 0;
+	pthread_mutex_lock(&w->lock);
+	closed = w->closed;
+	pthread_mutex_unlock(&w->lock);
+	if (!n) /* at close: the last chunk re-coded, if not yet */
+		return closed && t->zi && sh5_zinc_rows(t->zi) &&
+		       !t->zi_last ? put_zinc(w, t, 1, errp) : 0;
 	if (!t->zi && !(t->zi = sh5_zinc_create(t->fsize, cr)))
 		return errno == EINVAL ?
 		       sh5_errprintf(errp, "%s: %s: cannot code chunks of %zu "
@@ -330,13 +348,13 @@ static int write_zinc(struct sh5_writer *w, struct table *t,
 					     w->path);
 		if (++used < cr)
 			continue;
-		if (put_zinc(w, t, errp) < 0)
+		if (put_zinc(w, t, 1, errp) < 0)
 			return -1;
 		t->done += cr;
 		sh5_zinc_reset(t->zi);
 		used = 0;
 	}
-	if (used && put_zinc(w, t, errp) < 0)
+	if (used && put_zinc(w, t, closed, errp) < 0)
 		return -1;
 	t->rows = newdim;
 	t->series->ops->total_add(t->series, t->total, buf, n);
@@ -524,7 +542,7 @@ int sh5_writer_flush(struct sh5_writer *w, struct sh5_error *errp)
 		t->n = t->cap = 0;
 		closed = w->closed;
 		pthread_mutex_unlock(&w->lock);
-		if (n || t->dset < 0 || (closed && t->cur))
+		if (n || t->dset < 0 || (closed && (t->cur || t->zi)))
 			rc = write_rows(w, t, buf, n, errp);
 		if (!rc)
 			w->st.written += n;

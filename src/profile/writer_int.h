@@ -36,6 +36,8 @@ struct table {
 	struct sh5_zinc *zi;       /* the last chunk, coded as its rows
 				    * come (default method); then cur
 				    * stays NULL */
+	int zi_last;               /* it was last written re-coded (complete
+				    * or at close) */
 	/* pending, protected by w->lock */
 	unsigned char *buf;
 	size_t n, cap;

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 
 #include "common/checksum.h"
 #include "profile/zinc.h"
+#include "profile/zrecode.h"
 
 enum { RANDOM, SAMPLES, RUNS, ZEROS, NMODES };
 
@@ -54,16 +56,13 @@ static void make_record(unsigned char *rec, size_t s, size_t i, int mode,
 	}
 }
 
-/* The stored chunk of z holds exactly want (n bytes) and fletcher32. */
-static void check_chunk(struct sh5_zinc *z, const unsigned char *want,
-			size_t n)
+/* c (len bytes) is a stored chunk of exactly want (n bytes). */
+static void check_stored(const unsigned char *c, size_t len,
+			 const unsigned char *want, size_t n)
 {
-	size_t len;
-	const unsigned char *c = sh5_zinc_chunk(z, &len);
 	unsigned char *out = malloc(n + 16);
 	uLongf got = n + 16;
 
-	ck_assert_ptr_nonnull(c);
 	ck_assert_ptr_nonnull(out);
 	ck_assert_uint_gt(len, 10);
 	ck_assert_int_eq(sh5_fletcher32_ok(c, len), 1);
@@ -71,6 +70,33 @@ static void check_chunk(struct sh5_zinc *z, const unsigned char *want,
 	ck_assert_uint_eq(got, n);
 	ck_assert_int_eq(memcmp(out, want, n), 0);
 	free(out);
+}
+
+/* The stored chunk of z holds exactly want (n bytes) and fletcher32; so
+ * does its re-coded form (zrecode.h), shorter, when there is one.
+ * Returns the re-coded length (0: none). */
+static size_t check_chunk(struct sh5_zinc *z, const unsigned char *want,
+			  size_t n)
+{
+	size_t len, rlen;
+	const unsigned char *c = sh5_zinc_chunk(z, &len);
+	unsigned char *r;
+
+	ck_assert_ptr_nonnull(c);
+	check_stored(c, len, want, n);
+	ck_assert_ptr_nonnull(r = malloc(len));
+	errno = 0;
+	rlen = sh5_zrecode(c, len, r, len);
+	if (rlen) {
+		ck_assert_uint_lt(rlen, len);
+		check_stored(r, rlen, want, n);
+	} else {
+		ck_assert_int_eq(errno, ENOSPC);
+	}
+	/* no room: refused */
+	ck_assert_uint_eq(sh5_zrecode(c, len, r, rlen ? rlen - 1 : 8), 0);
+	free(r);
+	return rlen;
 }
 
 struct shape {
@@ -104,9 +130,12 @@ START_TEST(test_zinc_inflates)
 				want[j * rows + i] = rec[j];
 			ck_assert_int_eq(sh5_zinc_add(z, rec), 0);
 			ck_assert_uint_eq(sh5_zinc_rows(z), i + 1);
-			if ((i + 1) % sh->step == 0 || i + 1 == rows)
+			if ((i + 1) % sh->step == 0)
 				check_chunk(z, want, rows * s);
 		}
+		/* a whole chunk of samples is smaller re-coded */
+		if (check_chunk(z, want, rows * s) == 0)
+			ck_assert(mode == RANDOM || rows * s < 4096);
 		ck_assert_int_eq(sh5_zinc_add(z, rec), -1); /* full */
 		sh5_zinc_reset(z);
 	}
@@ -125,6 +154,43 @@ START_TEST(test_zinc_bad_args)
 }
 END_TEST
 
+/* sh5_zrecode() takes only zinc's form: zlib's own stream, a zinc chunk
+ * cut short or with a flipped bit in its symbols are refused. */
+START_TEST(test_zrecode_bad_input)
+{
+	unsigned char raw[4096], z[8192], r[8192], c[8192];
+	uLongf zl = sizeof(z);
+	struct sh5_zinc *zi = sh5_zinc_create(16, 256);
+	const unsigned char *p;
+	unsigned seed = 3;
+	size_t i, len;
+
+	for (i = 0; i < sizeof(raw); i++)
+		raw[i] = (unsigned char)(i / 64);
+	ck_assert_int_eq(compress2(z, &zl, raw, sizeof(raw), 4), Z_OK);
+	errno = 0;
+	ck_assert_uint_eq(sh5_zrecode(z, zl, r, sizeof(r)), 0);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_nonnull(zi);
+	for (i = 0; i < 256; i++) {
+		make_record(raw, 16, i, SAMPLES, &seed);
+		ck_assert_int_eq(sh5_zinc_add(zi, raw), 0);
+	}
+	ck_assert_ptr_nonnull(p = sh5_zinc_chunk(zi, &len));
+	ck_assert_uint_lt(len, sizeof(c));
+	memcpy(c, p, len);
+	ck_assert_uint_gt(sh5_zrecode(c, len, r, sizeof(r)), 0);
+	errno = 0;
+	ck_assert_uint_eq(sh5_zrecode(c, len - 3, r, sizeof(r)), 0);
+	ck_assert_int_eq(errno, EINVAL);
+	c[len - 12] ^= 0x10; /* in the last symbols: the end moves */
+	errno = 0;
+	ck_assert_uint_eq(sh5_zrecode(c, len, r, sizeof(r)), 0);
+	ck_assert_int_eq(errno, EINVAL);
+	sh5_zinc_destroy(zi);
+}
+END_TEST
+
 /* HDF5 reads the chunks through its own pipeline (shuffle, deflate,
  * fletcher32 checked), at every record count of the last chunk. */
 START_TEST(test_zinc_hdf5_reads)
@@ -136,8 +202,9 @@ START_TEST(test_zinc_hdf5_reads)
 	hid_t f, sp, dcpl, type, d;
 	struct sh5_zinc *z = sh5_zinc_create(S, ROWS);
 	unsigned char rec[S], all[2 * ROWS][S], back[2 * ROWS][S];
+	unsigned char rc[2 * ROWS * S];
 	unsigned seed = 5;
-	size_t i, len;
+	size_t i, len, rlen, recoded = 0;
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
@@ -162,6 +229,12 @@ START_TEST(test_zinc_hdf5_reads)
 		off = i / ROWS * ROWS;
 		ck_assert_int_ge(H5Dset_extent(d, &dim), 0);
 		ck_assert_ptr_nonnull(c = sh5_zinc_chunk(z, &len));
+		/* every other count re-coded (zrecode.h) when shorter */
+		if (i % 2 && (rlen = sh5_zrecode(c, len, rc, sizeof(rc)))) {
+			c = rc;
+			len = rlen;
+			recoded++;
+		}
 		ck_assert_int_ge(H5Dwrite_chunk(d, H5P_DEFAULT, 0, &off, len,
 						c), 0);
 		memset(back, 0xaa, sizeof(back));
@@ -171,6 +244,7 @@ START_TEST(test_zinc_hdf5_reads)
 		if (i + 1 == ROWS)
 			sh5_zinc_reset(z);
 	}
+	ck_assert_uint_gt(recoded, ROWS / 4);
 	H5Dclose(d);
 	H5Tclose(type);
 	H5Pclose(dcpl);
@@ -267,6 +341,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_zinc_inflates, 0,
 			    (int)(sizeof(shapes) / sizeof(shapes[0])) * NMODES);
 	tcase_add_test(tc, test_zinc_bad_args);
+	tcase_add_test(tc, test_zrecode_bad_input);
 	tcase_add_test(tc, test_zinc_hdf5_reads);
 	tcase_add_test(tc, test_fletcher32_hdf5);
 	tcase_add_test(tc, test_fletcher32_incremental);

@@ -1,0 +1,449 @@
+/* zrecode.c - a zinc chunk coded again with its own Huffman code
+ * (zrecode.h) */
+#include "config.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/checksum.h"
+#include "profile/zcode.h"
+#include "profile/zrecode.h"
+
+#define PEEK 14                 /* zcode.h's longest: a match, 8 + 5 + 1 */
+#define NLIT 286                /* literal/length symbols */
+#define EOB 256
+#define MAXBITS 15              /* deflate's longest literal/length code */
+
+/* Decoding zinc's code: the next PEEK bits -> value << 4 | code length
+ * (value: a literal, or 256 + a match length); STOP set for the end of
+ * block and for bits that are no code (length 0). */
+#define STOP 0x8000
+static uint16_t dec[1u << PEEK];
+static unsigned head_bits;      /* zlib header and zinc's block header */
+/* A match length's symbol, extra bits and their count. */
+static uint16_t msym[SH5_ZCODE_MAX_MATCH + 1], mext[SH5_ZCODE_MAX_MATCH + 1];
+static uint8_t meb[SH5_ZCODE_MAX_MATCH + 1];
+/* A decoded value's literal/length symbol. */
+static uint16_t vsym[256 + SH5_ZCODE_MAX_MATCH + 1];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void dec_fill(uint32_t code, unsigned len, unsigned val)
+{
+	uint32_t k;
+
+	for (k = code; k < (1u << PEEK); k += 1u << len)
+		dec[k] = (uint16_t)(val << 4 | len);
+}
+
+static void build(void)
+{
+	static const uint16_t base[29] = {
+		3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31,
+		35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258 };
+	static const uint8_t ebits[29] = {
+		0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2,
+		3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0 };
+	const struct sh5_zcode *zc = sh5_zcode();
+	unsigned s, l, i, k;
+
+	for (k = 0; k < (1u << PEEK); k++)
+		dec[k] = STOP;
+	for (s = 0; s < 256; s++) {
+		dec_fill(zc->lit[s], zc->lit_len[s], s);
+		vsym[s] = (uint16_t)s;
+	}
+	dec_fill(zc->eob, zc->eob_len, STOP >> 4);
+	vsym[EOB] = EOB;
+	for (l = 3; l <= SH5_ZCODE_MAX_MATCH; l++) {
+		dec_fill(zc->match[l], zc->match_len[l], 256 + l);
+		for (i = 28; base[i] > l; i--)
+			;
+		msym[l] = (uint16_t)(257 + i);
+		mext[l] = (uint16_t)(l - base[i]);
+		meb[l] = ebits[i];
+		vsym[256 + l] = msym[l];
+	}
+	head_bits = 16;
+	for (i = 0; i < zc->nhead; i++)
+		head_bits += zc->head_len[i];
+}
+
+/* The bits of p from bit pos on (8 bytes readable from pos / 8). */
+static uint64_t peek(const unsigned char *p, size_t pos)
+{
+	uint64_t v;
+
+	memcpy(&v, p + (pos >> 3), 8);
+	return le64toh(v) >> (pos & 7);
+}
+
+/* Does in start with zinc's zlib header and block header? */
+static int head_ok(const unsigned char *in, size_t len)
+{
+	const struct sh5_zcode *zc = sh5_zcode();
+	size_t pos = 16;
+	unsigned i;
+
+	if (len < (head_bits + 7) / 8 + 8 || in[0] != 0x78 ||
+	    in[1] != 0x01)
+		return 0;
+	for (i = 0; i < zc->nhead; i++) {
+		unsigned l = zc->head_len[i], lo = l < 32 ? l : 32;
+		uint64_t h = zc->head[i];
+
+		/* peek() gives 57 bits at least: two halves */
+		if ((peek(in, pos) & ((1ull << lo) - 1)) !=
+		    (h & ((1ull << lo) - 1)) ||
+		    (peek(in, pos + lo) & ((1ull << (l - lo)) - 1)) !=
+		    h >> lo)
+			return 0;
+		pos += l;
+	}
+	return 1;
+}
+
+/*
+ * The symbols of the block (a literal, or 256 + a match length) into
+ * sym (room for len * 8 / 3 + 1), their literal/length counts added to
+ * freq.
+ * Returns the count, or -1 if in is not a block ending right before the
+ * Adler-32.
+ */
+static long decode(const unsigned char *in, size_t len, uint16_t *sym,
+		   uint32_t *freq)
+{
+	size_t pos = head_bits, n = 0, end = (len - 8) * 8;
+	unsigned e, v;
+
+	/* A code is 3 bits at least: sym's room (len * 8 / 3 + 1) is
+	 * never reached before pos passes the end, checked every four
+	 * symbols. */
+	for (;;) {
+		uint64_t bits;
+		unsigned k;
+
+		if ((pos >> 3) + 8 > len)
+			return -1;
+		/* 57 bits at least: four codes of up to 14 */
+		bits = peek(in, pos);
+		for (k = 0; k < 4; k++) {
+			e = dec[bits & ((1u << PEEK) - 1)];
+			if (e & STOP)
+				goto out;
+			v = e >> 4;
+			bits >>= e & 15;
+			pos += e & 15;
+			sym[n++] = (uint16_t)v;
+			freq[vsym[v]]++;
+		}
+	}
+out:
+	if (!(e & 15))
+		return -1;
+	pos += e & 15;
+	if ((pos + 7) / 8 != len - 8 || pos > end)
+		return -1;
+	freq[EOB]++;
+	return (long)n;
+}
+
+struct node {
+	uint32_t w;
+	int parent;
+};
+
+static int by_weight(const void *a, const void *b)
+{
+	const struct node *x = a, *y = b;
+
+	return x->w < y->w ? -1 : x->w > y->w;
+}
+
+/*
+ * Huffman code lengths of n (<= NLIT) weights, at most limit bits (a
+ * complete code: two symbols at least, an unused one given weight 1 if
+ * needed).  Weights are halved until the code fits.
+ */
+static void lengths(const uint32_t *freq, unsigned n, unsigned limit,
+		    uint8_t *len)
+{
+	struct node nd[2 * NLIT];
+	uint16_t id[NLIT];
+	uint32_t w[NLIT];
+	unsigned i, used, shift = 0;
+
+	for (;;) {
+		unsigned leaf = 0, inner, next, k, max = 0;
+		uint8_t depth[2 * NLIT];
+
+		for (i = used = 0; i < n; i++) {
+			w[i] = freq[i] ? (freq[i] >> shift) | 1 : 0;
+			used += !!w[i];
+		}
+		for (i = 0; used < 2 && i < n; i++)
+			if (!w[i]) {
+				w[i] = 1;
+				used++;
+			}
+		for (i = k = 0; i < n; i++)
+			if (w[i]) {
+				nd[k].w = w[i];
+				nd[k].parent = (int)i; /* sorted with it */
+				k++;
+			}
+		qsort(nd, used, sizeof(*nd), by_weight);
+		for (k = 0; k < used; k++) {
+			id[k] = (uint16_t)nd[k].parent;
+			nd[k].parent = -1;
+		}
+		/* Two queues: leaves nd[leaf ..), inner nodes nd[inner ..). */
+		for (inner = next = used; next < 2 * used - 1; next++) {
+			unsigned pick[2], j;
+
+			for (j = 0; j < 2; j++)
+				pick[j] = leaf < used && (inner == next ||
+					  nd[leaf].w <= nd[inner].w) ?
+					  leaf++ : inner++;
+			nd[next].w = nd[pick[0]].w + nd[pick[1]].w;
+			nd[next].parent = -1;
+			nd[pick[0]].parent = nd[pick[1]].parent = (int)next;
+		}
+		depth[2 * used - 2] = 0;
+		for (k = 2 * used - 2; k-- > 0;) {
+			depth[k] = (uint8_t)(depth[nd[k].parent] + 1);
+			if (k < used && depth[k] > max)
+				max = depth[k];
+		}
+		if (max <= limit) {
+			memset(len, 0, n);
+			for (k = 0; k < used; k++)
+				len[id[k]] = depth[k];
+			return;
+		}
+		shift++;
+	}
+}
+
+static uint32_t reverse(uint32_t c, unsigned len)
+{
+	uint32_t r = 0;
+	unsigned i;
+
+	for (i = 0; i < len; i++)
+		r |= ((c >> i) & 1u) << (len - 1 - i);
+	return r;
+}
+
+/* Canonical codes of n symbols of lengths len[] (RFC 1951, 3.2.2),
+ * bit-reversed. */
+static void canonical(const uint8_t *len, unsigned n, uint32_t *out)
+{
+	unsigned count[16] = { 0 }, next[16], i, c = 0;
+
+	for (i = 0; i < n; i++)
+		count[len[i]]++;
+	count[0] = 0;
+	for (i = 1; i < 16; i++) {
+		c = (c + count[i - 1]) << 1;
+		next[i] = c;
+	}
+	for (i = 0; i < n; i++)
+		out[i] = len[i] ? reverse(next[len[i]]++, len[i]) : 0;
+}
+
+struct bw {
+	unsigned char *p;
+	size_t n, cap;
+	uint64_t acc;
+	unsigned fill;
+	int over;
+};
+
+/* Append len (<= 32) bits. */
+static inline __attribute__((always_inline)) void put(struct bw *o, uint32_t bits, unsigned len)
+{
+	o->acc |= (uint64_t)bits << o->fill;
+	o->fill += len;
+	if (o->fill < 32)
+		return;
+	if (o->n + 4 > o->cap) {
+		o->over = 1;
+	} else {
+		o->p[o->n++] = (unsigned char)o->acc;
+		o->p[o->n++] = (unsigned char)(o->acc >> 8);
+		o->p[o->n++] = (unsigned char)(o->acc >> 16);
+		o->p[o->n++] = (unsigned char)(o->acc >> 24);
+	}
+	o->acc >>= 32;
+	o->fill -= 32;
+}
+
+
+/* The code lengths run-length coded (RFC 1951, 3.2.7) into sym/extra;
+ * returns the count. */
+static unsigned rle(const uint8_t *seq, unsigned n, uint8_t *sym,
+		    uint8_t *extra)
+{
+	unsigned i = 0, k = 0;
+
+	while (i < n) {
+		unsigned v = seq[i], run = 1, t;
+
+		while (i + run < n && seq[i + run] == v)
+			run++;
+		i += run;
+		if (v) {
+			sym[k] = (uint8_t)v;
+			extra[k++] = 0;
+			run--;
+		}
+		while (v && run >= 3) {
+			t = run > 6 ? 6 : run;
+			sym[k] = 16;
+			extra[k++] = (uint8_t)(t - 3);
+			run -= t;
+		}
+		while (!v && run >= 11) {
+			t = run > 138 ? 138 : run;
+			sym[k] = 18;
+			extra[k++] = (uint8_t)(t - 11);
+			run -= t;
+		}
+		if (!v && run >= 3) {
+			sym[k] = 17;
+			extra[k++] = (uint8_t)(run - 3);
+			run = 0;
+		}
+		for (; run; run--) {
+			sym[k] = (uint8_t)v;
+			extra[k++] = 0;
+		}
+	}
+	return k;
+}
+
+/* BFINAL, BTYPE 2, HLIT, HDIST (one distance code, 1 bit), HCLEN, the
+ * code length code, the code lengths. */
+static void put_head(struct bw *o, const uint8_t *llen, unsigned nlit)
+{
+	static const uint8_t order[19] = { 16, 17, 18, 0, 8, 7, 9, 6, 10, 5,
+					   11, 4, 12, 3, 13, 2, 14, 1, 15 };
+	static const uint8_t xbits[19] = { [16] = 2, [17] = 3, [18] = 7 };
+	uint8_t seq[NLIT + 1], sym[NLIT + 1], extra[NLIT + 1], cl_len[19];
+	uint32_t w[19] = { 0 }, cl_code[19];
+	unsigned n, i, hclen = 19;
+
+	memcpy(seq, llen, nlit);
+	seq[nlit] = 1;
+	n = rle(seq, nlit + 1, sym, extra);
+	for (i = 0; i < n; i++)
+		w[sym[i]]++;
+	lengths(w, 19, 7, cl_len);
+	canonical(cl_len, 19, cl_code);
+	while (hclen > 4 && !cl_len[order[hclen - 1]])
+		hclen--;
+	put(o, 1 | 2 << 1, 3);
+	put(o, nlit - 257, 5);
+	put(o, 0, 5);
+	put(o, hclen - 4, 4);
+	for (i = 0; i < hclen; i++)
+		put(o, cl_len[order[i]], 3);
+	for (i = 0; i < n; i++)
+		put(o, cl_code[sym[i]] | (uint32_t)extra[i] << cl_len[sym[i]],
+		    cl_len[sym[i]] + xbits[sym[i]]);
+}
+
+/* The n symbols of sym in the code of lengths llen, then the end of
+ * block, to a whole byte. */
+static void put_symbols(struct bw *o, const uint16_t *sym, size_t n,
+			const uint8_t *llen)
+{
+	uint32_t code[NLIT], ecode[256 + SH5_ZCODE_MAX_MATCH + 1];
+	uint8_t elen[256 + SH5_ZCODE_MAX_MATCH + 1];
+	size_t i;
+	unsigned v;
+
+	canonical(llen, NLIT, code);
+	/* every value's bits: a literal; a match's length code, extra
+	 * bits and distance code 0 (one 0 bit) */
+	for (v = 0; v < 256; v++) {
+		ecode[v] = code[v];
+		elen[v] = llen[v];
+	}
+	for (v = 3; v <= SH5_ZCODE_MAX_MATCH; v++) {
+		unsigned s = msym[v];
+
+		ecode[256 + v] = code[s] | (uint32_t)mext[v] << llen[s];
+		elen[256 + v] = (uint8_t)(llen[s] + meb[v] + 1);
+	}
+	for (i = 0; i < n; i++)
+		put(o, ecode[sym[i]], elen[sym[i]]);
+	put(o, code[EOB], llen[EOB]);
+	for (i = 0; i < (o->fill + 7) / 8; i++) {
+		if (o->n == o->cap)
+			o->over = 1;
+		else
+			o->p[o->n++] = (unsigned char)(o->acc >> (8 * i));
+	}
+	o->acc = 0;
+	o->fill = 0;
+}
+
+size_t sh5_zrecode(const void *in_, size_t len, void *out, size_t cap)
+{
+	const unsigned char *in = in_;
+	unsigned char *p = out;
+	uint32_t freq[NLIT] = { 0 }, fl;
+	uint8_t llen[NLIT];
+	struct bw o = { .p = out };
+	size_t max;
+	uint16_t *sym;
+	unsigned nlit = NLIT;
+	long n;
+
+	pthread_once(&once, build);
+	if (!head_ok(in, len)) {
+		errno = EINVAL;
+		return 0;
+	}
+	max = len * 8 / 3 + 1;
+	if (!(sym = malloc(max * sizeof(*sym)))) {
+		errno = ENOMEM;
+		return 0;
+	}
+	if ((n = decode(in, len, sym, freq)) < 0) {
+		free(sym);
+		errno = EINVAL;
+		return 0;
+	}
+	lengths(freq, NLIT, MAXBITS, llen);
+	while (nlit > 257 && !llen[nlit - 1])
+		nlit--;
+	if (cap < 16) {
+		free(sym);
+		errno = ENOSPC;
+		return 0;
+	}
+	/* the result must be shorter than in, with its 8 checksum bytes */
+	o.cap = (cap < len ? cap : len - 1) - 8;
+	put(&o, 0x0178, 16);    /* zlib header */
+	put_head(&o, llen, nlit);
+	put_symbols(&o, sym, (size_t)n, llen);
+	free(sym);
+	if (o.over) {
+		errno = ENOSPC;
+		return 0;
+	}
+	memcpy(p + o.n, in + len - 8, 4); /* Adler-32 (same bytes) */
+	o.n += 4;
+	fl = sh5_fletcher32(p, o.n);
+	p[o.n++] = (unsigned char)fl;
+	p[o.n++] = (unsigned char)(fl >> 8);
+	p[o.n++] = (unsigned char)(fl >> 16);
+	p[o.n++] = (unsigned char)(fl >> 24);
+	return o.n;
+}
