@@ -23,9 +23,7 @@ static uint32_t reverse(uint32_t c, unsigned len)
 	return r;
 }
 
-/* Canonical codes of n symbols of lengths len[] (RFC 1951, 3.2.2),
- * bit-reversed. */
-static void canonical(const uint8_t *len, unsigned n, uint32_t *out)
+void sh5_zcode_canonical(const uint8_t *len, unsigned n, uint32_t *out)
 {
 	unsigned count[16] = { 0 }, next[16], i, c = 0;
 
@@ -143,7 +141,7 @@ static void build_head(const uint8_t *len)
 	for (i = 0; i < n; i++)
 		w[sym[i]]++;
 	huffman(w, 19, cl_len);
-	canonical(cl_len, 19, cl_code);
+	sh5_zcode_canonical(cl_len, 19, cl_code);
 	while (hclen > 4 && !cl_len[order[hclen - 1]])
 		hclen--;
 	head_put(1 | 2 << 1, 3);
@@ -176,7 +174,7 @@ static void build(void)
 		len[s] = s == 0 ? 3 : s <= 104 ? 8 : s <= 256 ? 9 :
 			 s <= 264 ? 7 : s <= 284 ? 8 : 5;
 	len[NLIT] = 1;          /* distance code 0 (distance 1) */
-	canonical(len, NLIT, c);
+	sh5_zcode_canonical(len, NLIT, c);
 	for (s = 0; s < 256; s++) {
 		code.lit[s] = c[s];
 		code.lit_len[s] = len[s];

@@ -39,4 +39,9 @@ struct sh5_zcode {
 /* The code, built on the first call (thread-safe). */
 const struct sh5_zcode *sh5_zcode(void);
 
+/* The canonical codes (RFC 1951, 3.2.2) of n symbols of code lengths
+ * len[] (0: unused) into out[], bit-reversed for deflate's LSB-first
+ * stream; zrecode.c's per-chunk codes use it too. */
+void sh5_zcode_canonical(const uint8_t *len, unsigned n, uint32_t *out);
+
 #endif

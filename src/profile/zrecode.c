@@ -228,33 +228,6 @@ static void lengths(const uint32_t *freq, unsigned n, unsigned limit,
 	}
 }
 
-static uint32_t reverse(uint32_t c, unsigned len)
-{
-	uint32_t r = 0;
-	unsigned i;
-
-	for (i = 0; i < len; i++)
-		r |= ((c >> i) & 1u) << (len - 1 - i);
-	return r;
-}
-
-/* Canonical codes of n symbols of lengths len[] (RFC 1951, 3.2.2),
- * bit-reversed. */
-static void canonical(const uint8_t *len, unsigned n, uint32_t *out)
-{
-	unsigned count[16] = { 0 }, next[16], i, c = 0;
-
-	for (i = 0; i < n; i++)
-		count[len[i]]++;
-	count[0] = 0;
-	for (i = 1; i < 16; i++) {
-		c = (c + count[i - 1]) << 1;
-		next[i] = c;
-	}
-	for (i = 0; i < n; i++)
-		out[i] = len[i] ? reverse(next[len[i]]++, len[i]) : 0;
-}
-
 struct bw {
 	unsigned char *p;
 	size_t n, cap;
@@ -343,7 +316,7 @@ static void put_head(struct bw *o, const uint8_t *llen, unsigned nlit)
 	for (i = 0; i < n; i++)
 		w[sym[i]]++;
 	lengths(w, 19, 7, cl_len);
-	canonical(cl_len, 19, cl_code);
+	sh5_zcode_canonical(cl_len, 19, cl_code);
 	while (hclen > 4 && !cl_len[order[hclen - 1]])
 		hclen--;
 	put(o, 1 | 2 << 1, 3);
@@ -367,7 +340,7 @@ static void put_symbols(struct bw *o, const uint16_t *sym, size_t n,
 	size_t i;
 	unsigned v;
 
-	canonical(llen, NLIT, code);
+	sh5_zcode_canonical(llen, NLIT, code);
 	/* every value's bits: a literal; a match's length code, extra
 	 * bits and distance code 0 (one 0 bit) */
 	for (v = 0; v < 256; v++) {
