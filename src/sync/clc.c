@@ -197,7 +197,7 @@ static void begin_done(struct clc *x, uint32_t b)
 static int add_jump(struct clc *x, uint32_t pos, uint32_t e, int64_t amount)
 {
 	/* the done ones out of the queue when they are half of it */
-	if (x->njumps == x->jcap && x->jdone * 2 >= x->njumps) {
+	if (x->njumps == x->jcap && x->jdone && x->jdone * 2 >= x->njumps) {
 		memmove(x->jumps, x->jumps + x->jdone,
 			(x->njumps - x->jdone) * sizeof(*x->jumps));
 		x->njumps -= x->jdone;
