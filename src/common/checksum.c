@@ -218,23 +218,11 @@ static void fl_words(uint32_t *pa, uint32_t *pb, const unsigned char *p,
 	*pb = b;
 }
 
-void sh5_fletcher32_advance(struct sh5_fletcher32_state *st,
-			    const void *buf, size_t len)
+uint32_t sh5_fletcher32(const void *data, size_t len)
 {
-	size_t blocks = len > st->done ? (len - st->done) / 720 : 0;
+	const unsigned char *p = data;
+	uint32_t a = 0, b = 0;
 
-	fl_words(&st->a, &st->b, (const unsigned char *)buf + st->done,
-		 blocks * 360);
-	st->done += blocks * 720;
-}
-
-uint32_t sh5_fletcher32_finish(const struct sh5_fletcher32_state *st,
-			       const void *buf, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)buf + st->done;
-	uint32_t a = st->a, b = st->b;
-
-	len -= st->done;
 	fl_words(&a, &b, p, len / 2);
 	p += len / 2 * 2;
 	if (len & 1) {
@@ -246,13 +234,6 @@ uint32_t sh5_fletcher32_finish(const struct sh5_fletcher32_state *st,
 	a = (a & 0xffff) + (a >> 16);
 	b = (b & 0xffff) + (b >> 16);
 	return (b << 16) | a;
-}
-
-uint32_t sh5_fletcher32(const void *data, size_t len)
-{
-	struct sh5_fletcher32_state st = { 0, 0, 0 };
-
-	return sh5_fletcher32_finish(&st, data, len);
 }
 
 int sh5_fletcher32_ok(const void *chunk, size_t len)

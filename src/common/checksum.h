@@ -13,22 +13,6 @@
 uint32_t sh5_fletcher32(const void *data, size_t len);
 
 /*
- * The same over a buffer that grows at its end: the state holds the sums
- * over its first `done` bytes (whole blocks of 360 words, where HDF5
- * folds them).  advance() takes in the whole blocks of buf[done .. len);
- * finish() returns the checksum of buf[0 .. len) (len >= done) without
- * changing the state.  Start from { 0, 0, 0 }.
- */
-struct sh5_fletcher32_state {
-	uint32_t a, b;
-	size_t done;
-};
-void sh5_fletcher32_advance(struct sh5_fletcher32_state *st,
-			    const void *buf, size_t len);
-uint32_t sh5_fletcher32_finish(const struct sh5_fletcher32_state *st,
-			       const void *buf, size_t len);
-
-/*
  * Does a stored chunk of len bytes end with the fletcher32 filter's
  * checksum of the bytes before it?  (Stored little-endian; the byte-swapped
  * form older HDF5 releases wrote is accepted, as HDF5 does.)  1 or 0.

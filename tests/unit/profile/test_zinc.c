@@ -312,24 +312,6 @@ START_TEST(test_fletcher32_hdf5)
 }
 END_TEST
 
-START_TEST(test_fletcher32_incremental)
-{
-	unsigned char b[6000];
-	struct sh5_fletcher32_state st = { 0, 0, 0 };
-	unsigned seed = 7;
-	size_t len;
-
-	for (len = 0; len < sizeof(b); len++)
-		b[len] = (len % 8) < 4 ? (unsigned char)rand_r(&seed) : 0;
-	for (len = 0; len <= 6000; len += 1 + len % 97) {
-		sh5_fletcher32_advance(&st, b, len);
-		ck_assert_uint_le(st.done, len);
-		ck_assert_uint_eq(sh5_fletcher32_finish(&st, b, len),
-				  sh5_fletcher32(b, len));
-	}
-}
-END_TEST
-
 int main(void)
 {
 	Suite *s = suite_create("zinc");
@@ -344,7 +326,6 @@ int main(void)
 	tcase_add_test(tc, test_zrecode_bad_input);
 	tcase_add_test(tc, test_zinc_hdf5_reads);
 	tcase_add_test(tc, test_fletcher32_hdf5);
-	tcase_add_test(tc, test_fletcher32_incremental);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
