@@ -184,6 +184,9 @@ static void build(void)
 	for (l = 3; l <= SH5_ZCODE_MAX_MATCH; l++) {
 		for (i = 28; base[i] > l; i--)
 			;
+		code.len_sym[l] = (uint16_t)(257 + i);
+		code.len_extra[l] = (uint16_t)(l - base[i]);
+		code.len_ebits[l] = ebits[i];
 		/* then the distance code 0: one zero bit */
 		code.match[l] = c[257 + i] | (uint32_t)(l - base[i]) <<
 					     len[257 + i];

@@ -27,6 +27,11 @@ struct sh5_zcode {
 	uint8_t lit_len[256];
 	uint32_t match[SH5_ZCODE_MAX_MATCH + 1];
 	uint8_t match_len[SH5_ZCODE_MAX_MATCH + 1];
+	/* Deflate's length symbol (257-285) of a match length, its extra
+	 * bits' value and their count (RFC 1951, 3.2.5). */
+	uint16_t len_sym[SH5_ZCODE_MAX_MATCH + 1];
+	uint16_t len_extra[SH5_ZCODE_MAX_MATCH + 1];
+	uint8_t len_ebits[SH5_ZCODE_MAX_MATCH + 1];
 	uint32_t eob;
 	uint8_t eob_len;
 	/* The block header (BFINAL 1, BTYPE 2, the code), in pieces of up

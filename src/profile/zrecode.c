@@ -24,9 +24,6 @@
 #define STOP 0x8000
 static uint16_t dec[1u << PEEK];
 static unsigned head_bits;      /* zlib header and zinc's block header */
-/* A match length's symbol, extra bits and their count. */
-static uint16_t msym[SH5_ZCODE_MAX_MATCH + 1], mext[SH5_ZCODE_MAX_MATCH + 1];
-static uint8_t meb[SH5_ZCODE_MAX_MATCH + 1];
 /* A decoded value's literal/length symbol. */
 static uint16_t vsym[256 + SH5_ZCODE_MAX_MATCH + 1];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -41,12 +38,6 @@ static void dec_fill(uint32_t code, unsigned len, unsigned val)
 
 static void build(void)
 {
-	static const uint16_t base[29] = {
-		3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31,
-		35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258 };
-	static const uint8_t ebits[29] = {
-		0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2,
-		3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0 };
 	const struct sh5_zcode *zc = sh5_zcode();
 	unsigned s, l, i, k;
 
@@ -60,12 +51,7 @@ static void build(void)
 	vsym[EOB] = EOB;
 	for (l = 3; l <= SH5_ZCODE_MAX_MATCH; l++) {
 		dec_fill(zc->match[l], zc->match_len[l], 256 + l);
-		for (i = 28; base[i] > l; i--)
-			;
-		msym[l] = (uint16_t)(257 + i);
-		mext[l] = (uint16_t)(l - base[i]);
-		meb[l] = ebits[i];
-		vsym[256 + l] = msym[l];
+		vsym[256 + l] = zc->len_sym[l];
 	}
 	head_bits = 16;
 	for (i = 0; i < zc->nhead; i++)
@@ -335,6 +321,7 @@ static void put_head(struct bw *o, const uint8_t *llen, unsigned nlit)
 static void put_symbols(struct bw *o, const uint16_t *sym, size_t n,
 			const uint8_t *llen)
 {
+	const struct sh5_zcode *zc = sh5_zcode();
 	uint32_t code[NLIT], ecode[256 + SH5_ZCODE_MAX_MATCH + 1];
 	uint8_t elen[256 + SH5_ZCODE_MAX_MATCH + 1];
 	size_t i;
@@ -348,10 +335,10 @@ static void put_symbols(struct bw *o, const uint16_t *sym, size_t n,
 		elen[v] = llen[v];
 	}
 	for (v = 3; v <= SH5_ZCODE_MAX_MATCH; v++) {
-		unsigned s = msym[v];
+		unsigned s = zc->len_sym[v];
 
-		ecode[256 + v] = code[s] | (uint32_t)mext[v] << llen[s];
-		elen[256 + v] = (uint8_t)(llen[s] + meb[v] + 1);
+		ecode[256 + v] = code[s] | (uint32_t)zc->len_extra[v] << llen[s];
+		elen[256 + v] = (uint8_t)(llen[s] + zc->len_ebits[v] + 1);
 	}
 	for (i = 0; i < n; i++)
 		put(o, ecode[sym[i]], elen[sym[i]]);
