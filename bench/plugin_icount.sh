@@ -30,6 +30,24 @@
 # previous method, for the sh5 build only); LEVEL (the deflate level,
 # ProfileSH5Compression; default the writer's); BASE=BUILD_DIR also
 # counts another build's sh5_replay (before/after).
+# STREAM="influx1 json" (or one of them) also counts live streaming: the
+# same replay with -S (the plugin's push of every record, src/stream/
+# record.h, and the sender thread: one POST per second of samples, as
+# with the default ProfileSH5StreamFlush and 1 s sampling) to a real
+# server on loopback started here and stopped by its pid: Debian's
+# influxd for influx1 (tests/lib/influxd.sh), tests/tools/
+# sh5_http_receiver.py for json.  Counted: the writer's calls as above
+# plus sh5_stream_create (curl's global init, the handles, the queue,
+# the thread), sh5_stream_push_record (the enqueue on the sampling path),
+# the sender thread (sender_main: formatting, curl, the POSTs) and
+# sh5_stream_close.  Printed: the stream's own instructions (the rest)
+# per sample, per POST and fixed, and the ratio of the whole to the file
+# only run: the target streaming <= 1.5x file-only (user-space
+# instructions only: the kernel's share of the POSTs, the wake-ups and
+# the socket, is not seen; nor is the part of the file-only plugin's
+# cost that is not the writer's, such as loading it: bench/
+# plugin_bench.sh times it all).  STREAM_FLUSH=N: one POST every N
+# seconds of samples (ProfileSH5StreamFlush=N*1000; default 1).
 # REAL=FILE also runs on a real node-step file (ours or stock, e.g. one
 # kept by `KEEP=DIR bench/filesize_real.sh`): the whole file as the long
 # input, its first REAL_SHORT seconds (default 60) as the short one (a
@@ -44,7 +62,14 @@ FLUSH=${FLUSH:-10}
 REAL_SHORT=${REAL_SHORT:-60}
 PY=/usr/bin/python3
 W=$(mktemp -d /tmp/sh5-icount.XXXXXX)
-trap 'rm -rf "$W"' EXIT
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+RX_PID=
+cleanup() {
+	[ -f "$W/influx/influxd.pid" ] && "$TOP/tests/lib/influxd.sh" stop "$W/influx"
+	[ -n "$RX_PID" ] && kill "$RX_PID" 2>/dev/null && wait "$RX_PID" 2>/dev/null
+	rm -rf "$W"
+}
+trap cleanup EXIT
 command -v valgrind >/dev/null || { echo "valgrind missing" >&2; exit 1; }
 
 # records FILE: the records of every series dataset (a compound with
@@ -102,6 +127,9 @@ count() {
 	sed -n 's/^summary: //p' "$out"
 }
 sh5_toggle=(--toggle-collect='sh5_writer_*')
+stream_toggle=("${sh5_toggle[@]}" --toggle-collect=sh5_stream_create
+	--toggle-collect=sh5_stream_push_record --toggle-collect=sender_main
+	--toggle-collect=sh5_stream_close)
 stock_toggle=(--toggle-collect='H5PT*' --toggle-collect=H5Fcreate
 	--toggle-collect=H5Gcreate2 --toggle-collect=put_int
 	--toggle-collect=put_str --toggle-collect=H5Fclose)
@@ -123,6 +151,76 @@ run() { # KIND CONFIG BUILD
 		fi
 		SZ[$k.$c.$n]=$(stat -c %s "$W/$k.$c.$n.h5")
 	done
+}
+
+# server FORMAT: start the server of FORMAT once; its URL in $URL.
+declare -A URLS
+server() {
+	local port
+	if [ -z "${URLS[$1]:-}" ]; then
+		case $1 in
+		influx1 | influx2)
+			read -r port _ < <("$TOP/tests/lib/influxd.sh" start "$W/influx") ||
+				{ echo "influxd did not start" >&2; exit 1; }
+			curl -s -o /dev/null -XPOST "http://127.0.0.1:$port/query" \
+				--data-urlencode "q=CREATE DATABASE bench"
+			URLS[influx1]="http://127.0.0.1:$port/write?db=bench"
+			URLS[influx2]=${URLS[influx1]}
+			;;
+		json)
+			mkdir -p "$W/rx"
+			$PY "$TOP/tests/tools/sh5_http_receiver.py" "$W/rx" &
+			RX_PID=$!
+			for _ in $(seq 100); do [ -s "$W/rx/port" ] && break; sleep 0.1; done
+			URLS[json]="http://127.0.0.1:$(cat "$W/rx/port")/"
+			;;
+		*) echo "unknown STREAM format $1" >&2; exit 1 ;;
+		esac
+	fi
+	URL=${URLS[$1]}
+}
+
+declare -A POSTS
+run_stream() { # KIND FORMAT BUILD
+	local k=$1 f=$2 b=$3 n
+	server "$f"
+	for n in short long; do
+		I[$k.$f.$n]=$(count "$k.$f.$n" "${stream_toggle[@]}" \
+			"$b/bench/sh5_replay" -F "$FLUSH" ${LEVEL:+-c "$LEVEL"} \
+			-S "$URL" -T "$f" -W "${STREAM_FLUSH:-1}" \
+			"$W/$k.$n"/*.h5 "$W/$k.$f.$n.h5")
+		# the replay's stream counters (stderr of an uncounted run)
+		POSTS[$k.$f.$n]=$("$b/bench/sh5_replay" -F "$FLUSH" \
+			${LEVEL:+-c "$LEVEL"} -S "$URL" -T "$f" \
+			-W "${STREAM_FLUSH:-1}" "$W/$k.$n"/*.h5 \
+			"$W/$k.$f.$n.h5" 2>&1 >/dev/null |
+			sed -n 's/.*POSTs \([0-9]*\),.*/\1/p')
+	done
+}
+
+# report_stream KIND: the stream's instructions beyond the file-only
+# run, per sample, per POST and fixed, and the ratio to file only.
+report_stream() {
+	local k=$1 f ns nl s_s s_l per fixed pp
+	ns=$(records "$W/$k.short"/*.h5)
+	nl=$(records "$W/$k.long"/*.h5)
+	printf '%-8s %12s %12s %10s %10s %12s %8s %7s %7s\n' stream \
+		"S short" "S long" "S/sample" "S/POST" "fixed S" "POSTs" \
+		"short" "long"
+	for f in $STREAM; do
+		s_s=$((I[$k.$f.short] - I[$k.sh5.short]))
+		s_l=$((I[$k.$f.long] - I[$k.sh5.long]))
+		per=$(( (s_l - s_s) / (nl - ns) ))
+		pp=$(( (s_l - s_s) / (POSTS[$k.$f.long] - POSTS[$k.$f.short]) ))
+		fixed=$(( s_s - per * ns ))
+		printf '%-8s %12d %12d %10d %10d %12d %8s %7s %7s\n' "$f" \
+			"$s_s" "$s_l" "$per" "$pp" "$fixed" \
+			"${POSTS[$k.$f.short]}/${POSTS[$k.$f.long]}" \
+			"$(echo "scale=2; ${I[$k.$f.short]} / ${I[$k.sh5.short]}" | bc)" \
+			"$(echo "scale=2; ${I[$k.$f.long]} / ${I[$k.sh5.long]}" | bc)"
+	done
+	echo "(S: the stream's instructions, the file-only run's subtracted; one POST every ${STREAM_FLUSH:-1} s of samples;"
+	echo " short, long: streaming/file-only instructions of the whole step; target <= 1.5)"
 }
 
 report() { # KIND TITLE
@@ -159,16 +257,21 @@ for k in $kinds; do
 	run "$k" stock "$B"
 	[ -n "${BASE:-}" ] && run "$k" base "$BASE"
 	run "$k" sh5 "$B"
+	for f in ${STREAM:-}; do
+		run_stream "$k" "$f" "$B"
+	done
 done
 
 head="node-step writer only, flush every $FLUSH s"
 head="$head, level ${LEVEL:-default}${RECOMPRESS:+, sh5 recompress}"
 report syn "callgrind, synthetic input (gen_job, 2 tasks x $SHORT and" \
 	"$LONG samples), $head"
+[ -n "${STREAM:-}" ] && report_stream syn
 if [ -n "${REAL:-}" ]; then
 	echo
 	ns=$(records "$W/real.short"/*.h5)
 	nl=$(records "$W/real.long"/*.h5)
 	report real "callgrind, real input ($(basename "$REAL"): its first" \
 		"$REAL_SHORT s and all of it, $ns and $nl samples), $head"
+	[ -n "${STREAM:-}" ] && report_stream real
 fi

@@ -23,17 +23,34 @@
  * -c sets the deflate level (default: the writer's); -r forces the chunk
  * length in records (default: from each series' sampling interval, read
  * from the ElapsedTime steps).  Prints "BYTES SAMPLES" on stdout.
+ *
+ * -S URL also streams every record as the plugin does (src/stream/
+ * record.h, the same call), to URL in format -T (influx1, the default,
+ * influx2 or json), with the stream's defaults otherwise.  The samples
+ * are replayed one second of ElapsedTime at a time (a tick): after each
+ * tick the replay asks the sender to send (sh5_stream_flush) and waits
+ * until everything pushed is delivered, so each POST holds one tick's
+ * samples, as with the plugin's default ProfileSH5StreamFlush of 1 s and
+ * 1 s sampling (the stream's own timer is set out of the way so that
+ * the number of POSTs does not depend on the machine's speed); -W N
+ * sends every N ticks instead (ProfileSH5StreamFlush of N s).  The
+ * stream is closed before the writer, as in node_step_end; its counters
+ * go to stderr ("stream: ...") and the replay fails when a sample was
+ * not delivered.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hdf5.h>
 
 #include "profile/series.h"
 #include "profile/writer.h"
+#include "stream/record.h"
+#include "stream/stream.h"
 
 #define MAXS 4096
 
@@ -46,6 +63,8 @@ struct in_series {
 static struct in_series ins[MAXS];
 static size_t nins;
 static struct sh5_writer *w;
+static struct sh5_stream *stream;
+static uint64_t pushed, send_every = 1;
 
 static void die(const char *what, const struct sh5_error *e)
 {
@@ -177,19 +196,78 @@ static void walk(hid_t grp, const char *parent)
 	}
 }
 
+/* Start the stream to url in format fmt for node (the plugin's tags). */
+static void stream_open(const char *url, const char *fmt, const char *node)
+{
+	struct sh5_stream_conf conf;
+	struct sh5_stream_tags tags = { "1", "0", node };
+	struct sh5_error err = { 0 };
+
+	sh5_stream_conf_init(&conf);
+	conf.url = url;
+	conf.format = sh5_stream_format_from_string(fmt);
+	/* the ticks drive the sends (see the top) */
+	conf.flush_interval_ms = 3600L * 1000L;
+	if (conf.format < 0)
+		die("unknown stream format (influx1, influx2, json)", NULL);
+	if (!(stream = sh5_stream_create(&conf, &tags, &err)))
+		die("cannot start the stream", &err);
+}
+
+/* End of a tick: every send_every ticks (and at the last, last != 0),
+ * send what was pushed and wait until it is delivered. */
+static void stream_tick(uint64_t tick, int last)
+{
+	struct sh5_stream_stats ss;
+	struct timespec ms = { 0, 1000000 };
+	long waited;
+
+	if (!stream || (tick % send_every && !last))
+		return;
+	sh5_stream_flush(stream);
+	for (waited = 0;; waited++) {
+		sh5_stream_stats(stream, &ss);
+		if (ss.sent + ss.rejected + ss.dropped_queue + ss.spooled +
+			    ss.unsent >= pushed)
+			return;
+		if (ss.last_error[0] || waited > 120000)
+			die("stream", NULL);
+		nanosleep(&ms, NULL);
+	}
+}
+
+static void stream_end(void)
+{
+	struct sh5_stream_stats ss;
+
+	if (!stream)
+		return;
+	sh5_stream_close(stream, 10000, &ss);
+	fprintf(stderr,
+		"stream: pushed %llu, sent %llu, rejected %llu, POSTs %llu, "
+		"failed POSTs %llu%s%s\n",
+		(unsigned long long)ss.pushed, (unsigned long long)ss.sent,
+		(unsigned long long)ss.rejected, (unsigned long long)ss.posts,
+		(unsigned long long)ss.failed_posts,
+		ss.last_error[0] ? ": " : "", ss.last_error);
+	if (ss.sent != ss.pushed)
+		die("stream: samples not delivered", NULL);
+}
+
 int main(int argc, char **argv)
 {
 	struct sh5_writer_opts o;
 	struct sh5_error err = { 0 };
 	char node[SH5_NAME_MAX];
 	hid_t in, ng;
-	uint64_t flush = 10, phase = 0, next_flush, total = 0;
+	uint64_t flush = 10, phase = 0, next_flush, tick, total = 0;
+	const char *url = NULL, *fmt = "influx1";
 	struct stat st;
 	size_t i;
 	int c, more, kill = 0;
 
 	sh5_writer_opts_init(&o);
-	while ((c = getopt(argc, argv, "c:F:KP:Rr:")) != -1) {
+	while ((c = getopt(argc, argv, "c:F:KP:Rr:S:T:W:")) != -1) {
 		switch (c) {
 		case 'c':
 			o.compression = (int)strtol(optarg, NULL, 10);
@@ -209,15 +287,26 @@ int main(int argc, char **argv)
 		case 'r':
 			o.chunk_rows = strtoul(optarg, NULL, 10);
 			break;
+		case 'S':
+			url = optarg;
+			break;
+		case 'T':
+			fmt = optarg;
+			break;
+		case 'W':
+			send_every = strtoull(optarg, NULL, 10);
+			break;
 		default:
 			fprintf(stderr, "usage: sh5_replay [-c LEVEL] "
-					"[-F SECONDS] [-K] [-R] [-P PHASE] [-r ROWS] IN.h5 OUT.h5\n");
+					"[-F SECONDS] [-K] [-R] [-P PHASE] [-r ROWS] "
+					"[-S URL [-T FORMAT] [-W TICKS]] IN.h5 OUT.h5\n");
 			return 2;
 		}
 	}
-	if (argc - optind != 2 || !flush) {
+	if (argc - optind != 2 || !flush || !send_every) {
 		fprintf(stderr, "usage: sh5_replay [-c LEVEL] [-F SECONDS] [-K] [-R] "
-				"[-P PHASE] [-r ROWS] IN.h5 OUT.h5\n");
+				"[-P PHASE] [-r ROWS] [-S URL [-T FORMAT] [-W TICKS]] "
+				"IN.h5 OUT.h5\n");
 		return 2;
 	}
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -236,8 +325,12 @@ int main(int argc, char **argv)
 	if (sh5_writer_flush(w, &err) < 0)
 		die("flush failed", &err);
 	walk(ng, NULL);
-	/* Append in time order, flushing every flush seconds of samples. */
+	if (url)
+		stream_open(url, fmt, node);
+	/* Append in time order, a tick (one second of samples) at a time,
+	 * flushing every flush seconds of samples. */
 	next_flush = flush + phase % flush;
+	tick = 1;
 	do {
 		more = 0;
 		for (i = 0; i < nins; i++) {
@@ -247,25 +340,36 @@ int main(int argc, char **argv)
 
 			while (x->next < x->n &&
 			       sh5_record_slot(s, x->recs, x->next, 0)->u <
-				       next_flush) {
-				if (sh5_writer_append(
-					    w, x->id,
-					    (const union sh5_value *)(x->recs +
-								      x->next * x->rsize)) < 0)
+				       tick) {
+				const union sh5_value *rec =
+					(const union sh5_value *)(x->recs +
+								  x->next * x->rsize);
+
+				if (sh5_writer_append(w, x->id, rec) < 0)
 					die("append failed", NULL);
+				if (stream &&
+				    sh5_stream_push_record(stream, s, rec) < 0)
+					die("stream push failed", NULL);
+				pushed += stream && s->nfields;
 				x->next++;
 				total++;
 			}
 			if (x->next < x->n)
 				more = 1;
 		}
-		if (next_flush == flush + phase % flush)
-			H5Aiterate2(ng, H5_INDEX_NAME, H5_ITER_INC, NULL,
-				    copy_attr, "Sampling Frequencies");
-		if (sh5_writer_flush(w, &err) < 0)
-			die("flush failed", &err);
-		next_flush += flush;
+		stream_tick(tick, !more);
+		if (tick == next_flush || !more) {
+			if (next_flush == flush + phase % flush)
+				H5Aiterate2(ng, H5_INDEX_NAME, H5_ITER_INC,
+					    NULL, copy_attr,
+					    "Sampling Frequencies");
+			if (sh5_writer_flush(w, &err) < 0)
+				die("flush failed", &err);
+			next_flush += flush;
+		}
+		tick++;
 	} while (more);
+	stream_end();
 	if (kill) {
 		printf("0 %llu\n", (unsigned long long)total);
 		fflush(stdout);

@@ -22,6 +22,7 @@
 #include "profile/layout.h"
 #include "profile/series.h"
 #include "profile/writer.h"
+#include "stream/record.h"
 #include "stream/stream.h"
 #include "sh5_options.h"
 #include "sh5_plugin_int.h"
@@ -80,36 +81,7 @@ void stream_start(stepd_step_rec_t *job)
 /* Queue a record for streaming; state_lock held (shared). */
 void stream_push(const struct sh5_series *s, const union sh5_value *rec)
 {
-	const char *names[SH5_STREAM_MAX_FIELDS];
-	enum sh5_stream_type types[SH5_STREAM_MAX_FIELDS];
-	const char *series;
-	size_t i, n = s->nfields;
-	int task = -1;
-
-	if (!stream || !n)
-		return;
-	if (n > SH5_STREAM_MAX_FIELDS)
-		n = SH5_STREAM_MAX_FIELDS;
-	for (i = 0; i < n; i++) {
-		names[i] = s->fields[i].name;
-		types[i] = s->fields[i].type == SH5_FT_DOUBLE ?
-				   SH5_STREAM_DOUBLE : SH5_STREAM_U64;
-	}
-	/* The measurement is the series type (the dataset name for
-	 * generic series), as the "Series" attribute of the file. */
-	if (!strcmp(s->ops->name, "Task")) {
-		char *end;
-		long v = strtol(s->name, &end, 10);
-
-		if (!*end && v >= 0 && v <= INT32_MAX)
-			task = (int)v;
-	}
-	series = strcmp(s->ops->name, "Generic") ? s->ops->name : s->name;
-	/* union sh5_value and union sh5_stream_value share the layout of
-	 * the u and d members. */
-	sh5_stream_push(stream, series, task, names, types,
-			(const union sh5_stream_value *)&rec[SH5_TIME_SLOTS], n,
-			rec[2].i);
+	sh5_stream_push_record(stream, s, rec);
 }
 
 /* Close the stream within its deadline; counters go to the file. */
