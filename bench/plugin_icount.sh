@@ -45,9 +45,16 @@
 # only run: the target streaming <= 1.5x file-only (user-space
 # instructions only: the kernel's share of the POSTs, the wake-ups and
 # the socket, is not seen; nor is the part of the file-only plugin's
-# cost that is not the writer's, such as loading it: bench/
-# plugin_bench.sh times it all).  STREAM_FLUSH=N: one POST every N
-# seconds of samples (ProfileSH5StreamFlush=N*1000; default 1).
+# cost that is not the writer's: bench/plugin_bench.sh times it all).
+# So two ratios: to the writer's instructions alone (an upper bound),
+# and to the file-only plugin's user-space work, estimated as the
+# writer's plus loading: the dynamic linking of sh5_replay, whose
+# libraries are the plugin's (HDF5, libcurl and its TLS and
+# authentication libraries, yajl, brotli), less that of /bin/true (libc,
+# which slurmstepd has loaded already), plus HDF5's library init
+# (H5_init_library).  The stream loads nothing more: libcurl is linked
+# either way.  STREAM_FLUSH=N: one POST every N seconds of samples
+# (ProfileSH5StreamFlush=N*1000; default: the stream's default).
 # REAL=FILE also runs on a real node-step file (ours or stock, e.g. one
 # kept by `KEEP=DIR bench/filesize_real.sh`): the whole file as the long
 # input, its first REAL_SHORT seconds (default 60) as the short one (a
@@ -180,6 +187,21 @@ server() {
 	URL=${URLS[$1]}
 }
 
+# load: instructions of loading the plugin's libraries and of HDF5's
+# init (see the top), in $LOAD.
+load() {
+	local all libc
+	valgrind --tool=callgrind --callgrind-out-file="$W/cg.load" \
+		--toggle-collect=_dl_start --toggle-collect=H5_init_library \
+		"$B/bench/sh5_replay" "$W/syn.short"/*.h5 "$W/load.h5" \
+		>/dev/null 2>&1 || { echo "failed: load" >&2; exit 1; }
+	all=$(sed -n 's/^summary: //p' "$W/cg.load")
+	valgrind --tool=callgrind --callgrind-out-file="$W/cg.true" \
+		--toggle-collect=_dl_start /bin/true >/dev/null 2>&1
+	libc=$(sed -n 's/^summary: //p' "$W/cg.true")
+	LOAD=$((all - libc))
+}
+
 declare -A POSTS
 run_stream() { # KIND FORMAT BUILD
 	local k=$1 f=$2 b=$3 n
@@ -187,12 +209,12 @@ run_stream() { # KIND FORMAT BUILD
 	for n in short long; do
 		I[$k.$f.$n]=$(count "$k.$f.$n" "${stream_toggle[@]}" \
 			"$b/bench/sh5_replay" -F "$FLUSH" ${LEVEL:+-c "$LEVEL"} \
-			-S "$URL" -T "$f" -W "${STREAM_FLUSH:-1}" \
+			-S "$URL" -T "$f" ${STREAM_FLUSH:+-W "$STREAM_FLUSH"} \
 			"$W/$k.$n"/*.h5 "$W/$k.$f.$n.h5")
 		# the replay's stream counters (stderr of an uncounted run)
 		POSTS[$k.$f.$n]=$("$b/bench/sh5_replay" -F "$FLUSH" \
 			${LEVEL:+-c "$LEVEL"} -S "$URL" -T "$f" \
-			-W "${STREAM_FLUSH:-1}" "$W/$k.$n"/*.h5 \
+			${STREAM_FLUSH:+-W "$STREAM_FLUSH"} "$W/$k.$n"/*.h5 \
 			"$W/$k.$f.$n.h5" 2>&1 >/dev/null |
 			sed -n 's/.*POSTs \([0-9]*\),.*/\1/p')
 	done
@@ -204,23 +226,26 @@ report_stream() {
 	local k=$1 f ns nl s_s s_l per fixed pp
 	ns=$(records "$W/$k.short"/*.h5)
 	nl=$(records "$W/$k.long"/*.h5)
-	printf '%-8s %12s %12s %10s %10s %12s %8s %7s %7s\n' stream \
+	printf '%-8s %11s %11s %9s %9s %11s %7s %7s %7s %7s %7s\n' stream \
 		"S short" "S long" "S/sample" "S/POST" "fixed S" "POSTs" \
-		"short" "long"
+		"short" "long" "+load s" "+load l"
 	for f in $STREAM; do
 		s_s=$((I[$k.$f.short] - I[$k.sh5.short]))
 		s_l=$((I[$k.$f.long] - I[$k.sh5.long]))
 		per=$(( (s_l - s_s) / (nl - ns) ))
 		pp=$(( (s_l - s_s) / (POSTS[$k.$f.long] - POSTS[$k.$f.short]) ))
 		fixed=$(( s_s - per * ns ))
-		printf '%-8s %12d %12d %10d %10d %12d %8s %7s %7s\n' "$f" \
+		printf '%-8s %11d %11d %9d %9d %11d %7s %7s %7s %7s %7s\n' "$f" \
 			"$s_s" "$s_l" "$per" "$pp" "$fixed" \
 			"${POSTS[$k.$f.short]}/${POSTS[$k.$f.long]}" \
 			"$(echo "scale=2; ${I[$k.$f.short]} / ${I[$k.sh5.short]}" | bc)" \
-			"$(echo "scale=2; ${I[$k.$f.long]} / ${I[$k.sh5.long]}" | bc)"
+			"$(echo "scale=2; ${I[$k.$f.long]} / ${I[$k.sh5.long]}" | bc)" \
+			"$(echo "scale=2; ($LOAD + ${I[$k.$f.short]}) / ($LOAD + ${I[$k.sh5.short]})" | bc)" \
+			"$(echo "scale=2; ($LOAD + ${I[$k.$f.long]}) / ($LOAD + ${I[$k.sh5.long]})" | bc)"
 	done
-	echo "(S: the stream's instructions, the file-only run's subtracted; one POST every ${STREAM_FLUSH:-1} s of samples;"
-	echo " short, long: streaming/file-only instructions of the whole step; target <= 1.5)"
+	echo "(S: the stream's instructions, the file-only run's subtracted; one POST every ${STREAM_FLUSH:-$DEF_FLUSH} s of samples;"
+	echo " short, long: streaming/file-only, the writer's instructions alone; +load: with loading, $LOAD I, added to"
+	echo " both (the file-only plugin's user-space work); target <= 1.5)"
 }
 
 report() { # KIND TITLE
@@ -252,8 +277,12 @@ kinds=syn
 [ -n "${REAL:-}" ] && kinds="syn real"
 configs="stock sh5"
 [ -n "${BASE:-}" ] && configs="stock base sh5"
+DEF_FLUSH=$(sed -n 's/^#define DEF_FLUSH_MS \([0-9]*\).*/\1/p' \
+	"$TOP/src/stream/stream_int.h")
+DEF_FLUSH=$((DEF_FLUSH / 1000))
 for k in $kinds; do
 	set_inputs "$k"
+	[ -n "${STREAM:-}" ] && [ -z "${LOAD:-}" ] && load
 	run "$k" stock "$B"
 	[ -n "${BASE:-}" ] && run "$k" base "$BASE"
 	run "$k" sh5 "$B"

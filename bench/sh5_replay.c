@@ -27,16 +27,15 @@
  * -S URL also streams every record as the plugin does (src/stream/
  * record.h, the same call), to URL in format -T (influx1, the default,
  * influx2 or json), with the stream's defaults otherwise.  The samples
- * are replayed one second of ElapsedTime at a time (a tick): after each
- * tick the replay asks the sender to send (sh5_stream_flush) and waits
- * until everything pushed is delivered, so each POST holds one tick's
- * samples, as with the plugin's default ProfileSH5StreamFlush of 1 s and
- * 1 s sampling (the stream's own timer is set out of the way so that
- * the number of POSTs does not depend on the machine's speed); -W N
- * sends every N ticks instead (ProfileSH5StreamFlush of N s).  The
- * stream is closed before the writer, as in node_step_end; its counters
- * go to stderr ("stream: ...") and the replay fails when a sample was
- * not delivered.
+ * are replayed one second of ElapsedTime at a time (a tick); every N
+ * ticks (N: the stream's default flush interval in seconds; -W N sets
+ * it, as ProfileSH5StreamFlush of N s would) the replay asks the sender
+ * to send (sh5_stream_flush) and waits until everything pushed is
+ * delivered, so each POST holds N ticks' samples, as the plugin's would.
+ * The stream's own timer is set out of the way, so that the number of
+ * POSTs does not depend on the machine's speed.  The stream is closed
+ * before the writer, as in node_step_end; its counters go to stderr
+ * ("stream: ...") and the replay fails when a sample was not delivered.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +63,7 @@ static struct in_series ins[MAXS];
 static size_t nins;
 static struct sh5_writer *w;
 static struct sh5_stream *stream;
-static uint64_t pushed, send_every = 1;
+static uint64_t pushed, send_every; /* 0: the stream's flush interval */
 
 static void die(const char *what, const struct sh5_error *e)
 {
@@ -204,6 +203,9 @@ static void stream_open(const char *url, const char *fmt, const char *node)
 	struct sh5_error err = { 0 };
 
 	sh5_stream_conf_init(&conf);
+	if (!send_every)
+		send_every = conf.flush_interval_ms >= 2000 ?
+				     (uint64_t)conf.flush_interval_ms / 1000 : 1;
 	conf.url = url;
 	conf.format = sh5_stream_format_from_string(fmt);
 	/* the ticks drive the sends (see the top) */
@@ -303,7 +305,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (argc - optind != 2 || !flush || !send_every) {
+	if (argc - optind != 2 || !flush) {
 		fprintf(stderr, "usage: sh5_replay [-c LEVEL] [-F SECONDS] [-K] [-R] "
 				"[-P PHASE] [-r ROWS] [-S URL [-T FORMAT] [-W TICKS]] "
 				"IN.h5 OUT.h5\n");

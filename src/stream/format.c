@@ -11,66 +11,212 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/csvfmt.h"
 #include "common/json.h"
 #include "stream/stream_int.h"
 
 /* ---------------------------------------------------- line protocol */
 
 /* Append s escaping the characters in special with a backslash and
- * turning control characters into '_'.  Returns new length or -1. */
-static long put_escaped(char *buf, size_t size, size_t len, const char *s,
-			const char *special)
+ * turning control characters into '_'.  out has room for 2 strlen(s).
+ * Returns the bytes written. */
+static size_t put_escaped(char *out, const char *s, const char *special)
 {
+	size_t len = 0;
+
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (strchr(special, c)) {
-			if (len + 2 >= size)
-				return -1;
-			buf[len++] = '\\';
-			buf[len++] = (char)c;
+			out[len++] = '\\';
+			out[len++] = (char)c;
 		} else {
-			if (len + 1 >= size)
-				return -1;
-			buf[len++] = (c < 0x20 || c == 0x7f) ? '_' : (char)c;
+			out[len++] = (c < 0x20 || c == 0x7f) ? '_' : (char)c;
 		}
 	}
-	buf[len] = '\0';
-	return (long)len;
-}
-
-static long put_str(char *buf, size_t size, size_t len, const char *s)
-{
-	size_t n = strlen(s);
-
-	if (len + n + 1 > size)
-		return -1;
-	memcpy(buf + len, s, n + 1);
-	return (long)(len + n);
+	return len;
 }
 
 /* Shortest of %.15g / %.17g that reads back to the same double. */
-static int fmt_double(char *out, size_t size, double v)
+static size_t fmt_double_printf(char *out, size_t size, double v)
 {
 	int n = snprintf(out, size, "%.15g", v);
 
 	if (strtod(out, NULL) != v)
 		n = snprintf(out, size, "%.17g", v);
+	return (size_t)n;
+}
+
+/* Significant digits of a number in plain notation ("-0.0125": 3). */
+static size_t sig_digits(const char *s, size_t n)
+{
+	size_t i, count = 0;
+	int lead = 1;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			continue;
+		if (lead && s[i] == '0')
+			continue;
+		lead = 0;
+		count++;
+	}
+	return count;
+}
+
+/* Is out[0..n) a number in plain notation with at most 15 significant
+ * digits? */
+static int plain15(const char *out, size_t n)
+{
+	return n > 0 && !memchr(out, 'e', n) && sig_digits(out, n) <= 15;
+}
+
+/*
+ * fmt_double_printf()'s text of v (finite) into out (SH5_FMT_MAX bytes
+ * at least), mostly without printf.  sh5_fmt_double() (fixed, up to 6
+ * decimals) and sh5_json_format_double() (shortest digits) write
+ * decimals that read back as v; when one is in plain notation with at
+ * most 15 significant digits and 1e-4 <= |v| < 1e15 it is what %.15g
+ * writes: a decimal of at most 15 digits that reads back as v is within
+ * half an ulp of v (at most 2^-53 |v|), less than half a unit of v's
+ * 15th digit (at least 10^-15 |v| / 2), so it is v rounded to 15 digits,
+ * trailing zeros dropped; and %g's plain range is that of |v| here.
+ * Other values go to printf.
+ */
+static size_t fmt_double(char *out, double v)
+{
+	double a = fabs(v);
+	int n;
+
+	if (v == 0) {
+		/* %g keeps the sign of a negative zero */
+		n = 0;
+		if (signbit(v))
+			out[n++] = '-';
+		out[n++] = '0';
+		out[n] = '\0';
+		return (size_t)n;
+	}
+	if (a >= 1e-4 && a < 1e15) {
+		n = (int)sh5_fmt_double(out, v);
+		if (plain15(out, (size_t)n))
+			return (size_t)n;
+		n = sh5_json_format_double(out, SH5_FMT_MAX, v);
+		/* (integral values, written "N.0", were taken above) */
+		if (n > 0 && out[n - 1] != '0' && plain15(out, (size_t)n))
+			return (size_t)n;
+	}
+	return fmt_double_printf(out, SH5_FMT_MAX, v);
+}
+
+/* A (series, tags, fields) shape formatted once: measurement and tags
+ * up to "step", and each field's "name=", escaped. */
+struct lp_shape {
+	char *buf;
+	size_t plen;
+	size_t koff[SH5_STREAM_MAX_FIELDS];
+	size_t klen[SH5_STREAM_MAX_FIELDS];
+};
+
+static size_t put_tag(char *out, const char *key, const char *val)
+{
+	size_t len;
+
+	if (!val || !val[0])
+		return 0;
+	out[0] = ',';
+	len = 1 + put_escaped(out + 1, key, ",= ");
+	out[len++] = '=';
+	return len + put_escaped(out + len, val, ",= ");
+}
+
+/* Build sh into one allocation.  0, or -1 (ENOMEM). */
+static int lp_shape_build(struct lp_shape *sh, const char *series,
+			  const struct sh5_stream_tags *tags,
+			  const char *const *names, size_t nf)
+{
+	size_t i, len, size = 3 * strlen(series) + 64;
+
+	if (tags)
+		size += 2 * (strlen(tags->job ? tags->job : "") +
+			     strlen(tags->node ? tags->node : "") +
+			     strlen(tags->step ? tags->step : ""));
+	for (i = 0; i < nf; i++)
+		size += 2 * strlen(names[i]) + 2;
+	sh->buf = malloc(size);
+	if (!sh->buf) {
+		errno = ENOMEM;
+		return -1;
+	}
+	/* tags in key order, as InfluxDB prefers */
+	len = put_escaped(sh->buf, series, ", ");
+	len += put_tag(sh->buf + len, "job", tags ? tags->job : NULL);
+	len += put_tag(sh->buf + len, "node", tags ? tags->node : NULL);
+	len += put_tag(sh->buf + len, "series", series);
+	len += put_tag(sh->buf + len, "step", tags ? tags->step : NULL);
+	sh->plen = len;
+	for (i = 0; i < nf; i++) {
+		sh->koff[i] = len;
+		len += put_escaped(sh->buf + len, names[i], ",= ");
+		sh->buf[len++] = '=';
+		sh->klen[i] = len - sh->koff[i];
+	}
+	return 0;
+}
+
+/* Bytes one line of sh may take at most. */
+static size_t lp_line_max(const struct lp_shape *sh, size_t nf)
+{
+	size_t i, n = sh->plen + 16 + 2 + 24;
+
+	for (i = 0; i < nf; i++)
+		n += 1 + sh->klen[i] + SH5_FMT_MAX + 1;
 	return n;
 }
 
-static long put_tag(char *buf, size_t size, long len, const char *key,
-		    const char *val)
+/* One line of shape sh into out (lp_line_max() bytes of room), without
+ * a NUL.  Returns its length, 0 when no field is left to write. */
+static size_t lp_line(char *out, const struct lp_shape *sh, int task,
+		      const enum sh5_stream_type *types,
+		      const union sh5_stream_value *values, size_t nf,
+		      int64_t time_ns)
 {
-	if (len < 0 || !val || !val[0])
-		return len;
-	len = put_str(buf, size, (size_t)len, ",");
-	if (len >= 0)
-		len = put_escaped(buf, size, (size_t)len, key, ",= ");
-	if (len >= 0)
-		len = put_str(buf, size, (size_t)len, "=");
-	if (len >= 0)
-		len = put_escaped(buf, size, (size_t)len, val, ",= ");
+	char num[SH5_FMT_MAX + 1];
+	size_t i, n, len = sh->plen, nput = 0;
+
+	memcpy(out, sh->buf, sh->plen);
+	if (task >= 0) {
+		memcpy(out + len, ",task=", 6);
+		len += 6;
+		n = sh5_fmt_i64(num, task);
+		memcpy(out + len, num, n);
+		len += n;
+	}
+	for (i = 0; i < nf; i++) {
+		if (types[i] == SH5_STREAM_U64) {
+			if (values[i].u > (uint64_t)INT64_MAX)
+				continue;
+			n = sh5_fmt_u64(num, values[i].u);
+			num[n++] = 'i';
+		} else {
+			if (!isfinite(values[i].d))
+				continue;
+			n = fmt_double(num, values[i].d);
+		}
+		out[len++] = nput ? ',' : ' ';
+		memcpy(out + len, sh->buf + sh->koff[i], sh->klen[i]);
+		len += sh->klen[i];
+		memcpy(out + len, num, n);
+		len += n;
+		nput++;
+	}
+	if (nput == 0)
+		return 0;
+	out[len++] = ' ';
+	n = sh5_fmt_i64(num, time_ns);
+	memcpy(out + len, num, n);
+	len += n;
+	out[len++] = '\n';
 	return len;
 }
 
@@ -81,59 +227,35 @@ long sh5_stream_format_line(char *buf, size_t size, const char *series,
 			    const union sh5_stream_value *values,
 			    size_t nfields, int64_t time_ns)
 {
-	char num[40], taskbuf[16];
-	size_t i, nput = 0;
-	long len;
+	struct lp_shape sh;
+	char *line;
+	size_t len;
 
 	if (!buf || size == 0) {
 		errno = ENOBUFS;
 		return -1;
 	}
-	len = put_escaped(buf, size, 0, series, ", ");
-	/* tags in key order, as InfluxDB prefers */
-	len = put_tag(buf, size, len, "job", tags ? tags->job : NULL);
-	len = put_tag(buf, size, len, "node", tags ? tags->node : NULL);
-	len = put_tag(buf, size, len, "series", series);
-	len = put_tag(buf, size, len, "step", tags ? tags->step : NULL);
-	if (task >= 0) {
-		snprintf(taskbuf, sizeof(taskbuf), "%d", task);
-		len = put_tag(buf, size, len, "task", taskbuf);
+	buf[0] = '\0';
+	if (lp_shape_build(&sh, series, tags, names, nfields) < 0)
+		return -1;
+	line = malloc(lp_line_max(&sh, nfields));
+	if (!line) {
+		free(sh.buf);
+		errno = ENOMEM;
+		return -1;
 	}
-	for (i = 0; i < nfields && len >= 0; i++) {
-		if (types[i] == SH5_STREAM_U64) {
-			if (values[i].u > (uint64_t)INT64_MAX)
-				continue;
-			snprintf(num, sizeof(num), "%" PRIu64 "i",
-				 values[i].u);
-		} else {
-			if (!isfinite(values[i].d))
-				continue;
-			fmt_double(num, sizeof(num), values[i].d);
-		}
-		len = put_str(buf, size, (size_t)len, nput ? "," : " ");
-		if (len >= 0)
-			len = put_escaped(buf, size, (size_t)len, names[i],
-					  ",= ");
-		if (len >= 0)
-			len = put_str(buf, size, (size_t)len, "=");
-		if (len >= 0)
-			len = put_str(buf, size, (size_t)len, num);
-		nput++;
-	}
-	if (len >= 0 && nput == 0) {
-		buf[0] = '\0';
-		return 0;
-	}
-	if (len >= 0) {
-		snprintf(num, sizeof(num), " %" PRId64 "\n", time_ns);
-		len = put_str(buf, size, (size_t)len, num);
-	}
-	if (len < 0) {
-		buf[0] = '\0';
+	len = lp_line(line, &sh, task < 0 ? -1 : task, types, values,
+		      nfields, time_ns);
+	free(sh.buf);
+	if (len + 1 > size) {
+		free(line);
 		errno = ENOBUFS;
 		return -1;
 	}
-	return len;
+	memcpy(buf, line, len);
+	buf[len] = '\0';
+	free(line);
+	return (long)len;
 }
 
 /* ----------------------------------------------------------- formats */
@@ -163,35 +285,64 @@ const char *sh5_stream_format_name(int format)
 	return "unknown";
 }
 
+void lp_shape_free(struct lp_shape *sh)
+{
+	if (sh)
+		free(sh->buf);
+	free(sh);
+}
+
+/* The line shape of schema sc, built at its first line (sender only). */
+static const struct lp_shape *lp_shape_of(struct sh5_stream *s,
+					  struct schema *sc)
+{
+	if (!sc->lp) {
+		struct lp_shape *sh = calloc(1, sizeof(*sh));
+
+		if (!sh)
+			return NULL;
+		if (lp_shape_build(sh, sc->series, &s->tags,
+				   (const char *const *)sc->names,
+				   sc->nf) < 0) {
+			free(sh);
+			return NULL;
+		}
+		sc->lp = sh;
+	}
+	return sc->lp;
+}
+
 /* Format samples batch[0..n) of the stream into b (appending). */
 int format_lines(struct sh5_stream *s, const struct slot *batch,
 		 size_t n, struct buf *b, uint64_t *nlines)
 {
-	size_t i;
-	long len;
+	uint64_t rejected = 0;
+	size_t i, len;
 
 	for (i = 0; i < n; i++) {
 		const struct slot *sl = &batch[i];
-		const struct schema *sc = s->schemas[sl->schema];
+		const struct lp_shape *sh =
+			lp_shape_of(s, s->schemas[sl->schema]);
 
-		if (buf_reserve(b, LINE_MAX_BYTES) < 0)
-			return -1;
-		len = sh5_stream_format_line(
-			b->p + b->len, b->cap - b->len, sc->series, &s->tags,
-			sl->task, (const char *const *)sc->names, sc->types,
-			sl->v, sl->nf, sl->time_ns);
-		if (len < 0)
-			return -1;
+		if (!sh || buf_reserve(b, lp_line_max(sh, sl->nf)) < 0)
+			break;
+		len = lp_line(b->p + b->len, sh, sl->task,
+			      s->schemas[sl->schema]->types, sl->v, sl->nf,
+			      sl->time_ns);
 		if (len == 0) {
-			pthread_mutex_lock(&s->lock);
-			s->st.rejected++;
-			pthread_mutex_unlock(&s->lock);
+			rejected++;
 			continue;
 		}
-		b->len += (size_t)len;
+		b->len += len;
+		b->p[b->len] = '\0';
 		(*nlines)++;
 	}
-	return 0;
+	if (rejected) {
+		pthread_mutex_lock(&s->lock);
+		s->st.rejected += rejected;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return i == n ? 0 : -1;
 }
 
 static int json_sink(void *arg, const void *data, size_t len)

@@ -50,6 +50,7 @@ void schema_free(struct schema *sc)
 	for (i = 0; i < sc->nf; i++)
 		free(sc->names[i]);
 	free(sc->series);
+	lp_shape_free(sc->lp);
 	free(sc);
 }
 
@@ -225,6 +226,10 @@ static size_t take_batch(struct sh5_stream *s)
 		pthread_mutex_unlock(&s->lock);
 		pthread_mutex_lock(&s->lock);
 	}
+	/* empty: the next sample goes to the front again (the pages the
+	 * queue uses stay those of its largest backlog, see create_queue) */
+	if (s->count == 0)
+		s->head = 0;
 	s->flush_req = 0;
 	pthread_mutex_unlock(&s->lock);
 	return n;

@@ -80,6 +80,8 @@
 /* Worst-case bytes of one counter_stats entry. */
 #define STATS_MAX_BYTES (8 * SH5_STREAM_MAX_NAME + 8 * 40 + 160)
 
+struct lp_shape;
+
 struct schema {
 	char *series;
 	size_t nf;
@@ -87,6 +89,8 @@ struct schema {
 	enum sh5_stream_type types[SH5_STREAM_MAX_FIELDS];
 	struct sh5_runstats rs[SH5_STREAM_MAX_FIELDS]; /* json, sender only */
 	uint64_t nsamples;			       /* json, sender only */
+	struct lp_shape *lp; /* line protocol: formatted names (format.c),
+				sender only */
 };
 
 struct slot {
@@ -198,6 +202,7 @@ enum {
 #define set_error sh5_st_set_error
 #define format_lines sh5_st_format_lines
 #define format_json sh5_st_format_json
+#define lp_shape_free sh5_st_lp_shape_free
 #define schema_free sh5_st_schema_free
 #define name_ok sh5_st_name_ok
 #define form_batch sh5_st_form_batch
@@ -242,6 +247,7 @@ int format_lines(struct sh5_stream *s, const struct slot *batch,
 		 size_t n, struct buf *b, uint64_t *nlines);
 int format_json(struct sh5_stream *s, const struct slot *batch,
 		size_t n, struct buf *b, uint64_t *nsamples);
+void lp_shape_free(struct lp_shape *sh);
 
 /* queue.c */
 void schema_free(struct schema *sc);

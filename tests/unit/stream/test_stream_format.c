@@ -3,8 +3,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +121,88 @@ START_TEST(test_stream_line_skips_unrepresentable_values)
 						-1, names, types, v, 3, 9),
 			 0);
 	ck_assert_str_eq(buf, "");
+}
+END_TEST
+
+/* The value of field x in line as the line protocol has always written
+ * it: "%.15g" when that reads back, else "%.17g"; uint64 "%" PRIu64 "i". */
+static void expect_value(const char *line, const char *want)
+{
+	const char *eq = strstr(line, " x=");
+	char got[64];
+	size_t n;
+
+	ck_assert_ptr_nonnull(eq);
+	n = strcspn(eq + 3, " ");
+	ck_assert_uint_lt(n, sizeof(got));
+	memcpy(got, eq + 3, n);
+	got[n] = '\0';
+	ck_assert_str_eq(got, want);
+}
+
+static double next_double(uint64_t *seed, int kind)
+{
+	uint64_t r, bits;
+	double d;
+
+	*seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+	r = *seed >> 11;
+	switch (kind) {
+	case 0: /* any finite bit pattern */
+		bits = *seed ^ (r << 7);
+		memcpy(&d, &bits, sizeof(d));
+		return isfinite(d) ? d : 1.5;
+	case 1: /* few decimals, as Slurm's counters */
+		return (double)(int64_t)(r % 100000000) /
+		       pow(10.0, (double)(r % 9)) * ((r >> 40) & 1 ? -1 : 1);
+	case 2: /* ratios */
+		return (double)(r % 1000003) / (double)(r % 97 + 1);
+	default: /* integers around the plain/exponent limits */
+		return (double)(r % 2000000000000000ULL) *
+		       pow(10.0, (double)((int)(r % 30) - 20));
+	}
+}
+
+START_TEST(test_stream_line_numbers_as_printf)
+{
+	const char *names[] = { "x" };
+	enum sh5_stream_type types[] = { SH5_STREAM_DOUBLE };
+	static const double edge[] = { 0.0, -0.0, 1e-4, -1e-4, 9.9999e-5,
+				       1e15, 999999999999999.0, 1e15 - 0.5,
+				       123456789.123456, 0.1, 1.0 / 3,
+				       2400000.0, 97.5, 5e-324, 1.7e308 };
+	union sh5_stream_value v[1];
+	char buf[512], want[64];
+	uint64_t seed = 42;
+	size_t i;
+
+	for (i = 0; i < 60000; i++) {
+		double d = i < sizeof(edge) / sizeof(edge[0]) ?
+				   edge[i] :
+				   next_double(&seed, (int)(i % 4));
+
+		v[0].d = d;
+		snprintf(want, sizeof(want), "%.15g", d);
+		if (strtod(want, NULL) != d)
+			snprintf(want, sizeof(want), "%.17g", d);
+		ck_assert_int_gt(sh5_stream_format_line(buf, sizeof(buf), "S",
+							NULL, -1, names, types,
+							v, 1, 1),
+				 0);
+		expect_value(buf, want);
+	}
+	types[0] = SH5_STREAM_U64;
+	for (i = 0; i < 20000; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		v[0].u = (seed >> 1) >> (seed % 63);
+		snprintf(want, sizeof(want), "%" PRIu64 "i", v[0].u);
+		ck_assert_int_gt(sh5_stream_format_line(buf, sizeof(buf), "S",
+							NULL, (int)(i % 3) - 1,
+							names, types, v, 1,
+							(int64_t)seed),
+				 0);
+		expect_value(buf, want);
+	}
 }
 END_TEST
 
@@ -237,6 +321,7 @@ int main(void)
 	tcase_add_test(tc, test_stream_line_escaping);
 	tcase_add_test(tc, test_stream_line_doubles_round_trip);
 	tcase_add_test(tc, test_stream_line_skips_unrepresentable_values);
+	tcase_add_test(tc, test_stream_line_numbers_as_printf);
 	tcase_add_test(tc, test_stream_line_buffer_too_small);
 	tcase_add_test(tc, test_stream_format_words);
 	tcase_add_test(tc, test_stream_create_rejects_bad_conf);
