@@ -16,6 +16,7 @@
 #   stream  sh5 with JSON streaming to tests/tools/sh5_http_receiver.py
 #   base    sh5, file only, loaded from BASE=BUILD_DIR (another build, e.g.
 #           of the commit before a change: before and after in one run)
+#   basestream  base with streaming as stream
 # Each round of each configuration starts a fresh cluster and runs two
 # steps, `srun -nNTASKS --profile=all sleep SHORT` and `... sleep LONG`, with
 # task sampling every second (JobAcctGatherFrequency=task=1; no other
@@ -68,7 +69,7 @@ REAPER=$top_srcdir/bench/stepd_reaper.py
 	{ echo "plugin not built in $B" >&2; exit 1; }
 [ -f "${CLUSTER_SLURM_PLUGINDIR:-/usr/lib/x86_64-linux-gnu/slurm-wlm}/acct_gather_profile_hdf5.so" ] ||
 	{ echo "stock plugin missing (slurm-wlm-hdf5-plugin)" >&2; exit 1; }
-case " $CONFIGS " in *" base "*)
+case " $CONFIGS " in *" base"*)
 	[ -f "${BASE:-}/plugins/.libs/acct_gather_profile_sh5.so" ] ||
 		{ echo "config base: set BASE to a build directory" >&2; exit 1; } ;;
 esac
@@ -99,7 +100,7 @@ case " $CONFIGS " in *" clock "*)
 	chrony_start 127.0.0.1 "$(cluster_free_port)" "$W/chrony" ||
 		{ echo "chronyd did not start" >&2; exit 1; } ;;
 esac
-case " $CONFIGS " in *" stream "*)
+case " $CONFIGS " in *stream" "*)
 	mkdir -p "$W/recv"
 	"$PY" "$top_srcdir/tests/tools/sh5_http_receiver.py" "$W/recv" &
 	recv_pid=$!
@@ -114,7 +115,7 @@ run_config() (
 	CLUSTER_DIR=$W/c-$cfg-$round
 	CLUSTER_CPUS=2
 	CLUSTER_PLUGIN_DIR=$B/plugins/.libs
-	[ "$cfg" = base ] && CLUSTER_PLUGIN_DIR=$BASE/plugins/.libs
+	case $cfg in base*) CLUSTER_PLUGIN_DIR=$BASE/plugins/.libs ;; esac
 	REAPER_OUT=$CLUSTER_DIR/rusage
 	prof=$CLUSTER_DIR/profile
 	scratch=$CLUSTER_DIR/scratch
@@ -128,7 +129,7 @@ ${FLUSH:+ProfileSH5FlushInterval=$FLUSH}"
 	stock) type=hdf5 conf="ProfileHDF5Dir=$prof" ;;
 	clock) conf="$conf
 ProfileSH5ClockServer=$CHRONY_ADDR:$CHRONY_PORT" ;;
-	stream) conf="$conf
+	stream | basestream) conf="$conf
 ProfileSH5StreamURL=http://127.0.0.1:$(cat "$W/recv/port")/sh5
 ProfileSH5StreamFormat=json" ;;
 	esac
@@ -186,9 +187,9 @@ def vals(cfg, ln, i):
     return [v[i] for v in d[(cfg, ln)].values()]
 def ms(v):
     return st.median(v), max(v) - min(v)
-print("%-7s %21s %21s %14s" % ("config", "short ms (spread)", "long ms (spread)", "peak RSS MiB"))
+print("%-10s %21s %21s %14s" % ("config", "short ms (spread)", "long ms (spread)", "peak RSS MiB"))
 for c in order:
-    print("%-7s %12.1f (%6.1f) %12.1f (%6.1f) %8.1f (%4.1f)" % ((c,) +
+    print("%-10s %12.1f (%6.1f) %12.1f (%6.1f) %8.1f (%4.1f)" % ((c,) +
           ms(vals(c, "short", 0)) + ms(vals(c, "long", 0)) + ms(vals(c, "long", 1))))
 if "none" not in order:
     sys.exit(0)
@@ -205,7 +206,7 @@ def ms_added(c, ln, i, f=lambda x: x):
             max(paired) - min(paired))
 print()
 print("added to none: difference of the medians (spread of the per-round differences):")
-print("%-7s %16s %16s %16s %15s %11s" % ("", "short ms", "long ms",
+print("%-10s %16s %16s %16s %15s %11s" % ("", "short ms", "long ms",
       "us/task sample", "fixed ms/step", "+RSS MiB"))
 fig = {}
 for c in order:
@@ -220,7 +221,7 @@ for c in order:
     fig[c] = [m_s, m_l, (m_per, max(per) - min(per)),
               (m_fixed, max(fixed) - min(fixed)), ms_added(c, "long", 1)]
     f = fig[c]
-    print("%-7s %8.1f (%5.1f) %8.1f (%5.1f) %8.0f (%5.0f) %7.1f (%5.1f) %5.1f (%3.1f)" % (
+    print("%-10s %8.1f (%5.1f) %8.1f (%5.1f) %8.0f (%5.0f) %7.1f (%5.1f) %5.1f (%3.1f)" % (
         c, f[0][0], f[0][1], f[1][0], f[1][1], f[2][0] * 1000, f[2][1] * 1000,
         f[3][0], f[3][1], f[4][0], f[4][1]))
 if "stock" in fig:
@@ -234,13 +235,16 @@ if "stock" in fig:
         f = fig[c]
         print("%-7s %32s %11s %10s %5s" % (c, r(f[2][0], s[2][0]),
               r(f[3][0], s[3][0]), r(f[1][0], s[1][0]), r(f[4][0], s[4][0])))
-    if "sh5" in fig and "stream" in fig:
-        print("stream/sh5 added CPU, long step: %s (target <= 1.5)" %
-              r(fig["stream"][1][0], fig["sh5"][1][0]))
     print("targets: per task sample <= 0.25, fixed/step <= 1, +RSS <= 1")
     noisy = sorted(c for c in fig if fig[c][1][1] > 0.5 * max(s[1][0], 1e-9))
     if noisy:
         print("TOO NOISY to judge CPU: the spread of the added CPU of %s "
               "exceeds half of stock's added CPU (%.1f ms); RSS figures "
               "are not affected" % (", ".join(noisy), s[1][0]))
+r = lambda a, b: ("%.2f" % (a / b)) if b > 0 else "n/a"
+for a, b in (("stream", "sh5"), ("basestream", "base")):
+    if a in fig and b in fig:
+        print("%s/%s added CPU, long step: %s (target <= 1.5); added peak "
+              "RSS %.1f against %.1f MiB" % (a, b, r(fig[a][1][0], fig[b][1][0]),
+                                             fig[a][4][0], fig[b][4][0]))
 PYEOF

@@ -10,6 +10,7 @@
 
 #include <yajl/yajl_gen.h>
 
+#include "common/csvfmt.h"
 #include "common/json.h"
 #include "common/runstats.h"
 
@@ -261,10 +262,16 @@ int sh5_json_string(struct sh5_json *j, const char *s)
 		return check(j, yajl_gen_null(j->g));
 	if (!j->in_key && j->depth > 0 && j->depth <= KEY_DEPTH &&
 	    j->keys[j->depth - 1][0]) {
-		char l[sizeof(j->labels[0])];
+		/* "%.40s=%.50s" (at most 91 bytes and a NUL: fits), without
+		 * snprintf's cost (every string value) */
+		char *l = j->labels[j->depth - 1];
+		size_t nk = strnlen(j->keys[j->depth - 1], 40),
+		       ns = strnlen(s, 50);
 
-		snprintf(l, sizeof(l), "%.40s=%.50s", j->keys[j->depth - 1], s);
-		memcpy(j->labels[j->depth - 1], l, sizeof(l));
+		memcpy(l, j->keys[j->depth - 1], nk);
+		l[nk] = '=';
+		memcpy(l + nk + 1, s, ns);
+		l[nk + 1 + ns] = '\0';
 	}
 	return check(j, yajl_gen_string(j->g, (const unsigned char *)s,
 					strlen(s)));
@@ -274,8 +281,14 @@ int sh5_json_key(struct sh5_json *j, const char *key)
 {
 	int rc;
 
-	if (key && j->depth > 0 && j->depth <= KEY_DEPTH)
-		snprintf(j->keys[j->depth - 1], sizeof(j->keys[0]), "%s", key);
+	if (key && j->depth > 0 && j->depth <= KEY_DEPTH) {
+		/* what snprintf "%s" would keep, without its cost (a key
+		 * per value of every object) */
+		size_t n = strnlen(key, sizeof(j->keys[0]) - 1);
+
+		memcpy(j->keys[j->depth - 1], key, n);
+		j->keys[j->depth - 1][n] = '\0';
+	}
 	j->in_key = 1;
 	rc = sh5_json_string(j, key);
 	j->in_key = 0;
@@ -284,7 +297,14 @@ int sh5_json_key(struct sh5_json *j, const char *key)
 
 int sh5_json_int(struct sh5_json *j, int64_t v)
 {
-	return j->failed ? -1 : check(j, yajl_gen_integer(j->g, v));
+	char b[SH5_FMT_MAX];
+	size_t n;
+
+	if (j->failed)
+		return -1;
+	/* yajl_gen_integer's text ("%lld") without its sprintf */
+	n = sh5_fmt_i64(b, v);
+	return check(j, yajl_gen_number(j->g, b, n));
 }
 
 int sh5_json_uint(struct sh5_json *j, uint64_t v)
@@ -295,7 +315,7 @@ int sh5_json_uint(struct sh5_json *j, uint64_t v)
 	if (j->failed)
 		return -1;
 	if (v <= INT64_MAX)
-		return check(j, yajl_gen_integer(j->g, (long long)v));
+		return sh5_json_int(j, (int64_t)v);
 	n = snprintf(b, sizeof(b), "%" PRIu64, v);
 	return check(j, yajl_gen_number(j->g, b, (size_t)n));
 }

@@ -400,6 +400,19 @@ static int stats_finite(const struct sh5_runstats *rs)
 	       isfinite(sh5_runstats_kurtosis(rs));
 }
 
+/* "a.b" into out (2 SH5_STREAM_MAX_NAME + 2 bytes; a and b are names,
+ * at most SH5_STREAM_MAX_NAME bytes: create() and push() check them). */
+static void join(char *out, const char *a, const char *b)
+{
+	size_t na = strnlen(a, SH5_STREAM_MAX_NAME),
+	       nb = strnlen(b, SH5_STREAM_MAX_NAME);
+
+	memcpy(out, a, na);
+	out[na] = '.';
+	memcpy(out + na + 1, b, nb);
+	out[na + 1 + nb] = '\0';
+}
+
 /* The "counter_stats" array: one entry per counter of the first nsch
  * series that have samples; "stats": null where they overflowed. */
 static void json_counter_stats(struct sh5_json *j, struct sh5_stream *s,
@@ -409,8 +422,7 @@ static void json_counter_stats(struct sh5_json *j, struct sh5_stream *s,
 	char counter[2 * SH5_STREAM_MAX_NAME + 2];
 	size_t i, k;
 
-	snprintf(app, sizeof(app), "%s.%s", s->job ? s->job : "",
-		 s->step ? s->step : "");
+	join(app, s->job ? s->job : "", s->step ? s->step : "");
 	sh5_json_key(j, "counter_stats");
 	sh5_json_array_open(j);
 	for (i = 0; i < nsch; i++) {
@@ -419,8 +431,7 @@ static void json_counter_stats(struct sh5_json *j, struct sh5_stream *s,
 		if (!sc->nsamples)
 			continue;
 		for (k = 0; k < sc->nf; k++) {
-			snprintf(counter, sizeof(counter), "%s.%s",
-				 sc->series, sc->names[k]);
+			join(counter, sc->series, sc->names[k]);
 			sh5_json_object_open(j);
 			sh5_json_kv_string(j, "app", app);
 			sh5_json_kv_string(j, "counter", counter);

@@ -107,7 +107,7 @@ struct sh5_stream_conf {
 	uint64_t spool_max_bytes; /* bound of the whole spool dir [64 MiB] */
 	size_t queue_max;	 /* samples in the queue [4096] */
 	size_t batch_max;	 /* samples per POST [500] */
-	long flush_interval_ms;	 /* send at least this often [1000] */
+	long flush_interval_ms;	 /* send at least this often [10000] */
 	const char *ca_file;	 /* CA bundle for https (NULL: system) */
 	int insecure_tls;	 /* nonzero: do not verify the TLS peer
 				    (default 0: verify) */

@@ -54,7 +54,9 @@
 #define DEF_SPOOL_MAX (64ULL << 20)
 #define DEF_QUEUE 4096
 #define DEF_BATCH 500
-#define DEF_FLUSH_MS 1000
+/* every 10 s: a POST costs libcurl ~90 k instructions, 17 times what the
+ * node-step writer spends on a sample (doc/performance.md, streaming) */
+#define DEF_FLUSH_MS 10000
 #define DEF_DEADLINE_MS 2000
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 30000
