@@ -32,8 +32,8 @@
 # counts another build's sh5_replay (before/after).
 # STREAM="influx1 json" (or one of them) also counts live streaming: the
 # same replay with -S (the plugin's push of every record, src/stream/
-# record.h, and the sender thread: one POST per second of samples, as
-# with the default ProfileSH5StreamFlush and 1 s sampling) to a real
+# record.h, and the sender thread: one POST per flush interval of
+# samples, as the plugin with 1 s sampling, see STREAM_FLUSH) to a real
 # server on loopback started here and stopped by its pid: Debian's
 # influxd for influx1 (tests/lib/influxd.sh), tests/tools/
 # sh5_http_receiver.py for json.  Counted: the writer's calls as above
@@ -243,7 +243,7 @@ report_stream() {
 			"$(echo "scale=2; ($LOAD + ${I[$k.$f.short]}) / ($LOAD + ${I[$k.sh5.short]})" | bc)" \
 			"$(echo "scale=2; ($LOAD + ${I[$k.$f.long]}) / ($LOAD + ${I[$k.sh5.long]})" | bc)"
 	done
-	echo "(S: the stream's instructions, the file-only run's subtracted; one POST every ${STREAM_FLUSH:-$DEF_FLUSH} s of samples;"
+	echo "(S: the stream's instructions, the file-only run's subtracted; one POST per ${STREAM_FLUSH:-default flush interval, see POSTs}${STREAM_FLUSH:+ s} of samples;"
 	echo " short, long: streaming/file-only, the writer's instructions alone; +load: with loading, $LOAD I, added to"
 	echo " both (the file-only plugin's user-space work); target <= 1.5)"
 }
@@ -277,9 +277,6 @@ kinds=syn
 [ -n "${REAL:-}" ] && kinds="syn real"
 configs="stock sh5"
 [ -n "${BASE:-}" ] && configs="stock base sh5"
-DEF_FLUSH=$(sed -n 's/^#define DEF_FLUSH_MS \([0-9]*\).*/\1/p' \
-	"$TOP/src/stream/stream_int.h")
-DEF_FLUSH=$((DEF_FLUSH / 1000))
 for k in $kinds; do
 	set_inputs "$k"
 	[ -n "${STREAM:-}" ] && [ -z "${LOAD:-}" ] && load
