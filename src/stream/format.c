@@ -446,38 +446,138 @@ static void json_counter_stats(struct sh5_json *j, struct sh5_stream *s,
 	sh5_json_array_close(j);
 }
 
-/* The "samples" array: the batch's raw samples. */
-static void json_samples(struct sh5_json *j, const struct sh5_stream *s,
-			 const struct slot *batch, size_t n)
+/* A series' constant parts of its JSON samples, escaped as yajl escapes
+ * names (they have no control characters: only '"' and '\\'). */
+struct js_shape {
+	char *buf; /* {"series":"<series>" then each "<name>": */
+	size_t hlen;
+	size_t koff[SH5_STREAM_MAX_FIELDS];
+	size_t klen[SH5_STREAM_MAX_FIELDS];
+};
+
+static size_t put_json_str(char *out, const char *s)
 {
-	size_t i, k;
+	size_t len = 0;
 
-	sh5_json_key(j, "samples");
-	sh5_json_array_open(j);
-	for (i = 0; i < n; i++) {
-		const struct slot *sl = &batch[i];
-		const struct schema *sc = s->schemas[sl->schema];
-
-		sh5_json_object_open(j);
-		sh5_json_kv_string(j, "series", sc->series);
-		if (sl->task >= 0)
-			sh5_json_kv_int(j, "task", sl->task);
-		sh5_json_kv_int(j, "time_ns", sl->time_ns);
-		sh5_json_key(j, "fields");
-		sh5_json_object_open(j);
-		for (k = 0; k < sl->nf; k++) {
-			sh5_json_key(j, sc->names[k]);
-			if (sc->types[k] == SH5_STREAM_U64)
-				sh5_json_uint(j, sl->v[k].u);
-			else if (isfinite(sl->v[k].d))
-				sh5_json_double(j, sl->v[k].d);
-			else
-				sh5_json_null(j);
-		}
-		sh5_json_object_close(j);
-		sh5_json_object_close(j);
+	out[len++] = '"';
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			out[len++] = '\\';
+		out[len++] = *s;
 	}
-	sh5_json_array_close(j);
+	out[len++] = '"';
+	return len;
+}
+
+void js_shape_free(struct js_shape *sh)
+{
+	if (sh)
+		free(sh->buf);
+	free(sh);
+}
+
+/* The JSON shape of schema sc, built at its first sample (sender
+ * only). */
+static const struct js_shape *js_shape_of(struct schema *sc)
+{
+	struct js_shape *sh;
+	size_t i, len, size = 2 * strlen(sc->series) + 16;
+
+	if (sc->js)
+		return sc->js;
+	for (i = 0; i < sc->nf; i++)
+		size += 2 * strlen(sc->names[i]) + 3;
+	sh = calloc(1, sizeof(*sh));
+	if (!sh || !(sh->buf = malloc(size))) {
+		free(sh);
+		return NULL;
+	}
+	memcpy(sh->buf, "{\"series\":", 10);
+	len = 10 + put_json_str(sh->buf + 10, sc->series);
+	sh->hlen = len;
+	for (i = 0; i < sc->nf; i++) {
+		sh->koff[i] = len;
+		len += put_json_str(sh->buf + len, sc->names[i]);
+		sh->buf[len++] = ':';
+		sh->klen[i] = len - sh->koff[i];
+	}
+	sc->js = sh;
+	return sh;
+}
+
+/* Bytes one JSON sample of sh may take at most. */
+static size_t js_sample_max(const struct js_shape *sh, size_t nf)
+{
+	size_t i, n = sh->hlen + 64 + 2 * SH5_FMT_MAX;
+
+	for (i = 0; i < nf; i++)
+		n += 1 + sh->klen[i] + 40;
+	return n;
+}
+
+static size_t put_lit(char *out, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	memcpy(out, lit, n);
+	return n;
+}
+
+/* One element of "samples" (what yajl writes for it) into out
+ * (js_sample_max() bytes of room).  Returns its length. */
+static size_t js_sample(char *out, const struct js_shape *sh,
+			const struct schema *sc, const struct slot *sl)
+{
+	size_t k, len = sh->hlen;
+	int n;
+
+	memcpy(out, sh->buf, sh->hlen);
+	if (sl->task >= 0) {
+		len += put_lit(out + len, ",\"task\":");
+		len += sh5_fmt_i64(out + len, sl->task);
+	}
+	len += put_lit(out + len, ",\"time_ns\":");
+	len += sh5_fmt_i64(out + len, sl->time_ns);
+	len += put_lit(out + len, ",\"fields\":{");
+	for (k = 0; k < sl->nf; k++) {
+		if (k)
+			out[len++] = ',';
+		memcpy(out + len, sh->buf + sh->koff[k], sh->klen[k]);
+		len += sh->klen[k];
+		if (sc->types[k] == SH5_STREAM_U64) {
+			len += sh5_fmt_u64(out + len, sl->v[k].u);
+		} else {
+			n = sh5_json_format_double(out + len, 40, sl->v[k].d);
+			len += n > 0 ? (size_t)n : put_lit(out + len, "null");
+		}
+	}
+	out[len++] = '}';
+	out[len++] = '}';
+	return len;
+}
+
+/*
+ * The batch's raw samples as the elements of the "samples" array, comma
+ * separated, appended to b: the text yajl writes for them (no spaces,
+ * the numbers as sh5_json_int/uint/double write them, non-finite doubles
+ * null), but from each series' names escaped once.  0, or -1 (ENOMEM).
+ */
+static int json_samples(struct sh5_stream *s, const struct slot *batch,
+			size_t n, struct buf *b)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct schema *sc = s->schemas[batch[i].schema];
+		const struct js_shape *sh = js_shape_of(sc);
+
+		if (!sh || buf_reserve(b, js_sample_max(sh, batch[i].nf) + 1) < 0)
+			return -1;
+		if (i)
+			b->p[b->len++] = ',';
+		b->len += js_sample(b->p + b->len, sh, sc, &batch[i]);
+	}
+	return 0;
 }
 
 /* One counter-statistics packet: running statistics of every counter so
@@ -504,11 +604,17 @@ int format_json(struct sh5_stream *s, const struct slot *batch,
 	kv_tag(j, "step", s->step);
 	kv_tag(j, "node", s->node);
 	json_counter_stats(j, s, nsch);
-	json_samples(j, s, batch, n);
+	/* "samples" last: written empty by yajl, then filled in place */
+	sh5_json_key(j, "samples");
+	sh5_json_array_open(j);
+	sh5_json_array_close(j);
 	sh5_json_object_close(j);
 	rc = sh5_json_finish(j, &err);
 	sh5_json_destroy(j);
-	if (rc < 0)
+	if (rc < 0 || b->len < 2 || memcmp(b->p + b->len - 2, "]}", 2))
+		return -1;
+	b->len -= 2;
+	if (json_samples(s, batch, n, b) < 0 || buf_append(b, "]}", 2) < 0)
 		return -1;
 	*nsamples += n;
 	return 0;

@@ -51,6 +51,7 @@ void schema_free(struct schema *sc)
 		free(sc->names[i]);
 	free(sc->series);
 	lp_shape_free(sc->lp);
+	js_shape_free(sc->js);
 	free(sc);
 }
 

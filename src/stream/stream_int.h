@@ -83,6 +83,7 @@
 #define STATS_MAX_BYTES (8 * SH5_STREAM_MAX_NAME + 8 * 40 + 160)
 
 struct lp_shape;
+struct js_shape;
 
 struct schema {
 	char *series;
@@ -93,6 +94,7 @@ struct schema {
 	uint64_t nsamples;			       /* json, sender only */
 	struct lp_shape *lp; /* line protocol: formatted names (format.c),
 				sender only */
+	struct js_shape *js; /* json: the same */
 };
 
 struct slot {
@@ -205,6 +207,7 @@ enum {
 #define format_lines sh5_st_format_lines
 #define format_json sh5_st_format_json
 #define lp_shape_free sh5_st_lp_shape_free
+#define js_shape_free sh5_st_js_shape_free
 #define schema_free sh5_st_schema_free
 #define name_ok sh5_st_name_ok
 #define form_batch sh5_st_form_batch
@@ -250,6 +253,7 @@ int format_lines(struct sh5_stream *s, const struct slot *batch,
 int format_json(struct sh5_stream *s, const struct slot *batch,
 		size_t n, struct buf *b, uint64_t *nsamples);
 void lp_shape_free(struct lp_shape *sh);
+void js_shape_free(struct js_shape *sh);
 
 /* queue.c */
 void schema_free(struct schema *sc);
