@@ -1648,6 +1648,56 @@ END_TEST
 /* A task's wild values (finite but near 1e300, and an infinity) do not
  * stop JSON streaming: every sample is still delivered, the statistics
  * that overflow are written as null. */
+/* The "samples" of a packet, byte for byte as yajl writes them: names
+ * with a quote and a backslash escaped, an integer above INT64_MAX, a
+ * NaN as null, a node-level sample without "task". */
+START_TEST(test_stream_json_sample_text)
+{
+	const char *names[] = { "a\\b", "c", "d" };
+	enum sh5_stream_type types[] = { SH5_STREAM_U64, SH5_STREAM_DOUBLE,
+					 SH5_STREAM_DOUBLE };
+	union sh5_stream_value v[3];
+	struct sh5_stream_conf conf;
+	struct sh5_stream_tags tags = { "7", "0", "n" };
+	struct sh5_error err = { "" };
+	struct sh5_stream *s;
+	char url[256];
+	yajl_val *req;
+	size_t n;
+	long off = recv_offset();
+	const char *body, *p;
+
+	REQUIRE_SERVERS();
+	sh5_stream_conf_init(&conf);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/text", recv_port);
+	conf.url = url;
+	conf.format = SH5_STREAM_JSON;
+	s = sh5_stream_create(&conf, &tags, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	v[0].u = UINT64_MAX;
+	v[1].d = NAN;
+	v[2].d = 0.5;
+	ck_assert_int_eq(sh5_stream_push(s, "G\"x", 2, names, types, v, 3, 5), 0);
+	v[0].u = 42;
+	v[1].d = -2.0;
+	v[2].d = 1e300;
+	ck_assert_int_eq(sh5_stream_push(s, "G\"x", -1, names, types, v, 3, 6), 0);
+	ck_assert_int_eq(sh5_stream_close(s, 3000, NULL), 0);
+	req = read_requests(&n, &off);
+	ck_assert_uint_eq(n, 1);
+	body = str_of(obj_get(req[0], "body", yajl_t_string));
+	p = strstr(body, "\"samples\":");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_str_eq(p, "\"samples\":["
+			    "{\"series\":\"G\\\"x\",\"task\":2,\"time_ns\":5,"
+			    "\"fields\":{\"a\\\\b\":18446744073709551615,"
+			    "\"c\":null,\"d\":0.5}},"
+			    "{\"series\":\"G\\\"x\",\"time_ns\":6,"
+			    "\"fields\":{\"a\\\\b\":42,\"c\":-2.0,\"d\":1e+300}}]}");
+	free_requests(req, n);
+}
+END_TEST
+
 START_TEST(test_stream_json_huge_values)
 {
 	struct sh5_stream_conf conf;
@@ -1934,6 +1984,7 @@ int main(void)
 	tcase_add_test(tc, test_stream_live_owner_files_not_adopted);
 	tcase_add_test(tc, test_stream_json_packets);
 	tcase_add_test(tc, test_stream_json_huge_values);
+	tcase_add_test(tc, test_stream_json_sample_text);
 	tcase_add_test(tc, test_stream_influx2_token_and_order_across_failures);
 	tcase_add_test(tc, test_stream_tls_verification);
 	tcase_add_test(tc, test_stream_push_argument_errors);
