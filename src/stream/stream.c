@@ -139,6 +139,6 @@ size_t sh5_stream_memory_bound(const struct sh5_stream_conf *conf)
 	return sizeof(struct sh5_stream) + q * sizeof(struct slot) +
 	       b * sizeof(struct slot) + 3 * body +
 	       SH5_STREAM_MAX_SERIES *
-		       (sizeof(struct schema) +
+		       (sizeof(struct schema) + SHAPES_MAX_BYTES +
 			(SH5_STREAM_MAX_FIELDS + 1) * (SH5_STREAM_MAX_NAME + 1));
 }

@@ -79,6 +79,12 @@
 #define LINE_MAX_BYTES                                                      \
 	(2 * 2 * SH5_STREAM_MAX_NAME + 5 * (16 + 2 * SH5_STREAM_MAX_NAME) + \
 	 SH5_STREAM_MAX_FIELDS * (2 * SH5_STREAM_MAX_NAME + 40) + 64)
+/* Worst-case bytes of the two formatted shapes of a series (format.c:
+ * the line protocol's and JSON's, each a struct of offsets and the
+ * series, tags and names escaped at most twice over). */
+#define SHAPES_MAX_BYTES                                                 \
+	(2 * (1024 + 9 * SH5_STREAM_MAX_NAME + 64 +                      \
+	      SH5_STREAM_MAX_FIELDS * (2 * SH5_STREAM_MAX_NAME + 3)))
 /* Worst-case bytes of one counter_stats entry. */
 #define STATS_MAX_BYTES (8 * SH5_STREAM_MAX_NAME + 8 * 40 + 160)
 
