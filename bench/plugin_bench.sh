@@ -247,4 +247,9 @@ for a, b in (("stream", "sh5"), ("basestream", "base")):
         print("%s/%s added CPU, long step: %s (target <= 1.5); added peak "
               "RSS %.1f against %.1f MiB" % (a, b, r(fig[a][1][0], fig[b][1][0]),
                                              fig[a][4][0], fig[b][4][0]))
+        if max(fig[a][1][1], fig[b][1][1]) > 0.5 * max(fig[b][1][0], 1e-9):
+            print("TOO NOISY to judge that CPU ratio: spreads %.1f and %.1f "
+                  "ms against %.1f ms added by %s (bench/plugin_icount.sh "
+                  "STREAM= counts instructions)" % (fig[a][1][1], fig[b][1][1],
+                                                   fig[b][1][0], b))
 PYEOF
