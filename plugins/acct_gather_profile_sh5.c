@@ -57,6 +57,7 @@
 #include "sh5_events.h"
 #include "sh5_options.h"
 #include "sh5_plugin_int.h"
+#include "sh5_seal.h"
 #include "sh5_stream.h"
 #include "sh5_worker.h"
 
@@ -125,8 +126,12 @@ static void stop_profiling(const char *why)
 		return;
 	if (why)
 		error("%s: profiling of this step stops: %s", plugin_type, why);
-	if (sh5_writer_close(w, &err) < 0)
+	if (sh5_writer_close(w, &err) < 0) {
 		error("%s: %s", plugin_type, err.text);
+		seal_step_closed(0);
+	} else {
+		seal_step_closed(1);
+	}
 }
 
 static void write_frequencies(struct sh5_writer *w)
@@ -312,6 +317,9 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 	}
 	conf_writer_opts(&opts);
 	w = sh5_writer_create(file_path, fd, job->node_name, &opts, &err);
+	if (w)
+		seal_step_start(fd, job->step_id.job_id, job->step_id.step_id,
+				job->node_name, fname);
 	close(fd);
 	if (!w) {
 		error("%s: %ps: %s: profiling off for this step", plugin_type,

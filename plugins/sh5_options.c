@@ -22,6 +22,7 @@
 
 #include "common/error.h"
 #include "profile/ntp.h"
+#include "profile/seal.h"
 #include "stream/stream.h"
 #include "sh5_options.h"
 #include "sh5_plugin_int.h"
@@ -68,6 +69,7 @@ void sh5_options_declare(s_p_options_t **full_options,
 		{ .key = "ProfileSH5StreamInsecure", .type = S_P_BOOLEAN },
 		{ .key = "ProfileSH5Events", .type = S_P_BOOLEAN },
 		{ .key = "ProfileSH5EventsMax", .type = S_P_UINT32 },
+		{ .key = "ProfileSH5SealKey", .type = S_P_STRING },
 		{ .key = NULL }
 	};
 
@@ -100,6 +102,7 @@ static void options_defaults(void)
 	cfg.stream_insecure = false;
 	cfg.events = true;
 	cfg.events_max = 1024;
+	xfree(cfg.seal_key);
 }
 
 /* ProfileSH5ChunkCoding: incremental (default) or recompress. */
@@ -256,6 +259,11 @@ void sh5_options_set(s_p_hashtbl_t *tbl)
 		options_read_clock(tbl);
 		options_read_stream(tbl);
 		options_read_events(tbl);
+		s_p_get_string(&cfg.seal_key, "ProfileSH5SealKey", tbl);
+		if (cfg.seal_key && xstrcmp(cfg.seal_key, "none") &&
+		    cfg.seal_key[0] != '/')
+			fatal("%s: ProfileSH5SealKey=%s is not an absolute "
+			      "path or none", plugin_type, cfg.seal_key);
 		if (cfg.stream_spool && cfg.stream_spool[0] != '/')
 			fatal("%s: ProfileSH5StreamSpoolDir=%s is not an "
 			      "absolute path", plugin_type, cfg.stream_spool);
@@ -367,6 +375,9 @@ void sh5_options_values(list_t **data)
 		 xstrdup(cfg.events ? "yes" : "no"));
 	add_pair(*data, "ProfileSH5EventsMax",
 		 xstrdup_printf("%u MiB", cfg.events_max));
+	/* The key file's name, never its bytes. */
+	add_pair(*data, "ProfileSH5SealKey",
+		 xstrdup(cfg.seal_key ? cfg.seal_key : SH5_SEAL_KEY_DEFAULT));
 }
 
 void sh5_options_fini(void)
@@ -380,4 +391,5 @@ void sh5_options_fini(void)
 	xfree(cfg.stream_spool);
 	xfree(cfg.stream_ca);
 	xfree(cfg.clock_server);
+	xfree(cfg.seal_key);
 }

@@ -31,6 +31,9 @@ struct sh5_plugin_conf {
 	/* Application events (ProfileSH5Events*). */
 	bool events;
 	uint32_t events_max;     /* MiB per task */
+	/* ProfileSH5SealKey: the key file, "none", or NULL (the default
+	 * key file when it exists, src/profile/seal.h). */
+	char *seal_key;
 };
 extern struct sh5_plugin_conf cfg;
 

@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "merge/merge.h"
 #include "merge/ready.h"
+#include "profile/seal.h"
 #include "merge_integ.h"
 
 static void usage(FILE *f)
@@ -43,6 +44,9 @@ static void usage(FILE *f)
 "      --wait SECONDS     first wait up to SECONDS for every node-step file\n"
 "                         of the job to be closed by its writer (then\n"
 "                         merge what is there; 0: do not wait, default)\n"
+"      --seal-key FILE    trust the seals made with this key (default:\n"
+"                         " SH5_SEAL_KEY_DEFAULT " when it exists; none:\n"
+"                         check every input in full)\n"
 "  -q, --quiet            no progress, no warnings\n"
 "  -h, --help             this help\n");
 	merge_integ_usage(f);
@@ -213,7 +217,7 @@ static void wait_ready(const struct sh5_merge_opts *o, double wait_s)
 
 /* What the command line says besides the merge options. */
 struct margs {
-	char *jobs, *pdir, *user, *output;
+	char *jobs, *pdir, *user, *output, *seal_key;
 	double wait_s;
 };
 
@@ -231,6 +235,7 @@ static int parse_args(int argc, char **argv, struct sh5_merge_opts *o,
 		{ "remove-inputs", no_argument, NULL, 'R' },
 		{ "allow-partial", no_argument, NULL, 'P' },
 		{ "wait", required_argument, NULL, 'W' },
+		{ "seal-key", required_argument, NULL, 'K' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		MERGE_INTEG_LONGOPTS,
@@ -256,6 +261,7 @@ static int parse_args(int argc, char **argv, struct sh5_merge_opts *o,
 				return 2;
 			}
 			break;
+		case 'K': a->seal_key = optarg; break;
 		case 'q': sh5merge_quiet = 1; break;
 		case 'h': usage(stdout); return 0;
 		case '?': usage(stderr); return 2;
@@ -338,7 +344,7 @@ static int merge_outcome(const struct sh5_merge_opts *o,
 			 const struct sh5_merge_stats *st, int rc,
 			 const struct sh5_error *err)
 {
-	char whole[48] = "";
+	char whole[96] = "";
 
 	if (rc < 0) {
 		cli_error(NULL, "%s", err->text);
@@ -352,7 +358,10 @@ static int merge_outcome(const struct sh5_merge_opts *o,
 	}
 	if (sh5merge_quiet)
 		return 0;
-	if (st->whole)
+	if (st->sealed)
+		snprintf(whole, sizeof(whole), " (%zu copied whole, %zu on a "
+			 "verified seal)", st->whole, st->sealed);
+	else if (st->whole)
 		snprintf(whole, sizeof(whole), " (%zu copied whole)",
 			 st->whole);
 	fprintf(stderr, "sh5merge: %s: %zu step%s, %zu node file%s%s, %"
@@ -361,6 +370,26 @@ static int merge_outcome(const struct sh5_merge_opts *o,
 		st->merged == 1 ? "" : "s", whole, st->samples,
 		rc > 0 ? " (partial: see /Merge)" : "",
 		st->removed ? ", inputs removed" : "");
+	return 0;
+}
+
+/* --seal-key (else the default key file when it exists) into *key: the
+ * same refusals as the plugin's (a key others can read means anyone can
+ * forge seals).  1 loaded, 0 none (inputs checked in full). */
+static int load_seal_key(const char *path, struct sh5_seal_key *key)
+{
+	struct sh5_error err = { "" };
+
+	if (path && !strcmp(path, "none"))
+		return 0;
+	if (sh5_seal_key_load(path ? path : SH5_SEAL_KEY_DEFAULT, 0, key,
+			      &err) == 0)
+		return 1;
+	/* The default key absent, or root's and this is not root: quiet. */
+	if (!path && (errno == ENOENT || errno == EACCES))
+		return 0;
+	cli_warn(NULL, "seal key %s: seals not trusted, every input is "
+		 "checked in full", err.text);
 	return 0;
 }
 
@@ -400,7 +429,8 @@ int cmd_merge(int argc, char **argv)
 	struct merge_integ mi;
 	struct sh5_merge_opts o;
 	struct ctx ctx = { 0 };
-	struct margs a = { NULL, NULL, NULL, NULL, 0 };
+	struct margs a = { NULL, NULL, NULL, NULL, NULL, 0 };
+	static struct sh5_seal_key key;
 	char dir[8192], options[2048];
 	struct jobsel *sel = NULL;
 	size_t nsel = 0, i, ol = 0;
@@ -441,6 +471,8 @@ int cmd_merge(int argc, char **argv)
 	o.progress = on_progress;
 	o.temp_path = on_temp;
 	o.arg = &ctx;
+	if (load_seal_key(a.seal_key, &key))
+		o.seal_key = &key;
 	for (i = 0; i < nsel; i++)
 		if (merge_one(&o, &mi, &ctx, &sel[i], &a))
 			status = 1;

@@ -68,6 +68,32 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 static int whole_ok(struct mstate *m, struct sh5_nodestep *ns,
 		    struct finfo *f, const unsigned char *map);
 
+/* Open f's input: from img (its verified bytes) when given, else from
+ * its path.  NULL with f->reason set. */
+static struct sh5_nodestep *check_open(struct mstate *m, struct finfo *f,
+				       const unsigned char *img)
+{
+	struct sh5_error err = { "" };
+	struct sh5_nodestep *ns;
+	const char *r = err.text;
+	size_t pl = strlen(f->in->path);
+
+	if (img)
+		ns = sh5_nodestep_open_image(f->in->path, img, (size_t)f->size,
+					     f->in->node, m->o->job,
+					     f->in->step_id, &err);
+	else
+		ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
+				       f->in->step_id, &err);
+	if (ns)
+		return ns;
+	/* The reason names the file; keep only the reason. */
+	if (!strncmp(r, f->in->path, pl) && r[pl] == ':')
+		r += pl + 2;
+	snprintf(f->reason, sizeof(f->reason), "%s", r);
+	return NULL;
+}
+
 /* What the node group of ns says: the probe hook, its index, tasks,
  * start, user and cluster; its attributes read. */
 static void check_node(struct mstate *m, struct finfo *f,
@@ -97,7 +123,8 @@ static void check_node(struct mstate *m, struct finfo *f,
 		sh5_attr_get_str(ns->node, "User", user, 64);
 	if (ns->kind == SH5_NODESTEP_OURS && !cluster[0])
 		sh5_attr_get_str(ns->node, "Cluster", cluster, 64);
-	if ((f->lost_objects = mg_read_attrs(ns->node)))
+	/* Sealed: its attributes are the writer's, readable. */
+	if (!f->trusted && (f->lost_objects = mg_read_attrs(ns->node)))
 		snprintf(f->reason, sizeof(f->reason), "%u unreadable "
 			 "attribute%s of /%s", f->lost_objects,
 			 f->lost_objects == 1 ? "" : "s", ns->node_name);
@@ -195,6 +222,7 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 {
 	struct sh5_error err = { "" };
 	struct sh5_nodestep *ns;
+	unsigned char *img = NULL;
 	void *map = NULL;
 	size_t i;
 	int whole;
@@ -202,25 +230,25 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 	f->status = "skipped";
 	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
 	f->max_task = -1;
-	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
+	/* A verified seal (in a child: HDF5 reads what it verified): its
+	 * size and CRC known, the bytes in memory. */
+	if (!(m->in_child && mg_seal_read(m, f, &img)) &&
+	    file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
 		     m->in_child ? &map : NULL, &err) < 0) {
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
 		return;
 	}
-	ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
-			       f->in->step_id, &err);
-	if (!ns) {
-		const char *r = err.text;
-		size_t pl = strlen(f->in->path);
-
-		/* The reason names the file; keep only the reason. */
-		if (!strncmp(r, f->in->path, pl) && r[pl] == ':')
-			r += pl + 2;
-		snprintf(f->reason, sizeof(f->reason), "%s", r);
+	/* Trusted only where the copy is made from these bytes (the
+	 * one-pass child); elsewhere checked in full. */
+	f->trusted = img && m->onepass;
+	if (!(ns = check_open(m, f, f->trusted ? img : NULL))) {
 		if (map)
 			munmap(map, (size_t)f->size);
+		free(img);
 		return;
 	}
+	if (img && !map)
+		map = img;
 	check_node(m, f, ns, user, cluster);
 	/* A whole copy's datasets are all read (attributes, every chunk
 	 * checksummed) by whole_ok(): not again below. */
@@ -231,7 +259,8 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 		if (!whole)
 			check_series(f, ns, &ns->series[i]);
 	}
-	check_others(f, ns);
+	if (!f->trusted)
+		check_others(f, ns);
 	if (ns->damage[0] || f->lost || f->lost_objects) {
 		char tmp[256];
 
@@ -248,17 +277,25 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 		mg_held_close(m);
 		m->held = ns;
 		m->held_idx = (size_t)(f - m->fi);
+		/* HDF5 reads the held input from img: kept with it. */
+		m->held_img = f->trusted ? img : NULL;
+		if (f->trusted)
+			img = NULL;
 	} else {
 		sh5_nodestep_close(ns);
 	}
-	if (map)
+	f->trusted = f->trusted && f->whole;
+	if (map && map != img && map != m->held_img)
 		munmap(map, (size_t)f->size);
+	free(img);
 }
 
 void mg_held_close(struct mstate *m)
 {
 	sh5_nodestep_close(m->held);
 	m->held = NULL;
+	free(m->held_img);
+	m->held_img = NULL;
 }
 
 /* The fields of s as sh5_series_same_fields() compares them (FNV-1a):
@@ -444,8 +481,7 @@ static int whole_series(struct mstate *m, struct sh5_nodestep *ns,
 			const unsigned char *map, void **raw, size_t *rlen)
 {
 	const struct sh5_series *s = e->series;
-	hid_t d = H5Dopen2(ns->node, e->path, H5P_DEFAULT);
-	hid_t dcpl = d >= 0 ? H5Dget_create_plist(d) : -1;
+	hid_t d = -1, dcpl = -1;
 	char tpath[2 * SH5_NAME_MAX + 16];
 	hsize_t cr = 0;
 	unsigned flags, cd[8];
@@ -457,6 +493,13 @@ static int whole_series(struct mstate *m, struct sh5_nodestep *ns,
 	w->task = task;
 	w->sig = series_sig(s);
 	snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
+	if (f->trusted)
+		/* Sealed by the writer: only its stored total is read. */
+		return task == !strcmp(e->parent, "Tasks") &&
+		       (task || blob_total(m, f, ns->node, tpath, s, w->sig,
+					   &w->tofs, &w->tlen) == 0);
+	d = H5Dopen2(ns->node, e->path, H5P_DEFAULT);
+	dcpl = d >= 0 ? H5Dget_create_plist(d) : -1;
 	good = dcpl >= 0 && !mg_read_attrs(d) &&
 	       H5Pget_layout(dcpl) == H5D_CHUNKED &&
 	       H5Pget_chunk(dcpl, 1, &cr) == 1 && cr > 0 &&
@@ -484,6 +527,10 @@ static int whole_alltasks(struct mstate *m, struct sh5_nodestep *ns,
 {
 	struct whole_ent *w = &f->ents[first];
 
+	if (f->trusted)
+		return blob_total(m, f, ns->node, "Totals/AllTasks",
+				  ns->series[first].series, w->sig,
+				  &w->tofs, &w->tlen) == 0;
 	return stored_total_ok(m, f, ns->node, "Totals/AllTasks",
 			       ns->series[first].series, w->sig, task_rows,
 			       (long long)ntasks, 1, &w->tofs, &w->tlen);

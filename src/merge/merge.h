@@ -106,6 +106,8 @@ struct sh5_merge_hooks {
 	void (*restart)(void *arg);
 };
 
+struct sh5_seal_key;
+
 struct sh5_merge_opts {
 	const char *dir;          /* where the node-step files are */
 	uint32_t job;
@@ -129,6 +131,10 @@ struct sh5_merge_opts {
 	void *arg;
 	size_t buffer_bytes;      /* row buffer, 0: SH5_MERGE_BUFFER */
 	const struct sh5_merge_hooks *hooks; /* NULL: none */
+	/* The key whose seals are trusted (src/profile/seal.h): an input
+	 * sealed with it for the identity it is merged as is copied
+	 * without the checks.  NULL: every input is checked in full. */
+	const struct sh5_seal_key *seal_key;
 };
 
 struct sh5_merge_stats {
@@ -138,6 +144,8 @@ struct sh5_merge_stats {
 	size_t steps, nodes;
 	size_t whole;             /* node groups copied whole (intact
 				   * files of our writer: no decoding) */
+	size_t sealed;            /* of those, copied on a verified seal
+				   * (not checked again) */
 	uint64_t samples;         /* rows written */
 	uint64_t lost;            /* rows lost to damage */
 	size_t problems;          /* errors reported */

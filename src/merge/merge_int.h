@@ -55,6 +55,9 @@ struct finfo {
 	int probed;         /* the first pass is done with it */
 	int whole;          /* intact, checksummed, totals stored: its node
 			     * group is copied as it is (see whole_ok()) */
+	int seal;           /* enum sh5_seal_state, -1: not looked at */
+	int trusted;        /* its seal verified in the one-pass child: not
+			     * checked, copied from the verified bytes */
 	char node_name[SH5_NAME_MAX]; /* its node group */
 	struct whole_ent *ents; /* whole: its series (sent after the
 				 * first pass's message) */
@@ -152,6 +155,7 @@ struct mstate {
 				 * the output */
 	struct sh5_nodestep *held;
 	size_t held_idx;
+	unsigned char *held_img; /* the bytes held was opened from, or NULL */
 	struct tcache {         /* totals' memory types, by signature, */
 		uint64_t sig;
 		hid_t mt;
@@ -218,6 +222,15 @@ void mg_wb_start(struct mstate *m);
 void mg_wb_kick(struct mstate *m);
 void mg_wb_fsync(struct mstate *m);
 int mg_wb_stop(struct mstate *m);
+
+/* sealcheck.c */
+/* The seal of f's input (with opts->seal_key): f->seal set; when it
+ * verifies, the whole file's bytes in *img (malloc'd), f->size and
+ * f->crc set, and 1 returned; else 0 (*img NULL). */
+int mg_seal_read(struct mstate *m, struct finfo *f, unsigned char **img);
+/* Report what f's seal says when it is worth a line (a mismatch, another
+ * key). */
+void mg_seal_note(struct mstate *m, const struct finfo *f);
 
 /* check.c */
 void mg_check_file(struct mstate *m, struct finfo *f, char *user,

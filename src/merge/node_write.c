@@ -237,6 +237,7 @@ static int write_node_whole(struct mstate *m, hid_t nodes, const char *step,
 	if (whole_fold(m, f, in, gpath, sacc, nsacc) < 0)
 		goto fail;
 	m->st->whole++;
+	m->st->sealed += f->trusted != 0;
 	/* Read by the checking child. */
 	if (f->ntasks >= 0)
 		*ntasks += (uint32_t)f->ntasks;

@@ -19,6 +19,7 @@
 /* Report what the first pass found about one input. */
 static void report_file(struct mstate *m, struct finfo *f)
 {
+	mg_seal_note(m, f);
 	if (!f->usable)
 		mg_report(m, 1, f->in->path, "%s", f->reason);
 	else if (!strcmp(f->status, "salvaged"))

@@ -12,6 +12,7 @@
 
 #include <dlfcn.h>
 #include <zlib.h>
+#include <hdf5_hl.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -535,12 +536,11 @@ static int list_members(struct sh5_nodestep *ns, const char *path,
 	return 0;
 }
 
-struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
-				       uint32_t job_id, const char *step,
-				       struct sh5_error *errp)
+/* A new handle for path, nothing open yet; NULL (errp set). */
+static struct sh5_nodestep *nodestep_new(const char *path,
+					 struct sh5_error *errp)
 {
 	struct sh5_nodestep *ns = calloc(1, sizeof(*ns));
-	int fd = -1;
 
 	if (!ns) {
 		sh5_errprintf(errp, "%s: out of memory", path);
@@ -550,8 +550,61 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 	ns->node_index = ns->ntasks = ns->nnodes = ns->step_tasks = -1;
 	if (!(ns->path = strdup(path))) {
 		sh5_errprintf(errp, "%s: out of memory", path);
+		free(ns);
+		return NULL;
+	}
+	return ns;
+}
+
+/* The file of ns is open: its node group, attributes, owner and
+ * members.  0, or -1 with errp set. */
+static int nodestep_walk(struct sh5_nodestep *ns, const char *path,
+			 const char *node, uint32_t job_id, const char *step,
+			 struct sh5_error *errp);
+
+struct sh5_nodestep *sh5_nodestep_open_image(const char *path,
+					     const void *img, size_t len,
+					     const char *node,
+					     uint32_t job_id, const char *step,
+					     struct sh5_error *errp)
+{
+	struct sh5_nodestep *ns = nodestep_new(path, errp);
+
+	if (!ns)
+		return NULL;
+	ns->size = ns->real_eof = len;
+	if (len < sizeof(h5_signature) ||
+	    memcmp(img, h5_signature, sizeof(h5_signature))) {
+		errno = EINVAL;
+		sh5_errprintf(errp, "%s: not an HDF5 file", path);
 		goto error;
 	}
+	/* HDF5 reads the caller's bytes: neither copied nor freed. */
+	ns->file = H5LTopen_file_image((void *)img, len,
+				       H5LT_FILE_IMAGE_DONT_COPY |
+				       H5LT_FILE_IMAGE_DONT_RELEASE);
+	if (ns->file < 0) {
+		errno = EIO;
+		sh5_errprintf_h5(errp, "%s: corrupt HDF5 file", path);
+		goto error;
+	}
+	if (nodestep_walk(ns, path, node, job_id, step, errp) < 0)
+		goto error;
+	return ns;
+error:
+	sh5_nodestep_close(ns);
+	return NULL;
+}
+
+struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
+				       uint32_t job_id, const char *step,
+				       struct sh5_error *errp)
+{
+	struct sh5_nodestep *ns = nodestep_new(path, errp);
+	int fd = -1;
+
+	if (!ns)
+		return NULL;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
 		sh5_errprintf(errp, "%s: %s", path, strerror(errno));
 		goto error;
@@ -560,13 +613,7 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 		goto error;
 	close(fd);
 	fd = -1;
-	ns->kind = H5Aexists(ns->file, "sh5 Format Version") > 0 ?
-			   SH5_NODESTEP_OURS : SH5_NODESTEP_STOCK;
-	if (open_node(ns, node, path, errp) < 0)
-		goto error;
-	read_node_attrs(ns);
-	if (check_owner(ns, job_id, step, path, errp) < 0 ||
-	    list_members(ns, path, errp) < 0)
+	if (nodestep_walk(ns, path, node, job_id, step, errp) < 0)
 		goto error;
 	return ns;
 error:
@@ -574,4 +621,19 @@ error:
 		close(fd);
 	sh5_nodestep_close(ns);
 	return NULL;
+}
+
+static int nodestep_walk(struct sh5_nodestep *ns, const char *path,
+			 const char *node, uint32_t job_id, const char *step,
+			 struct sh5_error *errp)
+{
+	ns->kind = H5Aexists(ns->file, "sh5 Format Version") > 0 ?
+			   SH5_NODESTEP_OURS : SH5_NODESTEP_STOCK;
+	if (open_node(ns, node, path, errp) < 0)
+		return -1;
+	read_node_attrs(ns);
+	if (check_owner(ns, job_id, step, path, errp) < 0 ||
+	    list_members(ns, path, errp) < 0)
+		return -1;
+	return 0;
 }

@@ -90,6 +90,15 @@ struct sh5_nodestep {
 struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 				       uint32_t job_id, const char *step,
 				       struct sh5_error *errp);
+/* The same from the len bytes at img (a whole file read into memory, e.g.
+ * a sealed one: src/profile/seal.h), which HDF5 reads in place: img must
+ * stay unchanged until sh5_nodestep_close().  path names it in reasons.
+ * No salvage of a truncated file. */
+struct sh5_nodestep *sh5_nodestep_open_image(const char *path,
+					     const void *img, size_t len,
+					     const char *node,
+					     uint32_t job_id, const char *step,
+					     struct sh5_error *errp);
 void sh5_nodestep_close(struct sh5_nodestep *ns);
 
 #endif /* SH5_READER_H */
