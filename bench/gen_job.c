@@ -18,6 +18,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include <hdf5.h>
 #include <hdf5_hl.h>
 
+#include "profile/seal.h"
 #include "profile/series.h"
 #include "profile/writer.h"
 
@@ -372,14 +374,34 @@ static int write_ours(const struct cfg *c, const char *path, const char *node,
 	return 0;
 }
 
+/* Seal the file at path (job, step, node) with key, as the plugin does
+ * at step end.  0 or -1. */
+static int seal_file(const struct sh5_seal_key *key, const char *path,
+		     uint32_t job, const char *step, const char *node)
+{
+	struct sh5_error err = { "" };
+	const char *base = strrchr(path, '/');
+	struct sh5_seal_id id = { job, step, node, base ? base + 1 : path };
+	int fd = open(path, O_RDWR | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -1;
+	if ((rc = sh5_seal_fd(fd, key, &id, &err)) < 0)
+		fprintf(stderr, "gen_job: %s: %s\n", path, err.text);
+	close(fd);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct cfg c = { .prefix = "node", .nodes = 4, .tasks = 4,
 			 .samples = 60, .seed = 1 };
 	char *steps = "0", *tok, *save = NULL, path[4096], node[64];
 	int o, si = 0;
+	struct sh5_seal_key key;
+	const char *keyfile = NULL;
 
-	while ((o = getopt(argc, argv, "d:j:n:t:s:S:f:EGKN:r:")) != -1) {
+	while ((o = getopt(argc, argv, "d:j:n:t:s:S:f:EGKN:r:k:")) != -1) {
 		switch (o) {
 		case 'd': c.dir = optarg; break;
 		case 'j': c.job = (uint32_t)strtoul(optarg, NULL, 10); break;
@@ -396,17 +418,27 @@ int main(int argc, char **argv)
 		case 'K': c.kill = 1; break;
 		case 'N': c.prefix = optarg; break;
 		case 'r': c.seed = strtoull(optarg, NULL, 10); break;
+		case 'k': keyfile = optarg; break;
 		default:
 			fprintf(stderr, "usage: gen_job -d DIR -j JOB [-n NODES] "
 				"[-t TASKS] [-s SAMPLES] [-S STEPS] "
 				"[-f stock|sh5|mixed] [-E] [-G] [-N PREFIX] "
-				"[-r SEED]\n");
+				"[-r SEED] [-k SEALKEY]\n");
 			return 2;
 		}
 	}
 	if (!c.dir || !c.job || c.nodes < 1 || c.tasks < 0 || c.samples < 0) {
 		fprintf(stderr, "gen_job: -d DIR and -j JOB are required\n");
 		return 2;
+	}
+	if (keyfile) {
+		struct sh5_error err = { "" };
+
+		/* A bench key: owned by whoever runs this. */
+		if (sh5_seal_key_load(keyfile, getuid(), &key, &err) < 0) {
+			fprintf(stderr, "gen_job: %s\n", err.text);
+			return 2;
+		}
 	}
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	steps = strdup(steps);
@@ -446,6 +478,9 @@ int main(int argc, char **argv)
 					path);
 				return 1;
 			}
+			if (ours && keyfile &&
+			    seal_file(&key, path, c.job, tok, node) < 0)
+				return 1;
 		}
 	}
 	free(steps);
