@@ -4,7 +4,8 @@
 #   bench/merge_bench.sh [BUILD_DIR]     (default: the current directory)
 #
 # Generates node-step files with bench/gen_job (1 task x 3600 samples per
-# node, as issue 17 states; our layout and Slurm's stock one), then runs
+# node, as issue 17 states; our layout sealed with a bench key as the
+# plugin seals it, the same unsealed, and Slurm's stock one), then runs
 # `sh5merge merge` and `sh5util -j JOB -S` on them alternately (A B A B
 # ..., RUNS pairs, the same machine state for both) and prints, per case,
 # the median wall time, the median CPU time (user + sys of the process and
@@ -21,7 +22,8 @@
 #
 # Environment: BENCH_DIR (scratch, default a new /tmp dir, removed at the
 # end), SIZES (nodes, default "64 256 1024"), SAMPLES (3600), TASKS (1),
-# FORMATS (default "sh5 stock"), RUNS (pairs, default 5), LOADS (default
+# FORMATS (default "sealed sh5 stock"; sealed needs root: sh5merge trusts
+# only a root-owned key), RUNS (pairs, default 5), LOADS (default
 # "idle busy"), RSS_NODES (64), RSS_SAMPLES (default "360 3600 36000"),
 # BEFORE (the build directory of an earlier commit: its sh5merge runs in
 # the same alternation, A B C A B C ..., and the ratios after/before are
@@ -32,7 +34,7 @@ SH5MERGE=$B/sh5merge/sh5merge
 GEN=$B/bench/gen_job
 SH5UTIL=${SH5UTIL:-/usr/bin/sh5util}
 SIZES=${SIZES:-64 256 1024} SAMPLES=${SAMPLES:-3600} TASKS=${TASKS:-1}
-FORMATS=${FORMATS:-sh5 stock} RUNS=${RUNS:-5} LOADS=${LOADS:-idle busy}
+FORMATS=${FORMATS:-sealed sh5 stock} RUNS=${RUNS:-5} LOADS=${LOADS:-idle busy}
 RSS_NODES=${RSS_NODES:-64} RSS_SAMPLES=${RSS_SAMPLES:-360 3600 36000}
 BEFORE=${BEFORE:-}
 [ -x "$SH5MERGE" ] && [ -x "$GEN" ] ||
@@ -51,6 +53,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 U=$(id -un)
 mkdir -p "$W/conf"
+# The bench's seal key (sealed files; the other cases merge without one).
+head -c 64 /dev/urandom > "$W/seal.key"
+chmod 600 "$W/seal.key"
+KEYOPT="--seal-key none"
 # sh5util needs a Slurm configuration naming the stock plugin.
 printf 'ClusterName=bench\nSlurmctldHost=localhost\nAcctGatherProfileType=acct_gather_profile/hdf5\n' > "$W/conf/slurm.conf"
 printf 'ProfileHDF5Dir=%s/prof\n' "$W" > "$W/conf/acct_gather.conf"
@@ -104,7 +110,8 @@ pair() {
 	: > "$W/a"; : > "$W/b"; : > "$W/c"
 	[ -n "$BEFORE" ] && tools="a b c"
 	for i in $(seq 1 "$RUNS"); do
-		once "$SH5MERGE" -q merge -j "$job" -p "$W/prof" -o "$W/out.h5" >> "$W/a"
+		once "$SH5MERGE" -q merge -j "$job" -p "$W/prof" -o "$W/out.h5" \
+			$KEYOPT >> "$W/a"
 		once "$SH5UTIL" -j "$job" -p "$W/prof" -S -o "$W/out.h5" >> "$W/b"
 		[ -n "$BEFORE" ] &&
 			once "$BEFORE/sh5merge/sh5merge" -q merge -j "$job" \
@@ -133,10 +140,13 @@ pair() {
 		"$(ratio "$aw" "$cw")" "$(ratio "$ac" "$cc")"
 }
 
-gen() { # gen JOB NODES SAMPLES FORMAT
+gen() { # gen JOB NODES SAMPLES FORMAT (sealed: sh5, sealed)
+	local f=$4 k=
 	rm -rf "$W/prof"
 	mkdir -p "$W/prof/$U"
-	"$GEN" -d "$W/prof/$U" -j "$1" -n "$2" -t "$TASKS" -s "$3" -f "$4" ||
+	KEYOPT="--seal-key none"
+	[ "$f" = sealed ] && { f=sh5 k="-k $W/seal.key" KEYOPT="--seal-key $W/seal.key"; }
+	"$GEN" -d "$W/prof/$U" -j "$1" -n "$2" -t "$TASKS" -s "$3" -f "$f" $k ||
 		{ echo "gen_job failed" >&2; exit 1; }
 }
 
@@ -147,6 +157,13 @@ for fmt in $FORMATS; do
 		gen 2000 "$n" "$SAMPLES" "$fmt"
 		echo "== $n nodes x $TASKS task x $SAMPLES samples, $fmt files" \
 			"($(du -sh "$W/prof/$U" | cut -f1))"
+		if [ "$fmt" = sealed ]; then
+			rm -f "$W/out.h5"
+			"$SH5MERGE" merge -j 2000 -p "$W/prof" -o "$W/out.h5" \
+				$KEYOPT 2>&1 | grep -o '[0-9]* on a verified seal' |
+				sed 's/^/  (/; s/$/)/' | grep . ||
+				echo "  (NOT merged on the seals: run as root)"
+		fi
 		for load in $LOADS; do
 			# With both cores free the wall target is 0.6x.
 			tw=0.6

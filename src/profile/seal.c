@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -128,6 +129,16 @@ int sh5_seal_key_load(const char *path, uid_t owner,
 	return 0;
 }
 
+/* libcrypto's GMAC, fetched once (a fetch costs more than a small
+ * file's MAC). */
+static EVP_MAC *gmac;
+static pthread_once_t gmac_once = PTHREAD_ONCE_INIT;
+
+static void gmac_fetch(void)
+{
+	gmac = EVP_MAC_fetch(NULL, "GMAC", NULL);
+}
+
 /* A GMAC context keyed by key with the trailer's nonce, the identity
  * already in it; NULL on a libcrypto failure. */
 static EVP_MAC_CTX *mac_begin(const struct sh5_seal_key *key,
@@ -135,14 +146,13 @@ static EVP_MAC_CTX *mac_begin(const struct sh5_seal_key *key,
 			      const unsigned char *t)
 {
 	static const char label[] = "sh5 seal 1";
-	EVP_MAC *mac = EVP_MAC_fetch(NULL, "GMAC", NULL);
-	EVP_MAC_CTX *c = mac ? EVP_MAC_CTX_new(mac) : NULL;
+	EVP_MAC_CTX *c;
 	char cipher[] = "AES-256-GCM";
 	unsigned char job[4];
 	OSSL_PARAM p[3];
 
-	EVP_MAC_free(mac); /* the context holds its own reference */
-	if (!c)
+	pthread_once(&gmac_once, gmac_fetch);
+	if (!gmac || !(c = EVP_MAC_CTX_new(gmac)))
 		return NULL;
 	p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
 						cipher, 0);

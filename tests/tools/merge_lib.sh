@@ -49,26 +49,5 @@ PY
 # compare A B: same objects, attributes and values (but /Merge's time
 # and command line).
 compare() {
-	$PY - "$1" "$2" <<'PY' || fail "$1 and $2 differ"
-import sys, h5py, numpy as np
-a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
-SKIP = ("Merge Time", "Options")  # when, and the command line (-o)
-def names(f):
-    out = []
-    f.visit(out.append)
-    return sorted(out)
-na, nb = names(a), names(b)
-assert na == nb, (set(na) ^ set(nb))
-for n in ["/"] + na:
-    x, y = a[n], b[n]
-    ka = sorted(k for k in x.attrs if k not in SKIP)
-    kb = sorted(k for k in y.attrs if k not in SKIP)
-    assert ka == kb, (n, ka, kb)
-    for k in ka:
-        assert np.array_equal(np.asarray(x.attrs[k]), np.asarray(y.attrs[k])), (n, k)
-    if isinstance(x, h5py.Dataset):
-        assert x.dtype == y.dtype and x.shape == y.shape, n
-        assert np.array_equal(x[()], y[()]), n
-print("compared %d objects" % len(na))
-PY
+	$PY "$top_srcdir/tests/tools/h5_same.py" "$1" "$2" || fail "$1 and $2 differ"
 }
