@@ -172,3 +172,19 @@ if [ -n "${REAL:-}" ]; then
 	report real "callgrind, real input ($(basename "$REAL"): its first" \
 		"$REAL_SHORT s and all of it, $ns and $nl samples), $head"
 fi
+
+# The seal of the closed file (ProfileSH5SealKey, once per step): the
+# instructions of sh5_seal_fd on gen_job's files of the two sizes (the
+# layout of the inputs above), as the plugin calls it after the close.
+head -c 64 /dev/urandom >"$W/seal.key"
+chmod 600 "$W/seal.key"
+echo
+echo "seal per step (sh5_seal_fd, AES-256-GMAC over the closed file):"
+for n in "$SHORT" "$LONG"; do
+	rm -rf "$W/seal"
+	mkdir -p "$W/seal"
+	i=$(count "seal.$n" --toggle-collect=sh5_seal_fd "$B/bench/gen_job" \
+		-d "$W/seal" -j 1 -n 1 -t 2 -s "$n" -f sh5 -k "$W/seal.key")
+	printf '  2 tasks x %5d samples: %10d instructions, file %d B\n' "$n" \
+		"$i" "$(stat -c %s "$W"/seal/*.h5)"
+done

@@ -14,8 +14,6 @@
 #include "src/common/slurm_xlator.h"
 #include "src/common/log.h"
 
-#include <openssl/crypto.h>
-
 #include "common/error.h"
 #include "profile/layout.h"
 #include "profile/series.h"
@@ -81,5 +79,5 @@ void seal_step_closed(int ok)
 		log_flag(PROFILE, "%s: %s sealed", plugin_type, file_path);
 	close(seal.fd);
 	seal.fd = -1;
-	OPENSSL_cleanse(&seal.key, sizeof(seal.key));
+	explicit_bzero(&seal.key, sizeof(seal.key));
 }

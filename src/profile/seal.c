@@ -4,17 +4,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/core_names.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
-#include <openssl/rand.h>
+#include <nettle/gcm.h>
+#include <nettle/memops.h>
+#include <nettle/sha2.h>
 
 #include "common/checksum.h"
 #include "profile/seal.h"
@@ -53,18 +51,15 @@ static uint64_t get_le(const unsigned char *p, int n)
 }
 
 /* SHA-256 of label (with its NUL) and the n bytes at p, into out. */
-static int derive(const char *label, const void *p, size_t n,
-		  unsigned char out[32])
+static void derive(const char *label, const void *p, size_t n,
+		   unsigned char out[32])
 {
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
-	unsigned len = 0;
-	int ok = c && EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1 &&
-		 EVP_DigestUpdate(c, label, strlen(label) + 1) == 1 &&
-		 EVP_DigestUpdate(c, p, n) == 1 &&
-		 EVP_DigestFinal_ex(c, out, &len) == 1 && len == 32;
+	struct sha256_ctx c;
 
-	EVP_MD_CTX_free(c);
-	return ok ? 0 : -1;
+	sha256_init(&c);
+	sha256_update(&c, strlen(label) + 1, (const uint8_t *)label);
+	sha256_update(&c, n, p);
+	sha256_digest(&c, SHA256_DIGEST_SIZE, out);
 }
 
 /* Why a key file of mode st is refused, or NULL. */
@@ -113,79 +108,80 @@ int sh5_seal_key_load(const char *path, uid_t owner,
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
 	if (n != (ssize_t)st.st_size) {
-		OPENSSL_cleanse(buf, sizeof(buf));
+		explicit_bzero(buf, sizeof(buf));
 		errno = EIO;
 		return sh5_errprintf(errp, "%s: cannot read it whole", path);
 	}
-	if (derive("sh5 seal mac key", buf, (size_t)n, key->mac) < 0 ||
-	    derive("sh5 seal key id", buf, (size_t)n, id) < 0) {
-		OPENSSL_cleanse(buf, sizeof(buf));
-		errno = EIO;
-		return sh5_errprintf(errp, "%s: libcrypto cannot hash it",
-				     path);
-	}
-	OPENSSL_cleanse(buf, sizeof(buf));
+	derive("sh5 seal mac key", buf, (size_t)n, key->mac);
+	derive("sh5 seal key id", buf, (size_t)n, id);
+	explicit_bzero(buf, sizeof(buf));
 	memcpy(key->id, id, sizeof(key->id));
 	return 0;
 }
 
-/* libcrypto's GMAC, fetched once (a fetch costs more than a small
- * file's MAC). */
-static EVP_MAC *gmac;
-static pthread_once_t gmac_once = PTHREAD_ONCE_INIT;
+/* A GMAC (AES-256-GCM over associated data only) in progress: nettle
+ * takes associated data in whole blocks but the last, so the bytes of a
+ * partial block wait in pend. */
+struct mac {
+	struct gcm_aes256_ctx gcm;
+	uint8_t pend[GCM_BLOCK_SIZE];
+	size_t npend;
+};
 
-static void gmac_fetch(void)
+static void mac_add(struct mac *m, const void *data, size_t n)
 {
-	gmac = EVP_MAC_fetch(NULL, "GMAC", NULL);
+	const uint8_t *p = data;
+	size_t whole;
+
+	if (m->npend) {
+		size_t take = GCM_BLOCK_SIZE - m->npend;
+
+		if (take > n)
+			take = n;
+		memcpy(m->pend + m->npend, p, take);
+		m->npend += take;
+		p += take;
+		n -= take;
+		if (m->npend < GCM_BLOCK_SIZE)
+			return;
+		gcm_aes256_update(&m->gcm, GCM_BLOCK_SIZE, m->pend);
+		m->npend = 0;
+	}
+	whole = n - n % GCM_BLOCK_SIZE;
+	if (whole)
+		gcm_aes256_update(&m->gcm, whole, p);
+	memcpy(m->pend, p + whole, n - whole);
+	m->npend = n - whole;
 }
 
-/* A GMAC context keyed by key with the trailer's nonce, the identity
- * already in it; NULL on a libcrypto failure. */
-static EVP_MAC_CTX *mac_begin(const struct sh5_seal_key *key,
-			      const struct sh5_seal_id *id,
-			      const unsigned char *t)
+/* Start m: keyed by key with the trailer t's nonce, the identity fed. */
+static void mac_begin(struct mac *m, const struct sh5_seal_key *key,
+		      const struct sh5_seal_id *id, const unsigned char *t)
 {
 	static const char label[] = "sh5 seal 1";
-	EVP_MAC_CTX *c;
-	char cipher[] = "AES-256-GCM";
 	unsigned char job[4];
-	OSSL_PARAM p[3];
 
-	pthread_once(&gmac_once, gmac_fetch);
-	if (!gmac || !(c = EVP_MAC_CTX_new(gmac)))
-		return NULL;
-	p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
-						cipher, 0);
-	p[1] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV,
-						 (void *)(t + T_NONCE), 12);
-	p[2] = OSSL_PARAM_construct_end();
+	gcm_aes256_set_key(&m->gcm, key->mac);
+	gcm_aes256_set_iv(&m->gcm, 12, t + T_NONCE);
+	m->npend = 0;
 	put_le(job, id->job, 4);
-	if (EVP_MAC_init(c, key->mac, sizeof(key->mac), p) != 1 ||
-	    EVP_MAC_update(c, (const void *)label, sizeof(label)) != 1 ||
-	    EVP_MAC_update(c, job, 4) != 1 ||
-	    EVP_MAC_update(c, (const void *)id->step,
-			   strlen(id->step) + 1) != 1 ||
-	    EVP_MAC_update(c, (const void *)id->node,
-			   strlen(id->node) + 1) != 1 ||
-	    EVP_MAC_update(c, (const void *)id->file,
-			   strlen(id->file) + 1) != 1) {
-		EVP_MAC_CTX_free(c);
-		return NULL;
-	}
-	return c;
+	mac_add(m, label, sizeof(label));
+	mac_add(m, job, 4);
+	mac_add(m, id->step, strlen(id->step) + 1);
+	mac_add(m, id->node, strlen(id->node) + 1);
+	mac_add(m, id->file, strlen(id->file) + 1);
 }
 
-/* The file's bytes were fed to c: the trailer's fields, then the tag
- * into tag.  Frees c.  0 or -1. */
-static int mac_end(EVP_MAC_CTX *c, const unsigned char *t,
-		   unsigned char tag[16])
+/* The file's bytes were fed to m: the trailer's fields, then the tag
+ * into tag; m cleared. */
+static void mac_end(struct mac *m, const unsigned char *t,
+		    unsigned char tag[16])
 {
-	size_t n = 0;
-	int ok = EVP_MAC_update(c, t, T_MACED) == 1 &&
-		 EVP_MAC_final(c, tag, &n, 16) == 1 && n == 16;
-
-	EVP_MAC_CTX_free(c);
-	return ok ? 0 : -1;
+	mac_add(m, t, T_MACED);
+	if (m->npend)
+		gcm_aes256_update(&m->gcm, m->npend, m->pend);
+	gcm_aes256_digest(&m->gcm, GCM_DIGEST_SIZE, tag);
+	explicit_bzero(m, sizeof(*m));
 }
 
 int sh5_seal_peek(const unsigned char *t, uint64_t size)
@@ -202,7 +198,7 @@ int sh5_seal_peek(const unsigned char *t, uint64_t size)
 }
 
 /* Feed [0, size) of fd to c and its CRC into *crc.  0 or -1 (errno). */
-static int feed_fd(int fd, uint64_t size, EVP_MAC_CTX *c, uint32_t *crc)
+static int feed_fd(int fd, uint64_t size, struct mac *c, uint32_t *crc)
 {
 	size_t bl = 256 * 1024;
 	unsigned char *b = malloc(bl);
@@ -224,11 +220,7 @@ static int feed_fd(int fd, uint64_t size, EVP_MAC_CTX *c, uint32_t *crc)
 			return -1;
 		}
 		cr = sh5_crc32(cr, b, (size_t)n);
-		if (EVP_MAC_update(c, b, (size_t)n) != 1) {
-			free(b);
-			errno = EIO;
-			return -1;
-		}
+		mac_add(c, b, (size_t)n);
 		off += (uint64_t)n;
 	}
 	free(b);
@@ -240,7 +232,7 @@ int sh5_seal_fd(int fd, const struct sh5_seal_key *key,
 		const struct sh5_seal_id *id, struct sh5_error *errp)
 {
 	unsigned char t[SH5_SEAL_TRAILER];
-	EVP_MAC_CTX *c;
+	struct mac c;
 	struct stat st;
 	uint64_t size;
 	uint32_t crc = 0;
@@ -260,24 +252,23 @@ int sh5_seal_fd(int fd, const struct sh5_seal_key *key,
 	put_le(t + T_SIZE, SH5_SEAL_TRAILER, 4);
 	put_le(t + T_LEN, size, 8);
 	memcpy(t + T_KEYID, key->id, sizeof(key->id));
-	if (RAND_bytes(t + T_NONCE, 12) != 1 ||
-	    !(c = mac_begin(key, id, t))) {
+	/* The kernel's random bytes (a user-space DRBG would cost its
+	 * set-up in every slurmstepd). */
+	if (getrandom(t + T_NONCE, 12, 0) != 12) {
 		errno = EIO;
-		return sh5_errprintf(errp, "cannot seal: libcrypto failed");
+		return sh5_errprintf(errp, "cannot seal: no random bytes");
 	}
-	if (feed_fd(fd, size, c, &crc) < 0) {
+	mac_begin(&c, key, id, t);
+	if (feed_fd(fd, size, &c, &crc) < 0) {
 		int e = errno;
 
-		EVP_MAC_CTX_free(c);
+		explicit_bzero(&c, sizeof(c));
 		errno = e;
 		return sh5_errprintf(errp, "cannot seal: reading it: %s",
 				     strerror(errno));
 	}
 	put_le(t + T_CRC, crc, 4);
-	if (mac_end(c, t, t + T_TAG) < 0) {
-		errno = EIO;
-		return sh5_errprintf(errp, "cannot seal: libcrypto failed");
-	}
+	mac_end(&c, t, t + T_TAG);
 	if (pwrite(fd, t, sizeof(t), (off_t)size) != (ssize_t)sizeof(t)) {
 		if (errno == 0)
 			errno = ENOSPC;
@@ -294,7 +285,7 @@ enum sh5_seal_state sh5_seal_check(const unsigned char *buf, uint64_t size,
 {
 	const unsigned char *t;
 	unsigned char tag[16];
-	EVP_MAC_CTX *c;
+	struct mac c;
 	uint64_t n;
 
 	if (size < SH5_SEAL_TRAILER)
@@ -305,13 +296,11 @@ enum sh5_seal_state sh5_seal_check(const unsigned char *buf, uint64_t size,
 	if (memcmp(t + T_KEYID, key->id, sizeof(key->id)))
 		return SH5_SEAL_OTHER_KEY;
 	n = size - SH5_SEAL_TRAILER;
-	if (!(c = mac_begin(key, id, t)))
-		return SH5_SEAL_MISMATCH;
-	if (EVP_MAC_update(c, buf, (size_t)n) != 1) {
-		EVP_MAC_CTX_free(c);
-		return SH5_SEAL_MISMATCH;
-	}
-	if (mac_end(c, t, tag) < 0 || CRYPTO_memcmp(tag, t + T_TAG, 16))
+	mac_begin(&c, key, id, t);
+	mac_add(&c, buf, (size_t)n);
+	mac_end(&c, t, tag);
+	/* In constant time. */
+	if (!memeql_sec(tag, t + T_TAG, 16))
 		return SH5_SEAL_MISMATCH;
 	*len = n;
 	*crc = sh5_crc32((uint32_t)get_le(t + T_CRC, 4), t, SH5_SEAL_TRAILER);

@@ -1,6 +1,6 @@
 /*
  * seal.h - the seal of a closed node-step file: a MAC (AES-256-GMAC,
- * OpenSSL's libcrypto) with a site key over the file's bytes and its
+ * nettle) with a site key over the file's bytes and its
  * identity, in a fixed-size trailer appended after HDF5's end of file
  * (doc/format.md "The seal").  The plugin seals each node-step file it
  * closed; sh5merge copies a file whose seal verifies without checking it
