@@ -317,9 +317,7 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 	}
 	conf_writer_opts(&opts);
 	w = sh5_writer_create(file_path, fd, job->node_name, &opts, &err);
-	if (w)
-		seal_step_start(fd, job->step_id.job_id, job->step_id.step_id,
-				job->node_name, fname);
+	seal_step_start(w ? fd : -1, job, fname);
 	close(fd);
 	if (!w) {
 		error("%s: %ps: %s: profiling off for this step", plugin_type,

@@ -13,6 +13,7 @@
 
 #include "src/common/slurm_xlator.h"
 #include "src/common/log.h"
+#include "src/slurmd/slurmstepd/slurmstepd_job.h"
 
 #include "common/error.h"
 #include "profile/layout.h"
@@ -47,15 +48,15 @@ static int seal_key(void)
 	return -1;
 }
 
-void seal_step_start(int fd, uint32_t job, uint32_t step, const char *node,
-		     const char *fname)
+void seal_step_start(int fd, stepd_step_rec_t *job, const char *fname)
 {
 	seal_step_closed(0); /* a previous step's, never sealed */
-	if (seal_key() < 0)
+	if (fd < 0 || seal_key() < 0)
 		return;
-	seal.job = job;
-	sh5_layout_step_name(step, seal.step, sizeof(seal.step));
-	snprintf(seal.node, sizeof(seal.node), "%s", node);
+	seal.job = job->step_id.job_id;
+	sh5_layout_step_name(job->step_id.step_id, seal.step,
+			     sizeof(seal.step));
+	snprintf(seal.node, sizeof(seal.node), "%s", job->node_name);
 	snprintf(seal.file, sizeof(seal.file), "%s", fname);
 	if ((seal.fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
 		error("%s: %s: cannot keep it to seal: %m", plugin_type,

@@ -6,13 +6,11 @@
 #ifndef SH5_PLUGIN_SEAL_H
 #define SH5_PLUGIN_SEAL_H
 
-#include <stdint.h>
-
 /* At node_step_start, fd the node-step file just created (duplicated:
- * the caller still closes fd), job/step/node/fname its identity.  Loads
- * the key (a refused key is logged, the file is then not sealed). */
-void seal_step_start(int fd, uint32_t job, uint32_t step, const char *node,
-		     const char *fname);
+ * the caller still closes fd; -1: no file to seal), named fname, of
+ * job's step on this node.  Loads the key (a refused key is logged, the
+ * file is then not sealed).  Include after Slurm's headers. */
+void seal_step_start(int fd, stepd_step_rec_t *job, const char *fname);
 /* The writer closed the file: sealed when ok (the close succeeded;
  * failures logged, never fatal), else left unsealed.  The descriptor is
  * closed; safe to call more than once. */

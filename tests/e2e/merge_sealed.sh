@@ -5,7 +5,8 @@
 # --seal-key` copies it on its verified seal into a job file equal to the
 # one checked in full (no key); a copy changed after its seal is caught
 # (a warning naming it, checked in full, its damage reported as without a
-# key).
+# key).  A key others can read is refused by the plugin: logged naming
+# it, the file written unsealed, the step fine.
 set -u
 . "$top_srcdir/tests/lib/common.sh"
 . "$top_srcdir/tests/lib/cluster.sh"
@@ -77,4 +78,17 @@ grep -q "${job}_0_$NODE.h5: damaged" "$CLUSTER_DIR/t1.err" ||
 diff <(grep -v 'seal does not match' "$CLUSTER_DIR/t1.err" | sed 's/t1\.h5/X/') \
 	<(sed 's/t2\.h5/X/' "$CLUSTER_DIR/t2.err") || fail "reports differ from the checked merge's"
 $SAME "$CLUSTER_DIR/t1.h5" "$CLUSTER_DIR/t2.h5" || fail "tampered: job files differ"
-echo "merge of sealed files end-to-end ok (job $job)"
+echo "ok: a tampered copy is caught"
+
+# The key readable by others: the next step's slurmstepd refuses it.
+chmod 644 "$KEY"
+as_user srun -n1 --profile=task "$WORKLOAD" 2 8 2 "$SCRATCH" \
+	>"$CLUSTER_DIR/srun2.out" 2>&1 || fail "srun with a refused key: $(cat "$CLUSTER_DIR/srun2.out")"
+job2=$(last_job_id)
+f2=$D/${job2}_0_$NODE.h5
+assert_file "$f2"
+tail -c 80 "$f2" | head -c 8 | grep -q SH5SEAL && fail "$f2: sealed with a refused key"
+grep -q "ProfileSH5SealKey: $KEY: readable or writable by group or others.*node-step files are not sealed" \
+	"$(cluster_log slurmd)" || { cluster_log_tail 30; fail "refusal not logged"; }
+h5dump -H "$f2" >/dev/null || fail "h5dump of the unsealed file"
+echo "merge of sealed files end-to-end ok (jobs $job, $job2)"
