@@ -63,6 +63,8 @@ struct sh5_nodestep {
 	int step_tasks;        /* "Step Tasks" (tasks of the whole step) */
 	/* Salvage: the file was shorter than its superblock says. */
 	int salvaged;
+	int image;             /* opened from verified bytes in memory
+				* (sh5_nodestep_open_image) */
 	uint64_t real_eof;     /* bytes that exist (== size) */
 	char damage[256];      /* file-level damage, or "" */
 	char *tmp_copy;        /* private sparse copy, removed on close */
@@ -93,7 +95,9 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 /* The same from the len bytes at img (a whole file read into memory, e.g.
  * a sealed one: src/profile/seal.h), which HDF5 reads in place: img must
  * stay unchanged until sh5_nodestep_close().  path names it in reasons.
- * No salvage of a truncated file. */
+ * For the writer's own bytes (a verified seal): the series' types and
+ * attributes are taken as they are, without the sanity checks a file of
+ * unknown origin gets; no salvage of a truncated file. */
 struct sh5_nodestep *sh5_nodestep_open_image(const char *path,
 					     const void *img, size_t len,
 					     const char *node,
