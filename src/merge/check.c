@@ -225,18 +225,23 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 	unsigned char *img = NULL;
 	void *map = NULL;
 	size_t i;
-	int whole;
+	int whole, mapped = 0;
 
 	f->status = "skipped";
 	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
 	f->max_task = -1;
 	/* A verified seal (in a child: HDF5 reads what it verified): its
 	 * size and CRC known, the bytes in memory. */
-	if (!(m->in_child && mg_seal_read(m, f, &img)) &&
+	if (!(m->in_child && mg_seal_read(m, f, &img, &mapped)) &&
 	    file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
 		     m->in_child ? &map : NULL, &err) < 0) {
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
 		return;
+	}
+	if (mapped) {
+		/* Mapped as file_crc() maps: checked in full from it. */
+		map = img;
+		img = NULL;
 	}
 	/* Trusted only where the copy is made from these bytes (the
 	 * one-pass child); elsewhere checked in full. */

@@ -225,9 +225,11 @@ int mg_wb_stop(struct mstate *m);
 
 /* sealcheck.c */
 /* The seal of f's input (with opts->seal_key): f->seal set; when it
- * verifies, the whole file's bytes in *img (malloc'd), f->size and
- * f->crc set, and 1 returned; else 0 (*img NULL). */
-int mg_seal_read(struct mstate *m, struct finfo *f, unsigned char **img);
+ * verifies, the whole file's bytes in *img, f->size and f->crc set, and
+ * 1 returned; else 0 (*img NULL).  *img is malloc'd in the one-pass
+ * child, else mapped (*mapped set; munmap f->size bytes). */
+int mg_seal_read(struct mstate *m, struct finfo *f, unsigned char **img,
+		 int *mapped);
 /* Report what f's seal says when it is worth a line (a mismatch, another
  * key). */
 void mg_seal_note(struct mstate *m, const struct finfo *f);

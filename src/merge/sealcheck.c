@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,7 +37,28 @@ static unsigned char *read_whole(int fd, uint64_t size)
 	return b;
 }
 
-int mg_seal_read(struct mstate *m, struct finfo *f, unsigned char **img)
+/* The size bytes of fd: read into a new buffer (the one-pass child: HDF5
+ * will read these bytes, not the file), else mapped (*mapped set: a
+ * checking child only looks, and checks the file in full).  NULL on
+ * failure. */
+static unsigned char *take_bytes(struct mstate *m, int fd, uint64_t size,
+				 int *mapped)
+{
+	void *p;
+
+	*mapped = 0;
+	if (m->onepass)
+		return read_whole(fd, size);
+	p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_POPULATE,
+		 fd, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	*mapped = 1;
+	return p;
+}
+
+int mg_seal_read(struct mstate *m, struct finfo *f, unsigned char **img,
+		 int *mapped)
 {
 	unsigned char t[SH5_SEAL_TRAILER], *b;
 	struct sh5_seal_id id = { m->o->job, f->in->step_id, f->in->node,
@@ -47,6 +69,7 @@ int mg_seal_read(struct mstate *m, struct finfo *f, unsigned char **img)
 	int fd;
 
 	*img = NULL;
+	*mapped = 0;
 	f->seal = -1;
 	if (!m->o->seal_key)
 		return 0;
@@ -63,7 +86,7 @@ int mg_seal_read(struct mstate *m, struct finfo *f, unsigned char **img)
 	/* The trailer first: an unsealed file is not read whole. */
 	if (pread(fd, t, sizeof(t), (off_t)(size - sizeof(t))) !=
 		    (ssize_t)sizeof(t) || !sh5_seal_peek(t, size) ||
-	    !(b = read_whole(fd, size))) {
+	    !(b = take_bytes(m, fd, size, mapped))) {
 		close(fd);
 		return 0;
 	}
@@ -73,7 +96,11 @@ int mg_seal_read(struct mstate *m, struct finfo *f, unsigned char **img)
 	f->seal = (int)sh5_seal_check(b, size, m->o->seal_key, &id, &len,
 				      &crc);
 	if (f->seal != SH5_SEAL_OK) {
-		free(b);
+		if (*mapped)
+			munmap(b, (size_t)size);
+		else
+			free(b);
+		*mapped = 0;
 		return 0;
 	}
 	f->size = size;

@@ -6,7 +6,8 @@
 # changed after its seal, sealed with another key, cut or never sealed is
 # checked in full as before (a changed one with a warning naming it); a key
 # file others can read, not root's, a symlink or too short is refused with
-# a warning naming it and why; the inputs are never modified.
+# a warning naming it and why; the two-pass way (copy in the merge
+# process, from the files) trusts no seal; the inputs are never modified.
 . "$top_srcdir/tests/tools/merge_lib.sh"
 
 # The key must be root's: sh5merge trusts no other.
@@ -36,6 +37,14 @@ compare sealed.h5 checked.h5
 $CHECK job sealed.h5 prof/u/811_*.h5 || fail "sealed job file values"
 no_temp .
 echo "ok: sealed inputs copied on their seals, the same job file"
+
+# The two-pass way copies in the merge process, from the files: seals
+# are not trusted there (checked in full), the job file the same.
+SH5MERGE_TWO_PASS=1 $SH5MERGE merge -j 811 -p prof -u u -o two.h5 --seal-key "$T/key" 2>two.err ||
+	{ cat two.err; fail "two passes with the key"; }
+grep -q '6 node files (6 copied whole), ' two.err || { cat two.err; fail "two passes: seals trusted"; }
+compare two.h5 checked.h5
+echo "ok: two passes check sealed inputs in full"
 
 # Refused keys: a warning naming the file and why, every input checked.
 refused() { # refused KEYFILE PATTERN
@@ -96,6 +105,10 @@ grep -q "811_0_node3.h5: damaged" t2.err || { cat t2.err; fail "damage not found
 diff <(grep -v 'seal does not match' t1.err | sed 's/t1\.h5/X/') \
 	<(sed 's/t2\.h5/X/' t2.err) || fail "tampered: reports differ"
 compare t1.h5 t2.h5
+SH5MERGE_TWO_PASS=1 $SH5MERGE merge -j 811 -p prof -u t -o t3.h5 --allow-partial \
+	--seal-key "$T/key" 2>t3.err || { cat t3.err; fail "tampered, two passes"; }
+grep -q "811_0_node3.h5: seal does not match" t3.err || { cat t3.err; fail "two passes: no warning"; }
+compare t3.h5 t2.h5
 echo "ok: a changed sealed file is caught and checked in full"
 
 # A seal's identity: node1's file merged as node2's does not verify (and
