@@ -377,7 +377,8 @@ void sh5_options_values(list_t **data)
 		 xstrdup_printf("%u MiB", cfg.events_max));
 	/* The key file's name, never its bytes. */
 	add_pair(*data, "ProfileSH5SealKey",
-		 xstrdup(cfg.seal_key ? cfg.seal_key : SH5_SEAL_KEY_DEFAULT));
+		 cfg.seal_key ? xstrdup(cfg.seal_key) :
+			       xstrdup(SH5_SEAL_KEY_DEFAULT " (if present)"));
 }
 
 void sh5_options_fini(void)
