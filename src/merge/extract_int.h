@@ -58,10 +58,8 @@ void sh5_extract_warn_lost(const struct sh5_extract *o,
 			   const char *reason);
 int sh5_extract_out_failed(FILE *out, int out_errno);
 int sh5_obuf_flush(struct obuf *b);
-/* A block of the output to fd, whole (the blocks reserved first, then
- * written back in the background: see extract_rows.c).  0, or -1 with
- * errno set. */
-int sh5_extract_write(int fd, const void *p, size_t len);
+/* Bytes were written to fd (the output): see extract_rows.c. */
+void sh5_extract_wrote(int fd);
 int sh5_extract_emit_rows(const struct sh5_extract_sel *e,
 			  const char *prefix, const void *recs, size_t n,
 			  struct obuf *b);

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "common/fdio.h"
 #include "merge/extract_int.h"
 #include "profile/series_csv.h"
 
@@ -295,10 +296,12 @@ static int take_segment(struct worker *w, struct obuf *out, int drop,
 		 * the bytes cross no other buffer. */
 		if (!drop && bk->len &&
 		    (sh5_obuf_flush(out) < 0 ||
-		     sh5_extract_write(fileno(out->out), bk->p, bk->len) < 0)) {
+		     sh5_fd_write_all(fileno(out->out), bk->p, bk->len) < 0)) {
 			if (!*out->out_errno)
 				*out->out_errno = errno ? errno : EIO;
 			r = -2;
+		} else if (!drop && bk->len) {
+			sh5_extract_wrote(fileno(out->out));
 		}
 		put_back(w);
 		if (r)

@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/stat.h>
 
 #include "common/fdio.h"
 #include "merge/extract_int.h"
@@ -45,38 +43,8 @@ int sh5_extract_out_failed(FILE *out, int out_errno)
 	return ferror(out) || out_errno;
 }
 
-/* Reserve the blocks of the len bytes about to be written at fd's
- * offset, when fd is a regular file: one allocation for the block, where
- * ext4's delayed allocation reserves and later allocates page by page
- * (25 MB written: 4.8 ms of system CPU instead of 6.6).  Exactly the
- * bytes then written, so nothing stays allocated past the end; it keeps
- * the size (FALLOC_FL_KEEP_SIZE) and never writes.  Where it fails
- * (other file systems, a full disk) the write goes on as before and
- * reports its own error. */
-static void reserve(int fd, size_t len)
+void sh5_extract_wrote(int fd)
 {
-#ifdef FALLOC_FL_KEEP_SIZE
-	struct stat st;
-	off_t at;
-	int e = errno;
-
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (at = lseek(fd, 0, SEEK_CUR)) >= 0)
-		(void)fallocate(fd, FALLOC_FL_KEEP_SIZE, at, (off_t)len);
-	errno = e;
-#else
-	(void)fd;
-	(void)len;
-#endif
-}
-
-int sh5_extract_write(int fd, const void *p, size_t len)
-{
-	if (!len)
-		return 0;
-	reserve(fd, len);
-	if (sh5_fd_write_all(fd, p, len) < 0)
-		return -1;
 #ifdef SYNC_FILE_RANGE_WRITE
 	/* Start writing the file's new pages to disk now, in the
 	 * background: the output's fsync at the end (common/outfile) then
@@ -84,8 +52,9 @@ int sh5_extract_write(int fd, const void *p, size_t len)
 	 * 70 ms extract of 25 MB).  Pipes and terminals refuse it: no
 	 * matter. */
 	sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+#else
+	(void)fd;
 #endif
-	return 0;
 }
 
 int sh5_obuf_flush(struct obuf *b)
@@ -96,12 +65,14 @@ int sh5_obuf_flush(struct obuf *b)
 	 * copy of every byte through stdio's buffer costs more than the
 	 * write itself. */
 	if (b->len && (fflush(b->out) != 0 ||
-		       sh5_extract_write(fileno(b->out), b->p, b->len) < 0)) {
+		       sh5_fd_write_all(fileno(b->out), b->p, b->len) < 0)) {
 		if (!*b->out_errno)
 			*b->out_errno = errno ? errno : EIO;
 		b->len = 0;
 		return -1;
 	}
+	if (b->len)
+		sh5_extract_wrote(fileno(b->out));
 	b->len = 0;
 	return sh5_extract_out_failed(b->out, *b->out_errno) ? -1 : 0;
 }
