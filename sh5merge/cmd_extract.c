@@ -258,8 +258,8 @@ out:
 	free(first);
 	/* The output is committed or removed by now.  The datasets and the
 	 * file are left open for the exit to release: closing 256 datasets
-	 * one by one, then the file, then HDF5's free lists cost 4-6 ms of
-	 * CPU, a tenth of a 230k-row extraction (doc/performance.md). */
+	 * one by one, then the file, then HDF5's free lists cost a tenth of
+	 * the CPU of a 230k-row extraction (doc/performance.md). */
 	sh5_extract_free(v, n, 0);
 	return status;
 }
