@@ -170,13 +170,14 @@ int sh5_extract_select(hid_t f, struct sh5_extract *o,
 	return 0;
 }
 
-void sh5_extract_free(struct sh5_extract_sel *v, size_t n)
+void sh5_extract_free(struct sh5_extract_sel *v, size_t n, int close_dsets)
 {
 	size_t i;
 
 	for (i = 0; v && i < n; i++) {
 		sh5_series_destroy(v[i].s);
-		H5Dclose(v[i].dset);
+		if (close_dsets)
+			H5Dclose(v[i].dset);
 	}
 	free(v);
 }
