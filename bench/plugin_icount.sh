@@ -13,8 +13,9 @@
 # create, attributes, series, append, flush, close).  stock:
 # bench/stock_copy writes them as Slurm 22.05's hdf5 plugin does
 # (H5PTappend of each record into 10-record packet tables); only its HDF5
-# calls on the output are counted (H5Fcreate, H5Gcreate2, the attribute
-# helpers, H5PT*, H5Fclose).  Reading the input counts in neither.
+# calls on the output are counted (H5Fcreate, make_group, the attribute
+# helpers, the record types' H5Tcreate and H5Tinsert, H5PT*, H5Fclose).
+# Reading the input counts in neither.
 # Per task sample: the difference between the two sizes over the extra
 # samples; fixed: the rest (file creation, attributes, datasets, close).
 #
@@ -101,10 +102,30 @@ count() {
 		>/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
 	sed -n 's/^summary: //p' "$out"
 }
-sh5_toggle=(--toggle-collect='sh5_writer_*')
+# count_writer NAME PROG ARGS...: the inclusive instructions of the
+# sh5_writer_* functions, less those they call of each other (the flush
+# of sh5_writer_close): the writer's calls, each counted once.
+count_writer() {
+	local out=$W/cg.$1
+	shift
+	valgrind --tool=callgrind --callgrind-out-file="$out" "$@" \
+		>/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
+	callgrind_annotate --threshold=100 --tree=calling --inclusive=yes \
+		"$out" 2>/dev/null | awk '
+	function v(s) { s = $1; gsub(",", "", s); return s + 0 }
+	/^ *[0-9,]+ \([ 0-9.]+%\)  \*  / {
+		m = $0 ~ /:sh5_writer_[a-z0-9_]+ \[/
+		if (m) t += v()
+		next
+	}
+	/^$/ { m = 0; next }
+	m && /^ *[0-9,]+ \([ 0-9.]+%\)  >   .*:sh5_writer_[a-z0-9_]+ / { t -= v() }
+	END { printf "%d\n", t }'
+}
 stock_toggle=(--toggle-collect='H5PT*' --toggle-collect=H5Fcreate
-	--toggle-collect=H5Gcreate2 --toggle-collect=put_int
-	--toggle-collect=put_str --toggle-collect=H5Fclose)
+	--toggle-collect=make_group --toggle-collect=put_int
+	--toggle-collect=put_str --toggle-collect=H5Tcreate
+	--toggle-collect=H5Tinsert --toggle-collect=H5Fclose)
 
 declare -A I SZ N
 run() { # KIND CONFIG BUILD
@@ -116,7 +137,7 @@ run() { # KIND CONFIG BUILD
 				"$b/bench/stock_copy" "$W/$k.$n"/*.h5 \
 				"$W/$k.$c.$n.h5")
 		else
-			I[$k.$c.$n]=$(count "$k.$c.$n" "${sh5_toggle[@]}" \
+			I[$k.$c.$n]=$(count_writer "$k.$c.$n" \
 				"$b/bench/sh5_replay" -F "$FLUSH" \
 				${LEVEL:+-c "$LEVEL"} $opt \
 				"$W/$k.$n"/*.h5 "$W/$k.$c.$n.h5")
