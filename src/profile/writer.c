@@ -62,14 +62,17 @@ size_t sh5_writer_chunk_rows(double hz)
  * Likewise the group B-tree (sym_k 16 -> 4; 4 is also the leaf default).
  * Both are superblock fields every HDF5 release since 1.6 reads; the file
  * format is still the earliest (H5Pset_libver_bounds with 1.8 bounds made
- * long files larger here: more space lost to rewritten metadata).
+ * long files larger here: more space lost to rewritten metadata).  No
+ * modification time on the root group (nothing reads them; nor on the
+ * node group, its subgroups and the series datasets).
  */
 static hid_t file_create_plist(void)
 {
 	hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
 
 	if (fcpl >= 0 && (H5Pset_istore_k(fcpl, 4) < 0 ||
-			  H5Pset_sym_k(fcpl, 4, 4) < 0)) {
+			  H5Pset_sym_k(fcpl, 4, 4) < 0 ||
+			  H5Pset_obj_track_times(fcpl, 0) < 0)) {
 		H5Pclose(fcpl);
 		return -1;
 	}
@@ -104,7 +107,7 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 		w->opts = *opts;
 	else
 		sh5_writer_opts_init(&w->opts);
-	w->file = w->node_grp = w->scalar = -1;
+	w->file = w->node_grp = w->scalar = w->gcpl = -1;
 	w->clock_id = -1;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->io_lock, NULL);
@@ -132,12 +135,14 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 	if (fcpl >= 0)
 		H5Pclose(fcpl);
 	H5Pclose(fapl);
-	if (w->file < 0 || (w->scalar = H5Screate(H5S_SCALAR)) < 0)
+	if (w->file < 0 || (w->scalar = H5Screate(H5S_SCALAR)) < 0 ||
+	    (w->gcpl = H5Pcreate(H5P_GROUP_CREATE)) < 0 ||
+	    H5Pset_obj_track_times(w->gcpl, 0) < 0)
 		goto h5error;
 	if (sh5_h5attr_add(w->file, "sh5 Format Version", H5T_STD_I32LE,
 			   H5T_NATIVE_INT32, &ver, w->scalar) < 0)
 		goto h5error;
-	w->node_grp = H5Gcreate2(w->file, node, H5P_DEFAULT, H5P_DEFAULT,
+	w->node_grp = H5Gcreate2(w->file, node, H5P_DEFAULT, w->gcpl,
 				 H5P_DEFAULT);
 	if (w->node_grp < 0)
 		goto h5error;
@@ -146,6 +151,8 @@ h5error:
 	sh5_errprintf_h5(errp, "%s: cannot create the HDF5 file", path);
 	if (w->node_grp >= 0)
 		H5Gclose(w->node_grp);
+	if (w->gcpl >= 0)
+		H5Pclose(w->gcpl);
 	if (w->scalar >= 0)
 		H5Sclose(w->scalar);
 	if (w->file >= 0)

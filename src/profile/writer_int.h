@@ -58,6 +58,13 @@ struct sh5_writer {
 	size_t ntables, cap;
 	int clock_id;              /* table of ClockOffsets, or -1 */
 	struct sh5_zdeflate *zd;   /* final chunks' compressor (io_lock) */
+	hid_t gcpl;                /* groups: no modification times */
+	/* The file types of the series datasets, committed to the file
+	 * (anonymously) once per kind of series (sh5_series_same_fields);
+	 * io_lock. */
+	const struct sh5_series **kinds;
+	hid_t *ktypes;
+	size_t nkinds;
 	int closed, failed;
 	struct sh5_writer_stats st;
 };
