@@ -79,6 +79,32 @@ static hid_t file_create_plist(void)
 	return fcpl;
 }
 
+/* The file at open_path, created (truncated) with our properties; the
+ * id, or -1. */
+static hid_t create_file(const char *open_path)
+{
+	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = -1, file = -1;
+
+	if (fapl < 0)
+		return -1;
+#ifdef HAVE_H5PSET_FILE_LOCKING
+	H5Pset_file_locking(fapl, 0, 1);
+#endif
+	H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+	/* No small-data aggregation: the last chunk of each series is
+	 * rewritten (and reallocated) at every flush, and HDF5's 2 KiB
+	 * raw-data blocks then left more unused space in short files
+	 * (bench/sh5_replay, 2 tasks x 60 samples: 16.5 KB with this, 17.3
+	 * KB without, with level-1 partial chunks). */
+	H5Pset_small_data_block_size(fapl, 0);
+	if ((fcpl = file_create_plist()) >= 0)
+		file = H5Fcreate(open_path, H5F_ACC_TRUNC, fcpl, fapl);
+	if (fcpl >= 0)
+		H5Pclose(fcpl);
+	H5Pclose(fapl);
+	return file;
+}
+
 struct sh5_writer *sh5_writer_create(const char *path, int fd,
 				     const char *node,
 				     const struct sh5_writer_opts *opts,
@@ -87,7 +113,6 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 	struct sh5_writer *w;
 	char fdpath[64];
 	const char *open_path = path;
-	hid_t fapl = -1, fcpl = -1;
 	int32_t ver = FORMAT_VERSION;
 
 	if (!node || !node[0] || strlen(node) >= SH5_NAME_MAX ||
@@ -118,23 +143,7 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 		open_path = fdpath;
 	}
 	sh5_error_h5_silence();
-	if ((fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0)
-		goto h5error;
-#ifdef HAVE_H5PSET_FILE_LOCKING
-	H5Pset_file_locking(fapl, 0, 1);
-#endif
-	H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
-	/* No small-data aggregation: the last chunk of each series is
-	 * rewritten (and reallocated) at every flush, and HDF5's 2 KiB
-	 * raw-data blocks then left more unused space in short files
-	 * (bench/sh5_replay, 2 tasks x 60 samples: 16.5 KB with this, 17.3
-	 * KB without, with level-1 partial chunks). */
-	H5Pset_small_data_block_size(fapl, 0);
-	if ((fcpl = file_create_plist()) >= 0)
-		w->file = H5Fcreate(open_path, H5F_ACC_TRUNC, fcpl, fapl);
-	if (fcpl >= 0)
-		H5Pclose(fcpl);
-	H5Pclose(fapl);
+	w->file = create_file(open_path);
 	if (w->file < 0 || (w->scalar = H5Screate(H5S_SCALAR)) < 0 ||
 	    (w->gcpl = H5Pcreate(H5P_GROUP_CREATE)) < 0 ||
 	    H5Pset_obj_track_times(w->gcpl, 0) < 0)
