@@ -9,8 +9,11 @@
 # Input: bench/gen_job node-step files of 2 tasks x SHORT and LONG
 # samples (1 s sampling).  sh5: bench/sh5_replay writes them again
 # through the writer as the plugin does (flush every FLUSH s); only the
-# writer's calls are counted (callgrind --toggle-collect='sh5_writer_*':
-# create, attributes, series, append, flush, close).  stock:
+# writer's calls are counted: the inclusive instructions of every
+# sh5_writer_* function (create, attributes, series, append, flush,
+# close) less those they call of each other, from callgrind_annotate
+# (--toggle-collect='sh5_writer_*' would stop counting inside the flush
+# sh5_writer_close makes itself).  stock:
 # bench/stock_copy writes them as Slurm 22.05's hdf5 plugin does
 # (H5PTappend of each record into 10-record packet tables); only its HDF5
 # calls on the output are counted (H5Fcreate, make_group, the attribute
