@@ -132,7 +132,7 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 		w->opts = *opts;
 	else
 		sh5_writer_opts_init(&w->opts);
-	w->file = w->node_grp = w->scalar = w->gcpl = -1;
+	w->file = w->node_grp = w->scalar = w->gcpl = w->dcpl = w->pgrp = -1;
 	w->clock_id = -1;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->io_lock, NULL);
