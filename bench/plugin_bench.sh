@@ -47,6 +47,8 @@
 # plugin's); KEEP=1 keeps the work directory; RESULTS=FILE prints the
 # figures of an earlier run's results file (its lines: CONFIG ROUND
 # short|long CPU_US RSS_KIB; kept with KEEP=1) without running anything.
+# Interrupted (INT, TERM: Ctrl-C or kill of the script's pid), it stops
+# the running round's srun and cluster daemons before it exits.
 set -u
 B=$(cd "${1:-$PWD}" && pwd)
 top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
