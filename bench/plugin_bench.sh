@@ -194,7 +194,10 @@ done
 
 echo
 echo "slurmstepd of \`srun -n$NTASKS --profile=all sleep S\` (task sampling 1 s),"
-echo "S = $SHORT and $LONG, $REPS rounds; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+# With RESULTS= the rounds are the file's; the load is now, not the run's.
+rounds=$(awk '{ print $2 }' "$RES" | sort -u | wc -l)
+echo "S = $SHORT and $LONG, $rounds rounds; $(nproc) CPUs," \
+	"load ${RESULTS:+(now) }$(cut -d' ' -f1-3 /proc/loadavg)"
 "$PY" - "$RES" "$SHORT" "$LONG" "$NTASKS" <<'PYEOF'
 import statistics as st, sys
 res, short, long_ = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
