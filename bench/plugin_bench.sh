@@ -48,6 +48,8 @@
 # plugin's); KEEP=1 keeps the work directory; RESULTS=FILE prints the
 # figures of an earlier run's results file (its lines: CONFIG ROUND
 # short|long CPU_US RSS_KIB; kept with KEEP=1) without running anything.
+# Interrupted (INT, TERM: Ctrl-C or kill of the script's pid), it stops
+# the running round's srun and cluster daemons before it exits.
 set -u
 B=$(cd "${1:-$PWD}" && pwd)
 top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
@@ -78,12 +80,21 @@ W=$(mktemp -d /tmp/sh5-plugbench.XXXXXX)
 chmod 755 "$W"
 RES=${RESULTS:-$W/results}
 recv_pid=
+run_pid=
 cleanup() {
 	[ -n "$recv_pid" ] && kill "$recv_pid" 2>/dev/null
 	chrony_stop 2>/dev/null
 	[ "${KEEP:-0}" = 1 ] && echo "kept $W" >&2 || rm -rf "$W"
 }
 trap cleanup EXIT
+# Killed (INT, TERM): the round under way stops its own cluster (its
+# daemons would outlive the script otherwise), then cleanup runs.
+on_signal() {
+	[ -n "$run_pid" ] && kill -TERM "$run_pid" 2>/dev/null &&
+		wait "$run_pid"
+	exit 130
+}
+trap on_signal INT TERM
 
 # slurmd under the reaper (non-netns, one node), logging to $REAPER_OUT.
 cluster_start_slurmd() {
@@ -108,9 +119,10 @@ case " $CONFIGS " in *stream" "*)
 	[ -s "$W/recv/port" ] || { echo "receiver did not start" >&2; exit 1; } ;;
 esac
 
-# run_config CFG ROUND: one cluster, a short and a long step; appends
+# run_config CFG ROUND: one cluster, a short and a long step (run in a
+# background subshell of its own, below); appends
 # "CFG ROUND short|long CPU_US RSS_KIB" to $RES.
-run_config() (
+run_config() {
 	cfg=$1 round=$2
 	CLUSTER_DIR=$W/c-$cfg-$round
 	CLUSTER_CPUS=2
@@ -137,7 +149,11 @@ ProfileSH5StreamFormat=json" ;;
 	CLUSTER_ACCT_GATHER_CONF=$conf
 	export CLUSTER_DIR CLUSTER_CPUS CLUSTER_PLUGIN_DIR CLUSTER_EXTRA_CONF \
 		CLUSTER_ACCT_GATHER_CONF REAPER_OUT
+	# Run in the background (below), this subshell ignores INT; on TERM
+	# (from on_signal) it stops the step's srun and then its cluster.
+	srun_pid=
 	trap cluster_cleanup EXIT
+	trap '[ -n "$srun_pid" ] && kill -TERM "$srun_pid" 2>/dev/null; exit 130' TERM
 	cluster_start || { echo "cluster ($cfg) did not start" >&2; exit 1; }
 	cd "$scratch" || exit 1
 	for len in short long; do
@@ -146,8 +162,11 @@ ProfileSH5StreamFormat=json" ;;
 		before=0
 		[ -f "$REAPER_OUT" ] && before=$(wc -l <"$REAPER_OUT")
 		runuser -u nobody -- env SLURM_CONF="$SLURM_CONF" \
-			srun -n"$NTASKS" --overcommit --profile=all sleep "$secs" ||
-			{ cluster_log_tail 20; exit 1; }
+			srun -n"$NTASKS" --overcommit --profile=all \
+			sleep "$secs" &
+		srun_pid=$!
+		wait "$srun_pid" || { cluster_log_tail 20; exit 1; }
+		srun_pid=
 		# slurmstepd outlives srun by a little: wait for its line.
 		for _ in $(seq 300); do
 			grep -q '\.0\]' <(tail -n +$((before + 1)) "$REAPER_OUT" 2>/dev/null) && break
@@ -161,17 +180,25 @@ ProfileSH5StreamFormat=json" ;;
 			"$cfg" "$round" "$len" "$(echo "($2 + $3) / 1000" | bc -l)" \
 			"$(echo "$4 / 1024" | bc -l)" >&2
 	done
-)
+}
 
 for round in $(seq "$REPS"); do
 	for cfg in $CONFIGS; do
-		run_config "$cfg" "$round" || exit 1
+		# In the background, so that a signal is handled at once
+		# (bash runs a trap only after the foreground command).
+		run_config "$cfg" "$round" &
+		run_pid=$!
+		wait "$run_pid" || exit 1
+		run_pid=
 	done
 done
 
 echo
 echo "slurmstepd of \`srun -n$NTASKS --profile=all sleep S\` (task sampling 1 s),"
-echo "S = $SHORT and $LONG, $REPS rounds; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+# With RESULTS= the rounds are the file's; the load is now, not the run's.
+rounds=$(awk '{ print $2 }' "$RES" | sort -u | wc -l)
+echo "S = $SHORT and $LONG, $rounds rounds; $(nproc) CPUs," \
+	"load ${RESULTS:+(now) }$(cut -d' ' -f1-3 /proc/loadavg)"
 "$PY" - "$RES" "$SHORT" "$LONG" "$NTASKS" <<'PYEOF'
 import statistics as st, sys
 res, short, long_ = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

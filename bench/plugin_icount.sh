@@ -9,12 +9,16 @@
 # Input: bench/gen_job node-step files of 2 tasks x SHORT and LONG
 # samples (1 s sampling).  sh5: bench/sh5_replay writes them again
 # through the writer as the plugin does (flush every FLUSH s); only the
-# writer's calls are counted (callgrind --toggle-collect='sh5_writer_*':
-# create, attributes, series, append, flush, close).  stock:
+# writer's calls are counted: the inclusive instructions of every
+# sh5_writer_* function (create, attributes, series, append, flush,
+# close) less those they call of each other, from callgrind_annotate
+# (--toggle-collect='sh5_writer_*' would stop counting inside the flush
+# sh5_writer_close makes itself).  stock:
 # bench/stock_copy writes them as Slurm 22.05's hdf5 plugin does
 # (H5PTappend of each record into 10-record packet tables); only its HDF5
-# calls on the output are counted (H5Fcreate, H5Gcreate2, the attribute
-# helpers, H5PT*, H5Fclose).  Reading the input counts in neither.
+# calls on the output are counted (H5Fcreate, make_group, the attribute
+# helpers, the record types' H5Tcreate and H5Tinsert, H5PT*, H5Fclose).
+# Reading the input counts in neither.
 # Per task sample: the difference between the two sizes over the extra
 # samples; fixed: the rest (file creation, attributes, datasets, close).
 #
@@ -133,13 +137,34 @@ count() {
 		>/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
 	sed -n 's/^summary: //p' "$out"
 }
-sh5_toggle=(--toggle-collect='sh5_writer_*')
-stream_toggle=("${sh5_toggle[@]}" --toggle-collect=sh5_stream_create
-	--toggle-collect=sh5_stream_push_record --toggle-collect=sender_main
-	--toggle-collect=sh5_stream_close)
+# count_fns NAME REGEX PROG ARGS...: the inclusive instructions of the
+# functions whose names match REGEX, less those they call of each other
+# (the flush of sh5_writer_close): each call counted once.
+count_fns() {
+	local out=$W/cg.$1 re=$2
+	shift 2
+	valgrind --tool=callgrind --callgrind-out-file="$out" "$@" \
+		>/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
+	callgrind_annotate --threshold=100 --tree=calling --inclusive=yes \
+		"$out" 2>/dev/null | awk -v re="$re" '
+	function v(s) { s = $1; gsub(",", "", s); return s + 0 }
+	/^ *[0-9,]+ \([ 0-9.]+%\)  \*  / {
+		m = $0 ~ (":(" re ") \\[")
+		if (m) t += v()
+		next
+	}
+	/^$/ { m = 0; next }
+	m && /^ *[0-9,]+ \([ 0-9.]+%\)  >   / && $0 ~ (":(" re ") ") { t -= v() }
+	END { printf "%d\n", t }'
+}
+writer_fns='sh5_writer_[a-z0-9_]+'
+# the writer's and the stream's: creation (curl's global init, the
+# handles, the queue, the thread), the enqueue, the sender thread, close
+stream_fns="$writer_fns|sh5_stream_create|sh5_stream_push_record|sender_main|sh5_stream_close"
 stock_toggle=(--toggle-collect='H5PT*' --toggle-collect=H5Fcreate
-	--toggle-collect=H5Gcreate2 --toggle-collect=put_int
-	--toggle-collect=put_str --toggle-collect=H5Fclose)
+	--toggle-collect=make_group --toggle-collect=put_int
+	--toggle-collect=put_str --toggle-collect=H5Tcreate
+	--toggle-collect=H5Tinsert --toggle-collect=H5Fclose)
 
 declare -A I SZ N
 run() { # KIND CONFIG BUILD
@@ -151,7 +176,7 @@ run() { # KIND CONFIG BUILD
 				"$b/bench/stock_copy" "$W/$k.$n"/*.h5 \
 				"$W/$k.$c.$n.h5")
 		else
-			I[$k.$c.$n]=$(count "$k.$c.$n" "${sh5_toggle[@]}" \
+			I[$k.$c.$n]=$(count_fns "$k.$c.$n" "$writer_fns" \
 				"$b/bench/sh5_replay" -F "$FLUSH" \
 				${LEVEL:+-c "$LEVEL"} $opt \
 				"$W/$k.$n"/*.h5 "$W/$k.$c.$n.h5")
@@ -207,7 +232,7 @@ run_stream() { # KIND FORMAT BUILD
 	local k=$1 f=$2 b=$3 n
 	server "$f"
 	for n in short long; do
-		I[$k.$f.$n]=$(count "$k.$f.$n" "${stream_toggle[@]}" \
+		I[$k.$f.$n]=$(count_fns "$k.$f.$n" "$stream_fns" \
 			"$b/bench/sh5_replay" -F "$FLUSH" ${LEVEL:+-c "$LEVEL"} \
 			-S "$URL" -T "$f" ${STREAM_FLUSH:+-W "$STREAM_FLUSH"} \
 			"$W/$k.$n"/*.h5 "$W/$k.$f.$n.h5")

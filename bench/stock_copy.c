@@ -6,10 +6,12 @@
  *
  * The stock plugin (src/plugins/acct_gather_profile/hdf5/
  * acct_gather_profile_hdf5.c) creates the file with default property
- * lists, the node group with five attributes (put_int_attribute,
+ * lists, the node group (make_group: a look-up among the parent's links,
+ * then H5Gcreate2) with five attributes (put_int_attribute,
  * put_string_attribute of its hdf5_api.c: one-element arrays, strings
  * fixed-length without the NUL), and one packet table per dataset with
- * H5PTcreate_fl(parent, name, type, 10, 0): a chunked extendible dataset
+ * H5PTcreate_fl(parent, name, type, 10, 0) (the type built with
+ * H5Tcreate and one H5Tinsert per member): a chunked extendible dataset
  * of 10-record chunks with the deflate filter at level 0, a compound of
  * ElapsedTime, EpochTime (native uint64) and the gather plugin's fields
  * (native uint64 or double) in their order.  Every sample is appended on
@@ -91,6 +93,27 @@ static hid_t stock_type(hid_t dset, size_t *size)
 	return st;
 }
 
+/* The stock plugin's make_group() (hdf5_api.c): its get_group() looks
+ * the name up among the parent's links, by index, before creating it. */
+static hid_t make_group(hid_t parent, const char *name)
+{
+	H5G_info_t gi;
+	hsize_t i;
+	char buf[1024];
+
+	H5Gget_info(parent, &gi);
+	for (i = 0; i < gi.nlinks; i++) {
+		ssize_t len = H5Lget_name_by_idx(parent, ".", H5_INDEX_NAME,
+						 H5_ITER_INC, i, buf,
+						 sizeof(buf), H5P_DEFAULT);
+
+		if (len > 0 && (size_t)len < sizeof(buf) && !strcmp(buf, name))
+			return H5Gopen2(parent, name, H5P_DEFAULT);
+	}
+	return H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT,
+			  H5P_DEFAULT);
+}
+
 /* Copy the series datasets of group in (recursing once into subgroups,
  * like Tasks/) to group out. */
 static void copy_group(hid_t in, hid_t out, int depth)
@@ -113,8 +136,7 @@ static void copy_group(hid_t in, hid_t out, int depth)
 			die("cannot stat an object");
 		if (oi.type == H5O_TYPE_GROUP && depth == 0) {
 			hid_t gi2 = H5Gopen2(in, name, H5P_DEFAULT);
-			hid_t go = H5Gcreate2(out, name, H5P_DEFAULT,
-					      H5P_DEFAULT, H5P_DEFAULT);
+			hid_t go = make_group(out, name);
 
 			if (gi2 < 0 || go < 0)
 				die("cannot copy a group");
@@ -232,7 +254,7 @@ int main(int argc, char **argv)
 	if ((out = H5Fcreate(argv[2], H5F_ACC_TRUNC, H5P_DEFAULT,
 			     H5P_DEFAULT)) < 0)
 		die("cannot create the output");
-	nout = H5Gcreate2(out, node, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	nout = make_group(out, node);
 	if (nout < 0)
 		die("cannot create the node group");
 	/* node_step_start's attributes, in its order */

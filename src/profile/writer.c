@@ -62,18 +62,47 @@ size_t sh5_writer_chunk_rows(double hz)
  * Likewise the group B-tree (sym_k 16 -> 4; 4 is also the leaf default).
  * Both are superblock fields every HDF5 release since 1.6 reads; the file
  * format is still the earliest (H5Pset_libver_bounds with 1.8 bounds made
- * long files larger here: more space lost to rewritten metadata).
+ * long files larger here: more space lost to rewritten metadata).  No
+ * modification time on the root group (nothing reads them; nor on the
+ * node group, its subgroups and the series datasets).
  */
 static hid_t file_create_plist(void)
 {
 	hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
 
 	if (fcpl >= 0 && (H5Pset_istore_k(fcpl, 4) < 0 ||
-			  H5Pset_sym_k(fcpl, 4, 4) < 0)) {
+			  H5Pset_sym_k(fcpl, 4, 4) < 0 ||
+			  H5Pset_obj_track_times(fcpl, 0) < 0)) {
 		H5Pclose(fcpl);
 		return -1;
 	}
 	return fcpl;
+}
+
+/* The file at open_path, created (truncated) with our properties; the
+ * id, or -1. */
+static hid_t create_file(const char *open_path)
+{
+	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = -1, file = -1;
+
+	if (fapl < 0)
+		return -1;
+#ifdef HAVE_H5PSET_FILE_LOCKING
+	H5Pset_file_locking(fapl, 0, 1);
+#endif
+	H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+	/* No small-data aggregation: the last chunk of each series is
+	 * rewritten (and reallocated) at every flush, and HDF5's 2 KiB
+	 * raw-data blocks then left more unused space in short files
+	 * (bench/sh5_replay, 2 tasks x 60 samples: 16.5 KB with this, 17.3
+	 * KB without, with level-1 partial chunks). */
+	H5Pset_small_data_block_size(fapl, 0);
+	if ((fcpl = file_create_plist()) >= 0)
+		file = H5Fcreate(open_path, H5F_ACC_TRUNC, fcpl, fapl);
+	if (fcpl >= 0)
+		H5Pclose(fcpl);
+	H5Pclose(fapl);
+	return file;
 }
 
 struct sh5_writer *sh5_writer_create(const char *path, int fd,
@@ -84,7 +113,6 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 	struct sh5_writer *w;
 	char fdpath[64];
 	const char *open_path = path;
-	hid_t fapl = -1, fcpl = -1;
 	int32_t ver = FORMAT_VERSION;
 
 	if (!node || !node[0] || strlen(node) >= SH5_NAME_MAX ||
@@ -104,7 +132,7 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 		w->opts = *opts;
 	else
 		sh5_writer_opts_init(&w->opts);
-	w->file = w->node_grp = w->scalar = -1;
+	w->file = w->node_grp = w->scalar = w->gcpl = w->dcpl = w->pgrp = -1;
 	w->clock_id = -1;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->io_lock, NULL);
@@ -115,29 +143,15 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 		open_path = fdpath;
 	}
 	sh5_error_h5_silence();
-	if ((fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0)
-		goto h5error;
-#ifdef HAVE_H5PSET_FILE_LOCKING
-	H5Pset_file_locking(fapl, 0, 1);
-#endif
-	H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
-	/* No small-data aggregation: the last chunk of each series is
-	 * rewritten (and reallocated) at every flush, and HDF5's 2 KiB
-	 * raw-data blocks then left more unused space in short files
-	 * (bench/sh5_replay, 2 tasks x 60 samples: 16.5 KB with this, 17.3
-	 * KB without, with level-1 partial chunks). */
-	H5Pset_small_data_block_size(fapl, 0);
-	if ((fcpl = file_create_plist()) >= 0)
-		w->file = H5Fcreate(open_path, H5F_ACC_TRUNC, fcpl, fapl);
-	if (fcpl >= 0)
-		H5Pclose(fcpl);
-	H5Pclose(fapl);
-	if (w->file < 0 || (w->scalar = H5Screate(H5S_SCALAR)) < 0)
+	w->file = create_file(open_path);
+	if (w->file < 0 || (w->scalar = H5Screate(H5S_SCALAR)) < 0 ||
+	    (w->gcpl = H5Pcreate(H5P_GROUP_CREATE)) < 0 ||
+	    H5Pset_obj_track_times(w->gcpl, 0) < 0)
 		goto h5error;
 	if (sh5_h5attr_add(w->file, "sh5 Format Version", H5T_STD_I32LE,
 			   H5T_NATIVE_INT32, &ver, w->scalar) < 0)
 		goto h5error;
-	w->node_grp = H5Gcreate2(w->file, node, H5P_DEFAULT, H5P_DEFAULT,
+	w->node_grp = H5Gcreate2(w->file, node, H5P_DEFAULT, w->gcpl,
 				 H5P_DEFAULT);
 	if (w->node_grp < 0)
 		goto h5error;
@@ -146,6 +160,8 @@ h5error:
 	sh5_errprintf_h5(errp, "%s: cannot create the HDF5 file", path);
 	if (w->node_grp >= 0)
 		H5Gclose(w->node_grp);
+	if (w->gcpl >= 0)
+		H5Pclose(w->gcpl);
 	if (w->scalar >= 0)
 		H5Sclose(w->scalar);
 	if (w->file >= 0)

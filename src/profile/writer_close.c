@@ -169,6 +169,16 @@ int sh5_writer_close(struct sh5_writer *w, struct sh5_error *errp)
 		free(w->tables[i]);
 	}
 	free(w->tables);
+	for (i = 0; i < w->nkinds; i++)
+		H5Tclose(w->ktypes[i]);
+	free(w->kinds);
+	free(w->ktypes);
+	if (w->gcpl >= 0)
+		H5Pclose(w->gcpl);
+	if (w->dcpl >= 0)
+		H5Pclose(w->dcpl);
+	if (w->pgrp >= 0)
+		H5Gclose(w->pgrp);
 	sh5_zdeflate_destroy(w->zd);
 	for (i = 0; i < w->nanames; i++)
 		free(w->anames[i]);

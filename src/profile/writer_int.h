@@ -58,6 +58,18 @@ struct sh5_writer {
 	size_t ntables, cap;
 	int clock_id;              /* table of ClockOffsets, or -1 */
 	struct sh5_zdeflate *zd;   /* final chunks' compressor (io_lock) */
+	hid_t gcpl;                /* groups: no modification times */
+	hid_t dcpl;                /* the last datasets' creation list */
+	hsize_t dcpl_rows;         /* ... for chunks of this many rows */
+	hid_t pgrp;                /* the last datasets' group (not the
+				    * node group), or -1 */
+	char pname[SH5_NAME_MAX];  /* ... its name */
+	/* The file types of the series datasets, committed to the file
+	 * (anonymously) once per kind of series (sh5_series_same_fields);
+	 * io_lock. */
+	const struct sh5_series **kinds;
+	hid_t *ktypes;
+	size_t nkinds;
 	int closed, failed;
 	struct sh5_writer_stats st;
 };

@@ -534,6 +534,76 @@ START_TEST(test_writer_attr_replaced)
 }
 END_TEST
 
+/* Series with the same fields share one committed file type (and those
+ * with others get their own); no modification times on the series
+ * datasets and the groups; the records read back through it. */
+START_TEST(test_writer_types_shared)
+{
+	struct sh5_error err = { "" };
+	const char *fields[] = { "Id", "Value" }, *other[] = { "Id" };
+	enum sh5_ftype types[] = { SH5_FT_U64, SH5_FT_DOUBLE };
+	const char *paths[] = { "n/Tasks/0", "n/Tasks/1", "n/Other" };
+	union sh5_value rec[SH5_TIME_SLOTS + 2];
+	char path[300];
+	struct sh5_writer *w;
+	haddr_t addr[3];
+	hid_t f, mt;
+	uint64_t id;
+	int i, ids[3];
+
+	snprintf(path, sizeof(path), "%s/types.h5", tmpdir);
+	w = sh5_writer_create(path, -1, "n", NULL, &err);
+	ck_assert_msg(w != NULL, "%s", err.text);
+	ids[0] = sh5_writer_add_series(w, "Tasks", sh5_series_create(
+		"Tasks", "0", fields, types, 2, &err), 1.0, &err);
+	ids[1] = sh5_writer_add_series(w, "Tasks", sh5_series_create(
+		"Tasks", "1", fields, types, 2, &err), 1.0, &err);
+	ids[2] = sh5_writer_add_series(w, NULL, sh5_series_create(
+		NULL, "Other", other, types, 1, &err), 1.0, &err);
+	for (i = 0; i < 3; i++) {
+		ck_assert_msg(ids[i] >= 0, "%s", err.text);
+		memset(rec, 0, sizeof(rec));
+		rec[0].u = 1;
+		rec[SH5_TIME_SLOTS].u = 40 + (uint64_t)i;
+		ck_assert_int_eq(sh5_writer_append(w, ids[i], rec), 0);
+	}
+	ck_assert_msg(sh5_writer_close(w, &err) == 0, "%s", err.text);
+	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	ck_assert_int_ge(f, 0);
+	mt = H5Tcreate(H5T_COMPOUND, sizeof(id));
+	H5Tinsert(mt, "Id", 0, H5T_NATIVE_UINT64);
+	for (i = 0; i < 3; i++) {
+		hid_t d = H5Dopen2(f, paths[i], H5P_DEFAULT);
+		hid_t t = H5Dget_type(d);
+		H5O_info_t oi;
+
+		ck_assert_int_ge(d, 0);
+		ck_assert_int_gt(H5Tcommitted(t), 0);
+		ck_assert_int_ge(H5Oget_info(t, &oi), 0);
+		addr[i] = oi.addr;
+		ck_assert_int_ge(H5Oget_info(d, &oi), 0);
+		ck_assert_int_eq(oi.mtime, 0);
+		ck_assert_int_ge(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+					 &id), 0);
+		ck_assert_uint_eq(id, 40 + (uint64_t)i);
+		H5Tclose(t);
+		H5Dclose(d);
+	}
+	ck_assert(addr[0] == addr[1]);
+	ck_assert(addr[2] != addr[0]);
+	{
+		H5O_info_t oi;
+		hid_t g = H5Gopen2(f, "n/Tasks", H5P_DEFAULT);
+
+		ck_assert_int_ge(H5Oget_info(g, &oi), 0);
+		ck_assert_int_eq(oi.mtime, 0);
+		H5Gclose(g);
+	}
+	H5Tclose(mt);
+	H5Fclose(f);
+}
+END_TEST
+
 /* Slurm 23.02 and later: the Task series has GPU fields (in Slurm's
  * order) that get units and kinds like the others. */
 START_TEST(test_series_task_gpu_fields)
@@ -693,6 +763,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_series_totals);
 	tcase_add_test(tc, test_series_total_pack);
 	tcase_add_test(tc, test_writer_attr_replaced);
+	tcase_add_test(tc, test_writer_types_shared);
 	tcase_add_test(tc, test_series_task_gpu_fields);
 	tcase_add_test(tc, test_layout_safe_create);
 	tcase_add_test(tc, test_layout_concurrent_mkdir);
