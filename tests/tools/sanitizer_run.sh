@@ -31,8 +31,16 @@ key=$(cd "$top" && find src sh5merge tests/unit tests/tools bench mk \
 cache=${SH5_ASAN_CACHE:-/var/cache/sh5}
 dir=${SH5_ASAN_DIR:-$cache/asan-$key}
 mkdir -p "$dir" || exit 1
-# Older keys of this source tree are stale: keep the three newest.
-ls -dt "$cache"/asan-* 2>/dev/null | tail -n +4 | xargs -r rm -rf
+# One run at a time builds and tests in a cache directory (a second clone
+# of the same tree waits for the first).  Older keys of this source tree
+# are stale: keep the three newest, and remove an older one only while no
+# run holds it.
+exec 8>"$dir/.lock"
+flock 8
+for old in $(ls -dt "$cache"/asan-* 2>/dev/null | tail -n +4); do
+	[ "$old" = "$dir" ] && continue
+	( flock -n 9 && rm -rf "$old" ) 9>>"$old/.lock" 2>/dev/null
+done
 
 # The makes below must not inherit the outer make's TESTS (which names
 # this test: a recursion); a nested run also stops at the guard above.
