@@ -18,7 +18,6 @@
 #include "profile/writer_int.h"
 #include "profile/zdeflate.h"
 #include "profile/zinc.h"
-#include "profile/zrecode.h"
 
 static hid_t clock_type(int file)
 {
@@ -374,8 +373,8 @@ static int put_zinc(struct sh5_writer *w, struct table *t, int last,
 
 	if (!c)
 		return sh5_errprintf(errp, "%s: out of memory", w->path);
-	if (last && (r = malloc(len)) &&
-	    (rlen = sh5_zrecode(c, len, r, len))) {
+	if (last && len > 1 && (r = malloc(len - 1)) &&
+	    (rlen = sh5_zinc_recode(t->zi, r, len - 1))) {
 		c = r;
 		len = rlen;
 	}

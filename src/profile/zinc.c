@@ -14,12 +14,16 @@
 #include "common/checksum.h"
 #include "profile/zcode.h"
 #include "profile/zinc.h"
+#include "profile/zrecode.h"
 
 #define ADLER_MOD 65521u
 #define MAX_MATCH SH5_ZCODE_MAX_MATCH
 #define RUN_NONE 300 /* >= MAX_MATCH: never continued */
 #define REDUCE 2048  /* rows: ss stays below 2^32 */
 #define MAX_ROWS ((size_t)1 << 24) /* the plane sums stay below 2^64 */
+#define MATCH(len) (256 + (len)) /* a match's symbol value (zrecode.h) */
+/* symbols of a plane's open run and zero padding, at most */
+#define TAIL_MAX(rows) ((rows) / MAX_MATCH + 8)
 
 /* A bit string, deflate order (least significant bit first). */
 struct bits {
@@ -28,6 +32,10 @@ struct bits {
 	uint64_t acc;      /* then fill (< 64) more bits */
 	unsigned fill;
 	int err;           /* a word could not be stored (out of memory) */
+	/* a plane's: the same symbols as values (zrecode.h), for the
+	 * re-coding: no decoding of the bits */
+	uint16_t *sym;
+	size_t ns, scap;
 };
 
 /*
@@ -49,10 +57,18 @@ struct sh5_zinc {
 	uint64_t *zcode;
 	uint8_t *zlen;
 	size_t zpieces;
+	/* the re-coding's: each plane's open run and zero padding as
+	 * symbol values (TAIL_MAX a plane), the segments of symbols */
+	uint16_t *tail;
+	struct sh5_zsyms *seg;
+	/* the literal/length counts of the planes' kept symbols */
+	uint32_t freq[SH5_ZCODE_NLIT];
 };
 
 /* The code (profile/zcode.h), set by the first sh5_zinc_create(). */
 static const struct sh5_zcode *zc;
+/* its literals: code | length << 24 */
+static uint32_t litc[256];
 static pthread_once_t zc_once = PTHREAD_ONCE_INIT;
 
 #ifdef __SSE2__
@@ -85,7 +101,11 @@ static size_t (*shift_words_avx2)(uint64_t *, const uint64_t *, size_t,
 
 static void zc_init(void)
 {
+	unsigned x;
+
 	zc = sh5_zcode();
+	for (x = 0; x < 256; x++)
+		litc[x] = zc->lit[x] | (uint32_t)zc->lit_len[x] << 24;
 #ifdef __SSE2__
 	if (__builtin_cpu_supports("avx2"))
 		shift_words_avx2 = shift_words4;
@@ -102,6 +122,29 @@ static int bits_grow(struct bits *b)
 	b->w = nw;
 	b->cap = nc;
 	return 0;
+}
+
+static int syms_grow(struct bits *b)
+{
+	size_t nc = b->scap ? 2 * b->scap : 16;
+	uint16_t *ns = realloc(b->sym, nc * sizeof(*ns));
+
+	if (!ns)
+		return -1;
+	b->sym = ns;
+	b->scap = nc;
+	return 0;
+}
+
+/* Keep symbol value s (literal/length symbol ls) of a plane. */
+static inline void keep(struct sh5_zinc *z, struct bits *b, unsigned s,
+			unsigned ls)
+{
+	z->freq[ls]++;
+	if (b->ns < b->scap || syms_grow(b) == 0)
+		b->sym[b->ns++] = (uint16_t)s;
+	else
+		b->err = 1;
 }
 
 /* Append len (< 64) bits; code has no bits above len. */
@@ -186,6 +229,7 @@ static void plane_reset(struct sh5_zinc *z, size_t j)
 	z->b[j].acc = 0;
 	z->b[j].fill = 0;
 	z->b[j].err = 0;
+	z->b[j].ns = 0;
 	z->v[j] = 0;
 	z->run[j] = RUN_NONE;
 	z->sa[j] = z->ss[j] = 0;
@@ -208,7 +252,10 @@ struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
 	    !(z->sa = malloc(rec_size * sizeof(*z->sa))) ||
 	    !(z->ss = malloc(rec_size * sizeof(*z->ss))) ||
 	    !(z->zcode = malloc((rows / MAX_MATCH + 4) * sizeof(uint64_t))) ||
-	    !(z->zlen = malloc(rows / MAX_MATCH + 4))) {
+	    !(z->zlen = malloc(rows / MAX_MATCH + 4)) ||
+	    !(z->tail = malloc(rec_size * TAIL_MAX(rows) *
+			       sizeof(*z->tail))) ||
+	    !(z->seg = malloc(2 * rec_size * sizeof(*z->seg)))) {
 		sh5_zinc_destroy(z);
 		errno = ENOMEM;
 		return NULL;
@@ -231,17 +278,22 @@ static __attribute__((noinline)) int plane_break_run(struct sh5_zinc *z,
 	if (run != RUN_NONE) {
 		if (x == v) { /* run == MAX_MATCH */
 			put(b, zc->match[MAX_MATCH], zc->match_len[MAX_MATCH]);
+			keep(z, b, MATCH(MAX_MATCH), zc->len_sym[MAX_MATCH]);
 			z->run[j] = 1;
 			return b->err;
 		}
-		if (run >= 3)
+		if (run >= 3) {
 			put(b, zc->match[run], zc->match_len[run]);
-		else
-			for (; run; run--)
+			keep(z, b, MATCH(run), zc->len_sym[run]);
+		} else {
+			for (; run; run--) {
 				put(b, zc->lit[v], zc->lit_len[v]);
+				keep(z, b, v, v);
+			}
+		}
 	}
 	put(b, zc->lit[x], zc->lit_len[x]);
-	z->v[j] = (uint8_t)x;
+	keep(z, b, x, x);
 	z->run[j] = 0;
 	return b->err;
 }
@@ -251,10 +303,12 @@ static inline int plane_break(struct sh5_zinc *z, size_t j, unsigned x)
 {
 	struct bits *b = &z->b[j];
 
+	uint32_t c = litc[x];
+
 	if (z->run[j])
 		return plane_break_run(z, j, x);
-	put(b, zc->lit[x], zc->lit_len[x]);
-	z->v[j] = (uint8_t)x;
+	put(b, c & 0xffffff, c >> 24);
+	keep(z, b, x, x);
 	return b->err;
 }
 
@@ -301,6 +355,7 @@ static int add16(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 		bad &= bad - 1;
 		err |= plane_break(z, j + k, rec[j + k]);
 	}
+	_mm_storeu_si128((__m128i *)(void *)(z->v + j), r);
 	return err;
 }
 
@@ -337,6 +392,7 @@ static int add8(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 		bad &= bad - 1;
 		err |= plane_break(z, j + k, rec[j + k]);
 	}
+	_mm_storel_epi64((__m128i *)(void *)(z->v + j), r);
 	return err;
 }
 #endif
@@ -367,6 +423,7 @@ int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec)
 			z->run[j]++;
 		else
 			err |= plane_break(z, j, x);
+		z->v[j] = (uint8_t)x;
 	}
 	if (++z->n % REDUCE == 0)
 		for (j = 0; j < z->size; j++) {
@@ -525,6 +582,73 @@ const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len)
 	return c;
 }
 
+/* The symbol values of put_run(v, r) (r repeats of v after a v) into t;
+ * their count. */
+static size_t run_syms(uint16_t *t, unsigned v, size_t r)
+{
+	size_t k = 0;
+
+	for (; r >= MAX_MATCH; r -= MAX_MATCH)
+		t[k++] = MATCH(MAX_MATCH);
+	if (r >= 3) {
+		t[k++] = (uint16_t)MATCH(r);
+		return k;
+	}
+	while (r--)
+		t[k++] = (uint16_t)v;
+	return k;
+}
+
+/* Plane j's open run and its zero padding, as put_plane() codes them,
+ * into t (TAIL_MAX); their count. */
+static size_t tail_syms(const struct sh5_zinc *z, size_t j, size_t zeros,
+			uint16_t *t)
+{
+	unsigned run = z->run[j], v = z->v[j];
+	size_t k = 0;
+
+	if (run != RUN_NONE) {
+		if (v == 0)
+			return run_syms(t, 0, run + zeros);
+		if (run)
+			k = run_syms(t, v, run);
+	}
+	if (zeros) {
+		t[k++] = 0;
+		k += run_syms(t + k, 0, zeros - 1);
+	}
+	return k;
+}
+
+size_t sh5_zinc_recode(struct sh5_zinc *z, void *out, size_t cap)
+{
+	size_t j, zeros = z->rows - z->n;
+	uint16_t *t = z->tail;
+	uint32_t freq[SH5_ZCODE_NLIT];
+	uint64_t sa, sb;
+	size_t i;
+
+	memcpy(freq, z->freq, sizeof(freq));
+	for (j = 0; j < z->size; j++) {
+		struct sh5_zsyms *g = &z->seg[2 * j];
+
+		if (z->b[j].err) {
+			errno = ENOMEM;
+			return 0;
+		}
+		g[0].sym = z->b[j].sym;
+		g[0].n = z->b[j].ns;
+		g[1].sym = t;
+		g[1].n = tail_syms(z, j, zeros, t);
+		for (i = 0; i < g[1].n; i++)
+			freq[t[i] < 256 ? t[i] : zc->len_sym[t[i] - 256]]++;
+		t += g[1].n;
+	}
+	adler_sums(z, &sa, &sb);
+	return sh5_zrecode(z->seg, 2 * z->size, freq,
+			   (uint32_t)(sb << 16 | sa), out, cap);
+}
+
 void sh5_zinc_reset(struct sh5_zinc *z)
 {
 	size_t j;
@@ -532,6 +656,7 @@ void sh5_zinc_reset(struct sh5_zinc *z)
 	for (j = 0; j < z->size; j++)
 		plane_reset(z, j);
 	z->n = 0;
+	memset(z->freq, 0, sizeof(z->freq));
 }
 
 void sh5_zinc_destroy(struct sh5_zinc *z)
@@ -541,8 +666,10 @@ void sh5_zinc_destroy(struct sh5_zinc *z)
 	if (!z)
 		return;
 	if (z->b)
-		for (j = 0; j < z->size; j++)
+		for (j = 0; j < z->size; j++) {
 			free(z->b[j].w);
+			free(z->b[j].sym);
+		}
 	free(z->b);
 	free(z->v);
 	free(z->run);
@@ -551,5 +678,7 @@ void sh5_zinc_destroy(struct sh5_zinc *z)
 	free(z->out.w);
 	free(z->zcode);
 	free(z->zlen);
+	free(z->tail);
+	free(z->seg);
 	free(z);
 }
