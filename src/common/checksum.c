@@ -82,8 +82,10 @@ static void block_sums(const unsigned char *p, uint32_t n, uint64_t *sum,
 	*wsum = ws;
 }
 
-/* The same, 16 words a 32-byte load (at most 23 loads: no overflow), on
- * CPUs with AVX2. */
+/* The same, 16 words a 32-byte load, on CPUs with AVX2: at most 160
+ * loads (2560 words), so that no 32-bit lane overflows, the sum of the
+ * running sums' two halves included (2 x 131070 x 160 x 159 / 2 <
+ * 2^32). */
 __attribute__((target("avx2")))
 static void block_sums_avx2(const unsigned char *p, uint32_t n,
 			    uint64_t *sum, uint64_t *wsum)
@@ -184,21 +186,33 @@ static void block_sums(const unsigned char *p, uint32_t n, uint64_t *sum,
 #endif
 
 /*
- * HDF5's algorithm folds both sums every 360 words (so that the second
- * cannot overflow 32 bits).  Within such a block the sums after it are
- * a + S and b + n a + W (HDF5's 32-bit arithmetic, reproduced by the
- * truncation to 32 bits), so the results are bit for bit HDF5's.
+ * HDF5's algorithm folds both sums every 360 words ((x & 0xffff) +
+ * (x >> 16), so that the second cannot overflow 32 bits) and twice at
+ * the end: a fold keeps a sum's value modulo 65535 and keeps it above 0
+ * if it was, and the last two leave it at most 65535.  So each of HDF5's
+ * sums is the true sum modulo 65535, written 65535 where that is 0 but
+ * the true sum is not, and 0 only when every word is 0 (then both true
+ * sums are 0).  The true sums are computed here in blocks (the block
+ * sums' lanes bound their length: 2560 words with AVX2, 360 without),
+ * combined modulo 65535: over a block of n words of sums S and W, a
+ * becomes a + S and b becomes b + n a + W.
  */
-static void fl_words(uint32_t *pa, uint32_t *pb, const unsigned char *p,
-		     size_t words)
+#define FL_MOD 65535u
+
+static void fl_words(uint64_t *pa, uint64_t *pb, uint64_t *raw,
+		     const unsigned char *p, size_t words)
 {
-	uint32_t a = *pa, b = *pb;
+	uint64_t a = *pa, b = *pb;
+	uint32_t step = 360;
 #ifdef HAVE_AVX2_SUMS
 	int avx2 = words >= 64 && __builtin_cpu_supports("avx2");
+
+	if (avx2)
+		step = 2560; /* 160 loads of 32 bytes: no lane overflows */
 #endif
 
 	while (words) {
-		uint32_t n = words > 360 ? 360 : (uint32_t)words;
+		uint32_t n = words > step ? step : (uint32_t)words;
 		uint64_t sum, wsum;
 
 #ifdef HAVE_AVX2_SUMS
@@ -207,12 +221,11 @@ static void fl_words(uint32_t *pa, uint32_t *pb, const unsigned char *p,
 		else
 #endif
 			block_sums(p, n, &sum, &wsum);
-		b += n * a + (uint32_t)wsum;
-		a += (uint32_t)sum;
+		b = (b + n * a + wsum) % FL_MOD;
+		a = (a + sum) % FL_MOD;
+		*raw += sum;
 		p += 2 * n;
 		words -= n;
-		a = (a & 0xffff) + (a >> 16);
-		b = (b & 0xffff) + (b >> 16);
 	}
 	*pa = a;
 	*pb = b;
@@ -221,19 +234,22 @@ static void fl_words(uint32_t *pa, uint32_t *pb, const unsigned char *p,
 uint32_t sh5_fletcher32(const void *data, size_t len)
 {
 	const unsigned char *p = data;
-	uint32_t a = 0, b = 0;
+	uint64_t a = 0, b = 0, raw = 0;
 
-	fl_words(&a, &b, p, len / 2);
+	fl_words(&a, &b, &raw, p, len / 2);
 	p += len / 2 * 2;
 	if (len & 1) {
-		a += (uint32_t)p[0] << 8;
-		b += a;
-		a = (a & 0xffff) + (a >> 16);
-		b = (b & 0xffff) + (b >> 16);
+		a = (a + ((uint32_t)p[0] << 8)) % FL_MOD;
+		b = (b + a) % FL_MOD;
+		raw += p[0];
 	}
-	a = (a & 0xffff) + (a >> 16);
-	b = (b & 0xffff) + (b >> 16);
-	return (b << 16) | a;
+	if (!raw)
+		return 0;
+	if (!a)
+		a = FL_MOD;
+	if (!b)
+		b = FL_MOD;
+	return (uint32_t)(b << 16 | a);
 }
 
 int sh5_fletcher32_ok(const void *chunk, size_t len)
