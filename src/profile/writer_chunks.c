@@ -365,18 +365,19 @@ out:
 static int put_zinc(struct sh5_writer *w, struct table *t, int last,
 		    struct sh5_error *errp)
 {
-	size_t len, rlen = 0;
+	size_t len = 0, cap = last ? sh5_zinc_bound(t->zi) : 0;
 	hsize_t off = t->done;
-	const void *c = sh5_zinc_chunk(t->zi, &len);
+	const void *c = NULL;
 	void *r = NULL;
 	int rc = 0;
 
-	if (!c)
-		return sh5_errprintf(errp, "%s: out of memory", w->path);
-	if (last && len > 1 && (r = malloc(len - 1)) &&
-	    (rlen = sh5_zinc_recode(t->zi, r, len - 1))) {
+	/* re-coded if shorter, without coding zinc's form first */
+	if (last && (r = malloc(cap)) &&
+	    (len = sh5_zinc_recode(t->zi, r, cap)))
 		c = r;
-		len = rlen;
+	if (!c && !(c = sh5_zinc_chunk(t->zi, &len))) {
+		free(r);
+		return sh5_errprintf(errp, "%s: out of memory", w->path);
 	}
 	if (H5Dwrite_chunk(t->dset, H5P_DEFAULT, 0, &off, len, c) < 0)
 		rc = chunk_error(w, t, errp);

@@ -24,6 +24,9 @@
 #define MATCH(len) (256 + (len)) /* a match's symbol value (zrecode.h) */
 /* symbols of a plane's open run and zero padding, at most */
 #define TAIL_MAX(rows) ((rows) / MAX_MATCH + 8)
+/* symbols a plane keeps in the coder's pool before it needs its own
+ * array (one allocation for all planes: sample planes have few) */
+#define POOL 16
 
 /* A bit string, deflate order (least significant bit first). */
 struct bits {
@@ -31,7 +34,8 @@ struct bits {
 	size_t nw, cap;
 	uint64_t acc;      /* then fill (< 64) more bits */
 	unsigned fill;
-	int err;           /* a word could not be stored (out of memory) */
+	uint16_t err;      /* a word could not be stored (out of memory) */
+	uint16_t own;      /* sym is malloc'ed, not in the coder's pool */
 	/* a plane's: the same symbols as values (zrecode.h), for the
 	 * re-coding: no decoding of the bits */
 	uint16_t *sym;
@@ -57,6 +61,11 @@ struct sh5_zinc {
 	uint64_t *zcode;
 	uint8_t *zlen;
 	size_t zpieces;
+	/* the last run of zeros after a zero coded (zrun repeats), the
+	 * same way */
+	uint64_t *zrcode;
+	uint8_t *zrlen;
+	size_t zrpieces, zrun;
 	/* the re-coding's: each plane's open run and zero padding as
 	 * symbol values (TAIL_MAX a plane), the segments of symbols */
 	uint16_t *tail;
@@ -126,13 +135,17 @@ static int bits_grow(struct bits *b)
 
 static int syms_grow(struct bits *b)
 {
-	size_t nc = b->scap ? 2 * b->scap : 16;
-	uint16_t *ns = realloc(b->sym, nc * sizeof(*ns));
+	size_t nc = 2 * b->scap;
+	uint16_t *ns = b->own ? realloc(b->sym, nc * sizeof(*ns)) :
+				malloc(nc * sizeof(*ns));
 
 	if (!ns)
 		return -1;
+	if (!b->own)
+		memcpy(ns, b->sym, b->ns * sizeof(*ns));
 	b->sym = ns;
 	b->scap = nc;
+	b->own = 1;
 	return 0;
 }
 
@@ -253,7 +266,9 @@ struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
 	    !(z->ss = malloc(rec_size * sizeof(*z->ss))) ||
 	    !(z->zcode = malloc((rows / MAX_MATCH + 4) * sizeof(uint64_t))) ||
 	    !(z->zlen = malloc(rows / MAX_MATCH + 4)) ||
-	    !(z->tail = malloc(rec_size * TAIL_MAX(rows) *
+	    !(z->zrcode = malloc((rows / MAX_MATCH + 4) * sizeof(uint64_t))) ||
+	    !(z->zrlen = malloc(rows / MAX_MATCH + 4)) ||
+	    !(z->tail = malloc(rec_size * (TAIL_MAX(rows) + POOL) *
 			       sizeof(*z->tail))) ||
 	    !(z->seg = malloc(2 * rec_size * sizeof(*z->seg)))) {
 		sh5_zinc_destroy(z);
@@ -262,8 +277,13 @@ struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
 	}
 	z->size = rec_size;
 	z->rows = rows;
-	for (j = 0; j < rec_size; j++)
+	z->zrun = SIZE_MAX; /* none coded yet */
+	for (j = 0; j < rec_size; j++) {
+		/* the pool after the tails */
+		z->b[j].sym = z->tail + rec_size * TAIL_MAX(rows) + j * POOL;
+		z->b[j].scap = POOL;
 		plane_reset(z, j);
+	}
 	return z;
 }
 
@@ -443,14 +463,25 @@ size_t sh5_zinc_rows(const struct sh5_zinc *z)
 }
 
 /* Room in z->out for the whole stream; -1 if out of memory. */
-static int reserve(struct sh5_zinc *z)
+static size_t bound_words(const struct sh5_zinc *z)
 {
-	size_t j, words = 4 + SH5_ZCODE_HEAD_PIECES, need;
+	size_t j, words = 4 + SH5_ZCODE_HEAD_PIECES;
 
 	for (j = 0; j < z->size; j++)
 		words += z->b[j].nw + 3;
 	words += z->size * (z->rows / (4 * MAX_MATCH) + 1);
-	need = words + 2; /* the last bits, the trailers */
+	return words + 2; /* the last bits, the trailers */
+}
+
+size_t sh5_zinc_bound(const struct sh5_zinc *z)
+{
+	return bound_words(z) * sizeof(uint64_t);
+}
+
+static int reserve(struct sh5_zinc *z)
+{
+	size_t need = bound_words(z);
+
 	while (z->out.cap < need)
 		if (bits_grow(&z->out) < 0)
 			return -1;
@@ -460,26 +491,24 @@ static int reserve(struct sh5_zinc *z)
 	return 0;
 }
 
-/* The zero padding of a plane not ending with 0 (a literal 0, then a
- * run of zeros), in pieces of up to 58 bits: the same for every such
- * plane, coded once per chunk written. */
-static void zero_tail(struct sh5_zinc *z, size_t zeros)
+/* The codes of a literal 0 (if lead), then r repeats of 0 after a 0 (as
+ * put_run() codes them), in pieces of up to 58 bits into code/len; their
+ * count. */
+static size_t zero_pieces(uint64_t *pcode, uint8_t *plen, int lead,
+			  size_t r)
 {
-	uint64_t code = zc->lit[0];
-	unsigned len = zc->lit_len[0];
-	size_t r = zeros - 1;
+	uint64_t code = lead ? zc->lit[0] : 0;
+	unsigned len = lead ? zc->lit_len[0] : 0;
+	size_t n = 0;
 
-	z->zpieces = 0;
-	if (!zeros)
-		return;
 	while (r) {
 		size_t take = r >= MAX_MATCH ? MAX_MATCH : r >= 3 ? r : 1;
 		uint64_t c = take > 1 ? zc->match[take] : zc->lit[0];
 		unsigned l = take > 1 ? zc->match_len[take] : zc->lit_len[0];
 
 		if (len + l > 58) {
-			z->zcode[z->zpieces] = code;
-			z->zlen[z->zpieces++] = (uint8_t)len;
+			pcode[n] = code;
+			plen[n++] = (uint8_t)len;
 			code = 0;
 			len = 0;
 		}
@@ -487,8 +516,17 @@ static void zero_tail(struct sh5_zinc *z, size_t zeros)
 		len += l;
 		r -= take;
 	}
-	z->zcode[z->zpieces] = code;
-	z->zlen[z->zpieces++] = (uint8_t)len;
+	pcode[n] = code;
+	plen[n++] = (uint8_t)len;
+	return n;
+}
+
+/* The zero padding of a plane not ending with 0 (a literal 0, then a
+ * run of zeros): the same for every such plane, coded once per chunk
+ * written. */
+static void zero_tail(struct sh5_zinc *z, size_t zeros)
+{
+	z->zpieces = zeros ? zero_pieces(z->zcode, z->zlen, 1, zeros - 1) : 0;
 }
 
 /* Code plane j, then its zero padding. */
@@ -502,8 +540,14 @@ static void put_plane(struct sh5_zinc *z, size_t j, size_t zeros)
 	put_words(o, b->w, b->nw);
 	put(o, b->acc, b->fill);
 	if (run != RUN_NONE) {
-		if (v == 0) {
-			put_run(o, 0, run + zeros);
+		if (v == 0) { /* mostly whole zero planes: one length */
+			if (run + zeros != z->zrun) {
+				z->zrun = run + zeros;
+				z->zrpieces = zero_pieces(z->zrcode, z->zrlen,
+							  0, z->zrun);
+			}
+			for (i = 0; i < z->zrpieces; i++)
+				put(o, z->zrcode[i], z->zrlen[i]);
 			return;
 		}
 		if (run)
@@ -625,9 +669,11 @@ size_t sh5_zinc_recode(struct sh5_zinc *z, void *out, size_t cap)
 	size_t j, zeros = z->rows - z->n;
 	uint16_t *t = z->tail;
 	uint32_t freq[SH5_ZCODE_NLIT];
-	uint64_t sa, sb;
+	uint64_t sa, sb, bits = 16 + zc->eob_len; /* zinc's form's */
 	size_t i;
 
+	for (i = 0; i < zc->nhead; i++)
+		bits += zc->head_len[i];
 	memcpy(freq, z->freq, sizeof(freq));
 	for (j = 0; j < z->size; j++) {
 		struct sh5_zsyms *g = &z->seg[2 * j];
@@ -640,10 +686,18 @@ size_t sh5_zinc_recode(struct sh5_zinc *z, void *out, size_t cap)
 		g[0].n = z->b[j].ns;
 		g[1].sym = t;
 		g[1].n = tail_syms(z, j, zeros, t);
-		for (i = 0; i < g[1].n; i++)
-			freq[t[i] < 256 ? t[i] : zc->len_sym[t[i] - 256]]++;
+		bits += 64 * z->b[j].nw + z->b[j].fill;
+		for (i = 0; i < g[1].n; i++) {
+			unsigned v = t[i];
+
+			freq[v < 256 ? v : zc->len_sym[v - 256]]++;
+			bits += v < 256 ? zc->lit_len[v] : zc->match_len[v - 256];
+		}
 		t += g[1].n;
 	}
+	/* shorter than zinc's form (its two checksums included), or not */
+	if (cap >= (bits + 7) / 8 + 8)
+		cap = (size_t)(bits + 7) / 8 + 7;
 	adler_sums(z, &sa, &sb);
 	return sh5_zrecode(z->seg, 2 * z->size, freq,
 			   (uint32_t)(sb << 16 | sa), out, cap);
@@ -668,7 +722,8 @@ void sh5_zinc_destroy(struct sh5_zinc *z)
 	if (z->b)
 		for (j = 0; j < z->size; j++) {
 			free(z->b[j].w);
-			free(z->b[j].sym);
+			if (z->b[j].own)
+				free(z->b[j].sym);
 		}
 	free(z->b);
 	free(z->v);
@@ -678,6 +733,8 @@ void sh5_zinc_destroy(struct sh5_zinc *z)
 	free(z->out.w);
 	free(z->zcode);
 	free(z->zlen);
+	free(z->zrcode);
+	free(z->zrlen);
 	free(z->tail);
 	free(z->seg);
 	free(z);

@@ -53,13 +53,18 @@ const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len);
 
 /*
  * The same chunk coded with a Huffman code of its own symbols' counts
- * (zrecode.h; the plane's symbols are kept as values beside their
+ * (zrecode.h; the planes' symbols are kept as values beside their
  * bits, so nothing is decoded): smaller than sh5_zinc_chunk()'s form
- * on sample data, the same bytes inflated.  Written into out (cap
- * bytes); returns its length, or 0 with errno ENOSPC (it does not fit)
- * or ENOMEM (a record could not be added).
+ * on sample data, the same bytes inflated, with its Fletcher-32.
+ * Written into out (cap bytes); returns its length, or 0 with errno
+ * ENOSPC (not shorter than sh5_zinc_chunk()'s form would be, or it does
+ * not fit in cap) or ENOMEM (a record could not be added).
  */
 size_t sh5_zinc_recode(struct sh5_zinc *z, void *out, size_t cap);
+
+/* At least the length of sh5_zinc_chunk()'s form of the chunk as it
+ * stands (so of sh5_zinc_recode()'s too). */
+size_t sh5_zinc_bound(const struct sh5_zinc *z);
 
 /* Start a new chunk (memory kept). */
 void sh5_zinc_reset(struct sh5_zinc *z);
