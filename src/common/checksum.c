@@ -82,43 +82,60 @@ static void block_sums(const unsigned char *p, uint32_t n, uint64_t *sum,
 	*wsum = ws;
 }
 
-/* The same, 16 words a 32-byte load, on CPUs with AVX2: at most 160
- * loads (2560 words), so that no 32-bit lane overflows, the sum of the
- * running sums' two halves included (2 x 131070 x 160 x 159 / 2 <
- * 2^32). */
+/* The 8 signed 32-bit lanes of v added up. */
+__attribute__((target("avx2")))
+static int64_t hsum32s(__m256i v)
+{
+	int32_t l[8];
+	int64_t t = 0;
+	unsigned i;
+
+	_mm256_storeu_si256((__m256i *)(void *)l, v);
+	for (i = 0; i < 8; i++)
+		t += l[i];
+	return t;
+}
+
+/*
+ * The same, 16 words a 32-byte load, on CPUs with AVX2: each load's
+ * bytes swapped into its 16 big-endian words, their top bit flipped
+ * (word - 32768 as a signed 16-bit value, which pmaddwd multiplies as
+ * such), then added pairwise (pmaddwd by 1) and weighted 16 .. 1
+ * (pmaddwd by the weights) into 32-bit lanes; the 32768s taken off are
+ * added back once at the end (16 words and the weights' sum 136 a
+ * load).  At most 160 loads (2560 words): no lane overflows (|running
+ * sums| < 65536 x 160 x 159 / 2 < 2^31).
+ */
 __attribute__((target("avx2")))
 static void block_sums_avx2(const unsigned char *p, uint32_t n,
 			    uint64_t *sum, uint64_t *wsum)
 {
-	const __m256i lo8 = _mm256_set1_epi16(0xff);
-	const __m256i c1 = _mm256_set1_epi16(1), c256 = _mm256_set1_epi16(256);
+	const __m256i swap = _mm256_setr_epi8(1, 0, 3, 2, 5, 4, 7, 6, 9, 8,
+					      11, 10, 13, 12, 15, 14, 1, 0,
+					      3, 2, 5, 4, 7, 6, 9, 8, 11, 10,
+					      13, 12, 15, 14);
+	const __m256i flip = _mm256_set1_epi16((short)0x8000);
+	const __m256i c1 = _mm256_set1_epi16(1);
 	const __m256i cw = _mm256_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9,
 					     8, 7, 6, 5, 4, 3, 2, 1);
-	const __m256i cw256 = _mm256_slli_epi16(cw, 8);
 	__m256i acc = _mm256_setzero_si256(), pre = acc, wt = acc;
-	uint64_t tot, ws;
-	uint32_t g = n / 16, i;
+	uint64_t tot, ws, g = n / 16;
+	uint32_t i;
 
 	for (i = 0; i < g; i++) {
-		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)
-					       (p + 32 * i));
-		__m256i h = _mm256_and_si256(v, lo8);
-		__m256i l = _mm256_srli_epi16(v, 8);
+		__m256i v = _mm256_xor_si256(_mm256_shuffle_epi8(
+				_mm256_loadu_si256((const __m256i *)
+						   (const void *)(p + 32 * i)),
+				swap), flip);
 
 		pre = _mm256_add_epi32(pre, acc);
-		acc = _mm256_add_epi32(acc, _mm256_add_epi32(
-				_mm256_madd_epi16(h, c256),
-				_mm256_madd_epi16(l, c1)));
-		wt = _mm256_add_epi32(wt, _mm256_add_epi32(
-				_mm256_madd_epi16(h, cw256),
-				_mm256_madd_epi16(l, cw)));
+		acc = _mm256_add_epi32(acc, _mm256_madd_epi16(v, c1));
+		wt = _mm256_add_epi32(wt, _mm256_madd_epi16(v, cw));
 	}
-	tot = hsum32(_mm_add_epi32(_mm256_castsi256_si128(acc),
-				   _mm256_extracti128_si256(acc, 1)));
-	ws = 16 * hsum32(_mm_add_epi32(_mm256_castsi256_si128(pre),
-				       _mm256_extracti128_si256(pre, 1))) +
-	     hsum32(_mm_add_epi32(_mm256_castsi256_si128(wt),
-				  _mm256_extracti128_si256(wt, 1)));
+	/* the running sums before each load: 524288 i more (i = 0 .. g-1) */
+	tot = (uint64_t)(hsum32s(acc) + (int64_t)(524288 * g));
+	ws = (uint64_t)(16 * (hsum32s(pre) + (int64_t)(262144 * g * (g - 1)))
+			+ hsum32s(wt) + (int64_t)(32768 * 136 * g));
 	p += 32 * g;
 	for (i = 0; i < n % 16; i++) {
 		tot += (uint32_t)p[2 * i] << 8 | p[2 * i + 1];

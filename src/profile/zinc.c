@@ -133,9 +133,16 @@ static int bits_grow(struct bits *b)
 	return 0;
 }
 
-static int syms_grow(struct bits *b)
+/* A plane's symbols (at most one a byte: rows) out of the pool: room for
+ * a quarter of the chunk, then all of it (two reallocations at most). */
+static int syms_grow(struct bits *b, size_t rows)
 {
-	size_t nc = 2 * b->scap;
+	size_t nc = 2 * b->scap; /* (past rows only if they were wrong) */
+
+	if (b->own && nc < rows)
+		nc = rows;
+	else if (!b->own && nc < rows / 4)
+		nc = rows / 4;
 	uint16_t *ns = b->own ? realloc(b->sym, nc * sizeof(*ns)) :
 				malloc(nc * sizeof(*ns));
 
@@ -154,7 +161,7 @@ static inline void keep(struct sh5_zinc *z, struct bits *b, unsigned s,
 			unsigned ls)
 {
 	z->freq[ls]++;
-	if (b->ns < b->scap || syms_grow(b) == 0)
+	if (b->ns < b->scap || syms_grow(b, z->rows) == 0)
 		b->sym[b->ns++] = (uint16_t)s;
 	else
 		b->err = 1;
