@@ -40,11 +40,24 @@ struct node {
 	int parent;
 };
 
-static int by_weight(const void *a, const void *b)
+/* nd[0 .. n) sorted by weight, stably (ties keep their order): four
+ * passes of a byte each through tmp. */
+static void sort_weights(struct node *nd, unsigned n, struct node *tmp)
 {
-	const struct node *x = a, *y = b;
+	unsigned pass, i;
 
-	return x->w < y->w ? -1 : x->w > y->w;
+	for (pass = 0; pass < 4; pass++) {
+		unsigned count[257] = { 0 }, shift = 8 * pass;
+		struct node *from = pass % 2 ? tmp : nd;
+		struct node *to = pass % 2 ? nd : tmp;
+
+		for (i = 0; i < n; i++)
+			count[(from[i].w >> shift & 0xff) + 1]++;
+		for (i = 1; i < 257; i++)
+			count[i] += count[i - 1];
+		for (i = 0; i < n; i++)
+			to[count[from[i].w >> shift & 0xff]++] = from[i];
+	}
 }
 
 /*
@@ -79,7 +92,7 @@ static void lengths(const uint32_t *freq, unsigned n, unsigned limit,
 				nd[k].parent = (int)i; /* sorted with it */
 				k++;
 			}
-		qsort(nd, used, sizeof(*nd), by_weight);
+		sort_weights(nd, used, nd + used);
 		for (k = 0; k < used; k++) {
 			id[k] = (uint16_t)nd[k].parent;
 			nd[k].parent = -1;
