@@ -296,8 +296,8 @@ struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
 
 /* Byte x of plane j does not continue its open run, or the run reached
  * the longest match.  The plane's out-of-memory flag. */
-static __attribute__((noinline)) int plane_break_run(struct sh5_zinc *z,
-						     size_t j, unsigned x)
+static __attribute__((noinline)) void plane_break_run(struct sh5_zinc *z,
+						      size_t j, unsigned x)
 {
 	struct bits *b = &z->b[j];
 	unsigned run = z->run[j], v = z->v[j];
@@ -307,7 +307,7 @@ static __attribute__((noinline)) int plane_break_run(struct sh5_zinc *z,
 			put(b, zc->match[MAX_MATCH], zc->match_len[MAX_MATCH]);
 			keep(z, b, MATCH(MAX_MATCH), zc->len_sym[MAX_MATCH]);
 			z->run[j] = 1;
-			return b->err;
+			return;
 		}
 		if (run >= 3) {
 			put(b, zc->match[run], zc->match_len[run]);
@@ -322,27 +322,27 @@ static __attribute__((noinline)) int plane_break_run(struct sh5_zinc *z,
 	put(b, zc->lit[x], zc->lit_len[x]);
 	keep(z, b, x, x);
 	z->run[j] = 0;
-	return b->err;
 }
 
 /* The same, the common case inline: a literal after a literal. */
-static inline int plane_break(struct sh5_zinc *z, size_t j, unsigned x)
+static inline void plane_break(struct sh5_zinc *z, size_t j, unsigned x)
 {
 	struct bits *b = &z->b[j];
 
 	uint32_t c = litc[x];
 
-	if (z->run[j])
-		return plane_break_run(z, j, x);
+	if (z->run[j]) {
+		plane_break_run(z, j, x);
+		return;
+	}
 	put(b, c & 0xffffff, c >> 24);
 	keep(z, b, x, x);
-	return b->err;
 }
 
 #ifdef __SSE2__
 /* Planes j .. j + 15: sums, open runs continued (a byte equal to the last
  * one, a run shorter than the longest match); the others broken. */
-static int add16(struct sh5_zinc *z, size_t j, const unsigned char *rec)
+static void add16(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 {
 	const __m128i lim = _mm_set1_epi16(MAX_MATCH);
 	const __m128i zero = _mm_setzero_si128();
@@ -352,7 +352,6 @@ static int add16(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 	__m128i *run = (__m128i *)(void *)(z->run + j), r0, r1, ok0, ok1;
 	__m128i x[4], h[2];
 	unsigned bad, k;
-	int err = 0;
 
 	r0 = _mm_loadu_si128(run);
 	r1 = _mm_loadu_si128(run + 1);
@@ -380,14 +379,13 @@ static int add16(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 	while (bad) {
 		k = (unsigned)__builtin_ctz(bad);
 		bad &= bad - 1;
-		err |= plane_break(z, j + k, rec[j + k]);
+		plane_break(z, j + k, rec[j + k]);
 	}
 	_mm_storeu_si128((__m128i *)(void *)(z->v + j), r);
-	return err;
 }
 
 /* The same for planes j .. j + 7. */
-static int add8(struct sh5_zinc *z, size_t j, const unsigned char *rec)
+static void add8(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 {
 	const __m128i lim = _mm_set1_epi16(MAX_MATCH);
 	const __m128i zero = _mm_setzero_si128();
@@ -398,7 +396,6 @@ static int add8(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 	__m128i *pa = (__m128i *)(void *)(z->sa + j);
 	__m128i *ps = (__m128i *)(void *)(z->ss + j);
 	unsigned bad, k;
-	int err = 0;
 
 	r0 = _mm_loadu_si128(run);
 	ok = _mm_and_si128(_mm_unpacklo_epi8(eq, eq), _mm_cmplt_epi16(r0, lim));
@@ -417,17 +414,15 @@ static int add8(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 	while (bad) {
 		k = (unsigned)__builtin_ctz(bad);
 		bad &= bad - 1;
-		err |= plane_break(z, j + k, rec[j + k]);
+		plane_break(z, j + k, rec[j + k]);
 	}
 	_mm_storel_epi64((__m128i *)(void *)(z->v + j), r);
-	return err;
 }
 #endif
 
 int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec)
 {
 	size_t j = 0;
-	int err = 0;
 
 	if (z->n >= z->rows) {
 		errno = EINVAL;
@@ -435,9 +430,9 @@ int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec)
 	}
 #ifdef __SSE2__
 	for (; j + 16 <= z->size; j += 16)
-		err |= add16(z, j, rec);
+		add16(z, j, rec);
 	if (j + 8 <= z->size) {
-		err |= add8(z, j, rec);
+		add8(z, j, rec);
 		j += 8;
 	}
 #endif
@@ -449,7 +444,7 @@ int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec)
 		if (x == z->v[j] && z->run[j] < MAX_MATCH)
 			z->run[j]++;
 		else
-			err |= plane_break(z, j, x);
+			plane_break(z, j, x);
 		z->v[j] = (uint8_t)x;
 	}
 	if (++z->n % REDUCE == 0)
@@ -457,10 +452,6 @@ int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec)
 			z->sa[j] %= ADLER_MOD;
 			z->ss[j] %= ADLER_MOD;
 		}
-	if (err) {
-		errno = ENOMEM;
-		return -1;
-	}
 	return 0;
 }
 
@@ -599,6 +590,7 @@ const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len)
 	uint32_t adler, fl;
 	unsigned char *c;
 	size_t j, n;
+	int err = 0;
 
 	if (reserve(z) < 0) {
 		errno = ENOMEM;
@@ -608,8 +600,14 @@ const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len)
 	put(o, 0x0178, 16);     /* zlib header: deflate, 32 KiB window */
 	for (j = 0; j < zc->nhead; j++) /* the block header and code */
 		put(o, zc->head[j], zc->head_len[j]);
-	for (j = 0; j < z->size; j++)
+	for (j = 0; j < z->size; j++) {
+		err |= z->b[j].err; /* a record's symbols not all kept */
 		put_plane(z, j, z->rows - z->n);
+	}
+	if (err) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	adler_sums(z, &sa, &sb);
 	put(o, zc->eob, zc->eob_len);
 	n = o->nw * 8 + (o->fill + 7) / 8;

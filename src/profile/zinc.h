@@ -35,8 +35,10 @@ struct sh5_zinc;
 struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows);
 
 /* Add one record (its file bytes, unshuffled) to the chunk; the chunk
- * must not be full.  0, or -1 with errno ENOMEM (the coder is then
- * unusable until sh5_zinc_reset()) or EINVAL (full). */
+ * must not be full.  0, or -1 with errno EINVAL (full).  Memory that ran
+ * out while coding it is reported by the next sh5_zinc_chunk() or
+ * sh5_zinc_recode() (ENOMEM); the coder is then unusable until
+ * sh5_zinc_reset(). */
 int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec);
 
 /* Records in the chunk. */
