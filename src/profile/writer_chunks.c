@@ -187,8 +187,9 @@ out:
  *   come (src/profile/zinc.h: each byte plane run-length coded with
  *   fixed Huffman codes, kept across flushes); a flush writes the chunk
  *   as it stands, zero padded, at a cost of its new records plus one
- *   pass over the compressed chunk.  Every form written is final: a
- *   complete chunk, and the last one at close, are not coded again.
+ *   pass over the compressed chunk.  Every form written is final; a
+ *   complete chunk, and the last one at close, are then coded again
+ *   with their own Huffman code (sh5_zinc_recode()) when shorter.
  * - recompress (writer option) or no deflate: the shuffled chunk kept
  *   raw in t->cur; a complete chunk, and the last one at close, deflated
  *   at the configured level, the partial chunk of an intermediate flush
