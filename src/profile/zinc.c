@@ -19,7 +19,6 @@
 #define ADLER_MOD 65521u
 #define MAX_MATCH SH5_ZCODE_MAX_MATCH
 #define RUN_NONE 300 /* >= MAX_MATCH: never continued */
-#define REDUCE 2048  /* rows: ss stays below 2^32 */
 #define MAX_ROWS ((size_t)1 << 24) /* the plane sums stay below 2^64 */
 #define MATCH(len) (256 + (len)) /* a match's symbol value (zrecode.h) */
 /* symbols of a plane's open run and zero padding, at most */
@@ -45,16 +44,17 @@ struct bits {
 /*
  * Per byte plane j: its symbols so far (b[j]), its last byte (v[j]), the
  * repeats of it after the coded bytes (run[j], RUN_NONE before the first
- * byte), its byte sum and the sum of its running byte sums (sa[j], ss[j]:
- * Adler-32's sums less their start, reduced every REDUCE rows).  Arrays,
- * so that a record updates 16 planes at a time.
+ * byte).  Arrays, so that a record updates 16 planes at a time.
  */
 struct sh5_zinc {
 	size_t size, rows, n; /* record size, chunk rows, rows added */
 	struct bits *b;
 	uint8_t *v;
 	uint16_t *run;
-	uint32_t *sa, *ss;
+	/* Adler-32's terms of the chunk (zinc.c adler_sums()), modulo
+	 * 65521: the planes' byte sums added up, the sum of that total
+	 * after each record, the byte sums weighted S - 1 - j */
+	uint64_t t1, t2, t3;
 	struct bits out;
 	/* the zero padding of a plane that does not end with a zero: a
 	 * literal 0 and a run (a few pieces of < 64 bits) */
@@ -252,7 +252,6 @@ static void plane_reset(struct sh5_zinc *z, size_t j)
 	z->b[j].ns = 0;
 	z->v[j] = 0;
 	z->run[j] = RUN_NONE;
-	z->sa[j] = z->ss[j] = 0;
 }
 
 struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
@@ -269,8 +268,6 @@ struct sh5_zinc *sh5_zinc_create(size_t rec_size, size_t rows)
 	    !(z->b = calloc(rec_size, sizeof(*z->b))) ||
 	    !(z->v = malloc(rec_size)) ||
 	    !(z->run = malloc(rec_size * sizeof(*z->run))) ||
-	    !(z->sa = malloc(rec_size * sizeof(*z->sa))) ||
-	    !(z->ss = malloc(rec_size * sizeof(*z->ss))) ||
 	    !(z->zcode = malloc((rows / MAX_MATCH + 4) * sizeof(uint64_t))) ||
 	    !(z->zlen = malloc(rows / MAX_MATCH + 4)) ||
 	    !(z->zrcode = malloc((rows / MAX_MATCH + 4) * sizeof(uint64_t))) ||
@@ -345,12 +342,10 @@ static inline void plane_break(struct sh5_zinc *z, size_t j, unsigned x)
 static void add16(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 {
 	const __m128i lim = _mm_set1_epi16(MAX_MATCH);
-	const __m128i zero = _mm_setzero_si128();
 	__m128i r = _mm_loadu_si128((const __m128i *)(const void *)(rec + j));
 	__m128i eq = _mm_cmpeq_epi8(r, _mm_loadu_si128(
 				    (const __m128i *)(const void *)(z->v + j)));
 	__m128i *run = (__m128i *)(void *)(z->run + j), r0, r1, ok0, ok1;
-	__m128i x[4], h[2];
 	unsigned bad, k;
 
 	r0 = _mm_loadu_si128(run);
@@ -362,20 +357,6 @@ static void add16(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 	_mm_storeu_si128(run, _mm_sub_epi16(r0, ok0));
 	_mm_storeu_si128(run + 1, _mm_sub_epi16(r1, ok1));
 	bad = ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(ok0, ok1)) & 0xffff;
-	h[0] = _mm_unpacklo_epi8(r, zero);
-	h[1] = _mm_unpackhi_epi8(r, zero);
-	x[0] = _mm_unpacklo_epi16(h[0], zero);
-	x[1] = _mm_unpackhi_epi16(h[0], zero);
-	x[2] = _mm_unpacklo_epi16(h[1], zero);
-	x[3] = _mm_unpackhi_epi16(h[1], zero);
-	for (k = 0; k < 4; k++) {
-		__m128i *pa = (__m128i *)(void *)(z->sa + j + 4 * k);
-		__m128i *ps = (__m128i *)(void *)(z->ss + j + 4 * k);
-		__m128i a = _mm_add_epi32(_mm_loadu_si128(pa), x[k]);
-
-		_mm_storeu_si128(pa, a);
-		_mm_storeu_si128(ps, _mm_add_epi32(_mm_loadu_si128(ps), a));
-	}
 	while (bad) {
 		k = (unsigned)__builtin_ctz(bad);
 		bad &= bad - 1;
@@ -392,25 +373,13 @@ static void add8(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 	__m128i r = _mm_loadl_epi64((const __m128i *)(const void *)(rec + j));
 	__m128i eq = _mm_cmpeq_epi8(r, _mm_loadl_epi64(
 				    (const __m128i *)(const void *)(z->v + j)));
-	__m128i *run = (__m128i *)(void *)(z->run + j), r0, ok, h;
-	__m128i *pa = (__m128i *)(void *)(z->sa + j);
-	__m128i *ps = (__m128i *)(void *)(z->ss + j);
+	__m128i *run = (__m128i *)(void *)(z->run + j), r0, ok;
 	unsigned bad, k;
 
 	r0 = _mm_loadu_si128(run);
 	ok = _mm_and_si128(_mm_unpacklo_epi8(eq, eq), _mm_cmplt_epi16(r0, lim));
 	_mm_storeu_si128(run, _mm_sub_epi16(r0, ok));
 	bad = ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(ok, zero)) & 0xff;
-	h = _mm_unpacklo_epi8(r, zero);
-	for (k = 0; k < 2; k++) {
-		__m128i x = k ? _mm_unpackhi_epi16(h, zero) :
-				_mm_unpacklo_epi16(h, zero);
-		__m128i a = _mm_add_epi32(_mm_loadu_si128(pa + k), x);
-
-		_mm_storeu_si128(pa + k, a);
-		_mm_storeu_si128(ps + k, _mm_add_epi32(_mm_loadu_si128(ps + k),
-						       a));
-	}
 	while (bad) {
 		k = (unsigned)__builtin_ctz(bad);
 		bad &= bad - 1;
@@ -420,8 +389,55 @@ static void add8(struct sh5_zinc *z, size_t j, const unsigned char *rec)
 }
 #endif
 
+/* The byte sum of a record of s bytes (*bs) and the sum of its bytes
+ * weighted by their index (*js). */
+static void rec_sums(const unsigned char *rec, size_t s, uint64_t *bs,
+		     uint64_t *js)
+{
+	uint64_t b = 0, w = 0;
+	size_t j = 0;
+#ifdef __SSE2__
+	const __m128i zero = _mm_setzero_si128();
+	const __m128i i0 = _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7);
+	const __m128i i8 = _mm_setr_epi16(8, 9, 10, 11, 12, 13, 14, 15);
+	__m128i ab = zero, aw = zero, aj = zero, j0 = zero;
+	const __m128i step = _mm_set_epi32(0, 16, 0, 16);
+	uint64_t l[2];
+	uint32_t m[4];
+
+	/* per 16 bytes from j0: their sum (two halves, psadbw), j0 times
+	 * it, and the bytes weighted 0 .. 15; the lanes stay below 2^32
+	 * (s <= 65536) */
+	for (; j + 16 <= s; j += 16) {
+		__m128i r = _mm_loadu_si128((const __m128i *)(const void *)
+					    (rec + j));
+		__m128i sad = _mm_sad_epu8(r, zero);
+
+		ab = _mm_add_epi64(ab, sad);
+		aj = _mm_add_epi64(aj, _mm_mul_epu32(sad, j0));
+		aw = _mm_add_epi32(aw, _mm_add_epi32(
+			_mm_madd_epi16(_mm_unpacklo_epi8(r, zero), i0),
+			_mm_madd_epi16(_mm_unpackhi_epi8(r, zero), i8)));
+		j0 = _mm_add_epi32(j0, step);
+	}
+	_mm_storeu_si128((__m128i *)(void *)l, ab);
+	b = l[0] + l[1];
+	_mm_storeu_si128((__m128i *)(void *)l, aj);
+	w = l[0] + l[1];
+	_mm_storeu_si128((__m128i *)(void *)m, aw);
+	w += (uint64_t)m[0] + m[1] + m[2] + m[3];
+#endif
+	for (; j < s; j++) {
+		b += rec[j];
+		w += (uint64_t)j * rec[j];
+	}
+	*bs = b;
+	*js = w;
+}
+
 int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec)
 {
+	uint64_t bs, js;
 	size_t j = 0;
 
 	if (z->n >= z->rows) {
@@ -439,19 +455,17 @@ int sh5_zinc_add(struct sh5_zinc *z, const unsigned char *rec)
 	for (; j < z->size; j++) {
 		unsigned x = rec[j];
 
-		z->sa[j] += x;
-		z->ss[j] += z->sa[j];
 		if (x == z->v[j] && z->run[j] < MAX_MATCH)
 			z->run[j]++;
 		else
 			plane_break(z, j, x);
 		z->v[j] = (uint8_t)x;
 	}
-	if (++z->n % REDUCE == 0)
-		for (j = 0; j < z->size; j++) {
-			z->sa[j] %= ADLER_MOD;
-			z->ss[j] %= ADLER_MOD;
-		}
+	rec_sums(rec, z->size, &bs, &js);
+	z->t1 = (z->t1 + bs) % ADLER_MOD;
+	z->t2 = (z->t2 + z->t1) % ADLER_MOD;
+	z->t3 = (z->t3 + (z->size - 1) * bs - js) % ADLER_MOD;
+	z->n++;
 	return 0;
 }
 
@@ -561,26 +575,21 @@ static void put_plane(struct sh5_zinc *z, size_t j, size_t zeros)
  * to s).  After the planes before it (zlib's adler32_combine): A += a_j
  * - 1, B += s_j + N (A - 1).  Summed over the planes: A = 1 + sum sa[j],
  * B = S n + sum ss[j] + zeros (S + sum sa[j]) + N sum (S - 1 - j) sa[j]
- * (each sa[k] is in the A - 1 of the S - 1 - k planes after it).
+ * (each sa[k] is in the A - 1 of the S - 1 - k planes after it), where
+ * sa[j] is plane j's byte sum and ss[j] the sum of its running byte
+ * sums: the three sums over the planes are kept per record (t1, t2, t3),
+ * from the record's byte sum and its bytes weighted by their index.
  */
 static void adler_sums(const struct sh5_zinc *z, uint64_t *pa, uint64_t *pb)
 {
-	uint64_t ssum = 0, asum = 0, wsum = 0, S = z->size;
+	uint64_t S = z->size, asum = z->t1;
 	uint64_t rows = z->rows % ADLER_MOD;
 	uint64_t zeros = (z->rows - z->n) % ADLER_MOD;
-	size_t j;
 
-	/* below 2^64: ss, sa < 2^31, S <= 2^16 */
-	for (j = 0; j < z->size; j++) {
-		ssum += z->ss[j];
-		asum += z->sa[j];
-		wsum += (S - 1 - j) * z->sa[j];
-	}
-	asum %= ADLER_MOD;
 	*pa = (1 + asum) % ADLER_MOD;
-	*pb = (S % ADLER_MOD * (z->n % ADLER_MOD) + ssum % ADLER_MOD +
+	*pb = (S % ADLER_MOD * (z->n % ADLER_MOD) + z->t2 +
 	       zeros * ((S + asum) % ADLER_MOD) +
-	       rows * (wsum % ADLER_MOD)) % ADLER_MOD;
+	       rows * z->t3) % ADLER_MOD;
 }
 
 const void *sh5_zinc_chunk(struct sh5_zinc *z, size_t *len)
@@ -715,6 +724,7 @@ void sh5_zinc_reset(struct sh5_zinc *z)
 	for (j = 0; j < z->size; j++)
 		plane_reset(z, j);
 	z->n = 0;
+	z->t1 = z->t2 = z->t3 = 0;
 	memset(z->freq, 0, sizeof(z->freq));
 }
 
@@ -733,8 +743,6 @@ void sh5_zinc_destroy(struct sh5_zinc *z)
 	free(z->b);
 	free(z->v);
 	free(z->run);
-	free(z->sa);
-	free(z->ss);
 	free(z->out.w);
 	free(z->zcode);
 	free(z->zlen);
