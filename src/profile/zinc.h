@@ -9,14 +9,16 @@
  * keeps the deflate symbols (literals, and run-length matches at
  * distance 1, as zlib's Z_RLE strategy) of the bytes added so far,
  * except the plane's open run (its last byte repeated, not yet coded,
- * so a run goes on across flushes), and the plane's Adler-32 sums.
+ * so a run goes on across flushes), as bits and as symbol values (for
+ * sh5_zinc_recode()); for the chunk, Adler-32's sums over the planes,
+ * kept per record.
  *
  * sh5_zinc_chunk() writes one zlib stream of one final block: its
  * header (declaring zcode.h's code), every plane's symbols (shifted
  * into place a 64-bit word at a time), its open run and the run of
  * zeros padding it to N bytes, the end of block, the Adler-32 of the
- * whole shuffled chunk (the planes' sums combined arithmetically with
- * their zero padding), then HDF5's Fletcher-32 of the compressed bytes.
+ * whole shuffled chunk (those sums combined arithmetically with the
+ * planes' zero padding), then HDF5's Fletcher-32 of the compressed bytes.
  * A flush thus costs its new records plus one pass over the compressed
  * chunk, where recompressing the partial chunk cost the whole raw chunk
  * at every flush.  The output is an ordinary final chunk (filter mask
