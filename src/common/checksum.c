@@ -82,41 +82,60 @@ static void block_sums(const unsigned char *p, uint32_t n, uint64_t *sum,
 	*wsum = ws;
 }
 
-/* The same, 16 words a 32-byte load (at most 23 loads: no overflow), on
- * CPUs with AVX2. */
+/* The 8 signed 32-bit lanes of v added up. */
+__attribute__((target("avx2")))
+static int64_t hsum32s(__m256i v)
+{
+	int32_t l[8];
+	int64_t t = 0;
+	unsigned i;
+
+	_mm256_storeu_si256((__m256i *)(void *)l, v);
+	for (i = 0; i < 8; i++)
+		t += l[i];
+	return t;
+}
+
+/*
+ * The same, 16 words a 32-byte load, on CPUs with AVX2: each load's
+ * bytes swapped into its 16 big-endian words, their top bit flipped
+ * (word - 32768 as a signed 16-bit value, which pmaddwd multiplies as
+ * such), then added pairwise (pmaddwd by 1) and weighted 16 .. 1
+ * (pmaddwd by the weights) into 32-bit lanes; the 32768s taken off are
+ * added back once at the end (16 words and the weights' sum 136 a
+ * load).  At most 160 loads (2560 words): no lane overflows (|running
+ * sums| < 65536 x 160 x 159 / 2 < 2^31).
+ */
 __attribute__((target("avx2")))
 static void block_sums_avx2(const unsigned char *p, uint32_t n,
 			    uint64_t *sum, uint64_t *wsum)
 {
-	const __m256i lo8 = _mm256_set1_epi16(0xff);
-	const __m256i c1 = _mm256_set1_epi16(1), c256 = _mm256_set1_epi16(256);
+	const __m256i swap = _mm256_setr_epi8(1, 0, 3, 2, 5, 4, 7, 6, 9, 8,
+					      11, 10, 13, 12, 15, 14, 1, 0,
+					      3, 2, 5, 4, 7, 6, 9, 8, 11, 10,
+					      13, 12, 15, 14);
+	const __m256i flip = _mm256_set1_epi16((short)0x8000);
+	const __m256i c1 = _mm256_set1_epi16(1);
 	const __m256i cw = _mm256_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9,
 					     8, 7, 6, 5, 4, 3, 2, 1);
-	const __m256i cw256 = _mm256_slli_epi16(cw, 8);
 	__m256i acc = _mm256_setzero_si256(), pre = acc, wt = acc;
-	uint64_t tot, ws;
-	uint32_t g = n / 16, i;
+	uint64_t tot, ws, g = n / 16;
+	uint32_t i;
 
 	for (i = 0; i < g; i++) {
-		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)
-					       (p + 32 * i));
-		__m256i h = _mm256_and_si256(v, lo8);
-		__m256i l = _mm256_srli_epi16(v, 8);
+		__m256i v = _mm256_xor_si256(_mm256_shuffle_epi8(
+				_mm256_loadu_si256((const __m256i *)
+						   (const void *)(p + 32 * i)),
+				swap), flip);
 
 		pre = _mm256_add_epi32(pre, acc);
-		acc = _mm256_add_epi32(acc, _mm256_add_epi32(
-				_mm256_madd_epi16(h, c256),
-				_mm256_madd_epi16(l, c1)));
-		wt = _mm256_add_epi32(wt, _mm256_add_epi32(
-				_mm256_madd_epi16(h, cw256),
-				_mm256_madd_epi16(l, cw)));
+		acc = _mm256_add_epi32(acc, _mm256_madd_epi16(v, c1));
+		wt = _mm256_add_epi32(wt, _mm256_madd_epi16(v, cw));
 	}
-	tot = hsum32(_mm_add_epi32(_mm256_castsi256_si128(acc),
-				   _mm256_extracti128_si256(acc, 1)));
-	ws = 16 * hsum32(_mm_add_epi32(_mm256_castsi256_si128(pre),
-				       _mm256_extracti128_si256(pre, 1))) +
-	     hsum32(_mm_add_epi32(_mm256_castsi256_si128(wt),
-				  _mm256_extracti128_si256(wt, 1)));
+	/* the running sums before each load: 524288 i more (i = 0 .. g-1) */
+	tot = (uint64_t)(hsum32s(acc) + (int64_t)(524288 * g));
+	ws = (uint64_t)(16 * (hsum32s(pre) + (int64_t)(262144 * g * (g - 1)))
+			+ hsum32s(wt) + (int64_t)(32768 * 136 * g));
 	p += 32 * g;
 	for (i = 0; i < n % 16; i++) {
 		tot += (uint32_t)p[2 * i] << 8 | p[2 * i + 1];
@@ -184,21 +203,33 @@ static void block_sums(const unsigned char *p, uint32_t n, uint64_t *sum,
 #endif
 
 /*
- * HDF5's algorithm folds both sums every 360 words (so that the second
- * cannot overflow 32 bits).  Within such a block the sums after it are
- * a + S and b + n a + W (HDF5's 32-bit arithmetic, reproduced by the
- * truncation to 32 bits), so the results are bit for bit HDF5's.
+ * HDF5's algorithm folds both sums every 360 words ((x & 0xffff) +
+ * (x >> 16), so that the second cannot overflow 32 bits) and twice at
+ * the end: a fold keeps a sum's value modulo 65535 and keeps it above 0
+ * if it was, and the last two leave it at most 65535.  So each of HDF5's
+ * sums is the true sum modulo 65535, written 65535 where that is 0 but
+ * the true sum is not, and 0 only when every word is 0 (then both true
+ * sums are 0).  The true sums are computed here in blocks (the block
+ * sums' lanes bound their length: 2560 words with AVX2, 360 without),
+ * combined modulo 65535: over a block of n words of sums S and W, a
+ * becomes a + S and b becomes b + n a + W.
  */
-static void fl_words(uint32_t *pa, uint32_t *pb, const unsigned char *p,
-		     size_t words)
+#define FL_MOD 65535u
+
+static void fl_words(uint64_t *pa, uint64_t *pb, uint64_t *raw,
+		     const unsigned char *p, size_t words)
 {
-	uint32_t a = *pa, b = *pb;
+	uint64_t a = *pa, b = *pb;
+	uint32_t step = 360;
 #ifdef HAVE_AVX2_SUMS
 	int avx2 = words >= 64 && __builtin_cpu_supports("avx2");
+
+	if (avx2)
+		step = 2560; /* 160 loads of 32 bytes: no lane overflows */
 #endif
 
 	while (words) {
-		uint32_t n = words > 360 ? 360 : (uint32_t)words;
+		uint32_t n = words > step ? step : (uint32_t)words;
 		uint64_t sum, wsum;
 
 #ifdef HAVE_AVX2_SUMS
@@ -207,12 +238,11 @@ static void fl_words(uint32_t *pa, uint32_t *pb, const unsigned char *p,
 		else
 #endif
 			block_sums(p, n, &sum, &wsum);
-		b += n * a + (uint32_t)wsum;
-		a += (uint32_t)sum;
+		b = (b + n * a + wsum) % FL_MOD;
+		a = (a + sum) % FL_MOD;
+		*raw += sum;
 		p += 2 * n;
 		words -= n;
-		a = (a & 0xffff) + (a >> 16);
-		b = (b & 0xffff) + (b >> 16);
 	}
 	*pa = a;
 	*pb = b;
@@ -221,19 +251,22 @@ static void fl_words(uint32_t *pa, uint32_t *pb, const unsigned char *p,
 uint32_t sh5_fletcher32(const void *data, size_t len)
 {
 	const unsigned char *p = data;
-	uint32_t a = 0, b = 0;
+	uint64_t a = 0, b = 0, raw = 0;
 
-	fl_words(&a, &b, p, len / 2);
+	fl_words(&a, &b, &raw, p, len / 2);
 	p += len / 2 * 2;
 	if (len & 1) {
-		a += (uint32_t)p[0] << 8;
-		b += a;
-		a = (a & 0xffff) + (a >> 16);
-		b = (b & 0xffff) + (b >> 16);
+		a = (a + ((uint32_t)p[0] << 8)) % FL_MOD;
+		b = (b + a) % FL_MOD;
+		raw += p[0];
 	}
-	a = (a & 0xffff) + (a >> 16);
-	b = (b & 0xffff) + (b >> 16);
-	return (b << 16) | a;
+	if (!raw)
+		return 0;
+	if (!a)
+		a = FL_MOD;
+	if (!b)
+		b = FL_MOD;
+	return (uint32_t)(b << 16 | a);
 }
 
 int sh5_fletcher32_ok(const void *chunk, size_t len)

@@ -18,7 +18,6 @@
 #include "profile/writer_int.h"
 #include "profile/zdeflate.h"
 #include "profile/zinc.h"
-#include "profile/zrecode.h"
 
 static hid_t clock_type(int file)
 {
@@ -188,8 +187,9 @@ out:
  *   come (src/profile/zinc.h: each byte plane run-length coded with
  *   fixed Huffman codes, kept across flushes); a flush writes the chunk
  *   as it stands, zero padded, at a cost of its new records plus one
- *   pass over the compressed chunk.  Every form written is final: a
- *   complete chunk, and the last one at close, are not coded again.
+ *   pass over the compressed chunk.  Every form written is final; a
+ *   complete chunk, and the last one at close, are then coded again
+ *   with their own Huffman code (sh5_zinc_recode()) when shorter.
  * - recompress (writer option) or no deflate: the shuffled chunk kept
  *   raw in t->cur; a complete chunk, and the last one at close, deflated
  *   at the configured level, the partial chunk of an intermediate flush
@@ -366,18 +366,19 @@ out:
 static int put_zinc(struct sh5_writer *w, struct table *t, int last,
 		    struct sh5_error *errp)
 {
-	size_t len, rlen = 0;
+	size_t len = 0, cap = last ? sh5_zinc_bound(t->zi) : 0;
 	hsize_t off = t->done;
-	const void *c = sh5_zinc_chunk(t->zi, &len);
+	const void *c = NULL;
 	void *r = NULL;
 	int rc = 0;
 
-	if (!c)
-		return sh5_errprintf(errp, "%s: out of memory", w->path);
-	if (last && (r = malloc(len)) &&
-	    (rlen = sh5_zrecode(c, len, r, len))) {
+	/* re-coded if shorter, without coding zinc's form first */
+	if (last && (r = malloc(cap)) &&
+	    (len = sh5_zinc_recode(t->zi, r, cap)))
 		c = r;
-		len = rlen;
+	if (!c && !(c = sh5_zinc_chunk(t->zi, &len))) {
+		free(r);
+		return sh5_errprintf(errp, "%s: out of memory", w->path);
 	}
 	if (H5Dwrite_chunk(t->dset, H5P_DEFAULT, 0, &off, len, c) < 0)
 		rc = chunk_error(w, t, errp);

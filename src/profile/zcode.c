@@ -13,14 +13,14 @@
 static struct sh5_zcode code;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* The low len (1 .. 16) bits of c reversed. */
 static uint32_t reverse(uint32_t c, unsigned len)
 {
-	uint32_t r = 0;
-	unsigned i;
-
-	for (i = 0; i < len; i++)
-		r |= ((c >> i) & 1u) << (len - 1 - i);
-	return r;
+	c = (c & 0x5555u) << 1 | (c >> 1 & 0x5555u);
+	c = (c & 0x3333u) << 2 | (c >> 2 & 0x3333u);
+	c = (c & 0x0f0fu) << 4 | (c >> 4 & 0x0f0fu);
+	c = (c & 0x00ffu) << 8 | (c >> 8 & 0x00ffu);
+	return c >> (16 - len);
 }
 
 void sh5_zcode_canonical(const uint8_t *len, unsigned n, uint32_t *out)

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #define SH5_ZCODE_MAX_MATCH 258
+#define SH5_ZCODE_NLIT 286 /* deflate's literal/length symbols */
 #define SH5_ZCODE_HEAD_PIECES 32
 
 /* Codes bit-reversed for deflate's LSB-first stream.  A match is its

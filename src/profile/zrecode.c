@@ -1,4 +1,4 @@
-/* zrecode.c - a zinc chunk coded again with its own Huffman code
+/* zrecode.c - a zinc chunk's symbols coded with their own Huffman code
  * (zrecode.h) */
 #include "config.h"
 
@@ -13,128 +13,26 @@
 #include "profile/zcode.h"
 #include "profile/zrecode.h"
 
-#define PEEK 14                 /* zcode.h's longest: a match, 8 + 5 + 1 */
-#define NLIT 286                /* literal/length symbols */
+#define NLIT SH5_ZCODE_NLIT
 #define EOB 256
 #define MAXBITS 15              /* deflate's longest literal/length code */
 
-/* Decoding zinc's code: the next PEEK bits -> value << 4 | code length
- * (value: a literal, or 256 + a match length); STOP set for the end of
- * block and for bits that are no code (length 0). */
-#define STOP 0x8000
-static uint16_t dec[1u << PEEK];
-static unsigned head_bits;      /* zlib header and zinc's block header */
-/* A decoded value's literal/length symbol. */
+/* A symbol value's literal/length symbol (value: a literal, or 256 + a
+ * match length). */
 static uint16_t vsym[256 + SH5_ZCODE_MAX_MATCH + 1];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void dec_fill(uint32_t code, unsigned len, unsigned val)
-{
-	uint32_t k;
-
-	for (k = code; k < (1u << PEEK); k += 1u << len)
-		dec[k] = (uint16_t)(val << 4 | len);
-}
 
 static void build(void)
 {
 	const struct sh5_zcode *zc = sh5_zcode();
-	unsigned s, l, i, k;
+	unsigned s, l;
 
-	for (k = 0; k < (1u << PEEK); k++)
-		dec[k] = STOP;
-	for (s = 0; s < 256; s++) {
-		dec_fill(zc->lit[s], zc->lit_len[s], s);
+	for (s = 0; s < 256; s++)
 		vsym[s] = (uint16_t)s;
-	}
-	dec_fill(zc->eob, zc->eob_len, STOP >> 4);
-	vsym[EOB] = EOB;
-	for (l = 3; l <= SH5_ZCODE_MAX_MATCH; l++) {
-		dec_fill(zc->match[l], zc->match_len[l], 256 + l);
+	for (l = 0; l < 3; l++)
+		vsym[256 + l] = EOB; /* no match of that length: refused */
+	for (l = 3; l <= SH5_ZCODE_MAX_MATCH; l++)
 		vsym[256 + l] = zc->len_sym[l];
-	}
-	head_bits = 16;
-	for (i = 0; i < zc->nhead; i++)
-		head_bits += zc->head_len[i];
-}
-
-/* The bits of p from bit pos on (8 bytes readable from pos / 8). */
-static uint64_t peek(const unsigned char *p, size_t pos)
-{
-	uint64_t v;
-
-	memcpy(&v, p + (pos >> 3), 8);
-	return le64toh(v) >> (pos & 7);
-}
-
-/* Does in start with zinc's zlib header and block header? */
-static int head_ok(const unsigned char *in, size_t len)
-{
-	const struct sh5_zcode *zc = sh5_zcode();
-	size_t pos = 16;
-	unsigned i;
-
-	if (len < (head_bits + 7) / 8 + 8 || in[0] != 0x78 ||
-	    in[1] != 0x01)
-		return 0;
-	for (i = 0; i < zc->nhead; i++) {
-		unsigned l = zc->head_len[i], lo = l < 32 ? l : 32;
-		uint64_t h = zc->head[i];
-
-		/* peek() gives 57 bits at least: two halves */
-		if ((peek(in, pos) & ((1ull << lo) - 1)) !=
-		    (h & ((1ull << lo) - 1)) ||
-		    (peek(in, pos + lo) & ((1ull << (l - lo)) - 1)) !=
-		    h >> lo)
-			return 0;
-		pos += l;
-	}
-	return 1;
-}
-
-/*
- * The symbols of the block (a literal, or 256 + a match length) into
- * sym (room for len * 8 / 3 + 1), their literal/length counts added to
- * freq.
- * Returns the count, or -1 if in is not a block ending right before the
- * Adler-32.
- */
-static long decode(const unsigned char *in, size_t len, uint16_t *sym,
-		   uint32_t *freq)
-{
-	size_t pos = head_bits, n = 0, end = (len - 8) * 8;
-	unsigned e, v;
-
-	/* A code is 3 bits at least: sym's room (len * 8 / 3 + 1) is
-	 * never reached before pos passes the end, checked every four
-	 * symbols. */
-	for (;;) {
-		uint64_t bits;
-		unsigned k;
-
-		if ((pos >> 3) + 8 > len)
-			return -1;
-		/* 57 bits at least: four codes of up to 14 */
-		bits = peek(in, pos);
-		for (k = 0; k < 4; k++) {
-			e = dec[bits & ((1u << PEEK) - 1)];
-			if (e & STOP)
-				goto out;
-			v = e >> 4;
-			bits >>= e & 15;
-			pos += e & 15;
-			sym[n++] = (uint16_t)v;
-			freq[vsym[v]]++;
-		}
-	}
-out:
-	if (!(e & 15))
-		return -1;
-	pos += e & 15;
-	if ((pos + 7) / 8 != len - 8 || pos > end)
-		return -1;
-	freq[EOB]++;
-	return (long)n;
 }
 
 struct node {
@@ -142,11 +40,24 @@ struct node {
 	int parent;
 };
 
-static int by_weight(const void *a, const void *b)
+/* nd[0 .. n) sorted by weight, stably (ties keep their order): four
+ * passes of a byte each through tmp. */
+static void sort_weights(struct node *nd, unsigned n, struct node *tmp)
 {
-	const struct node *x = a, *y = b;
+	unsigned pass, i;
 
-	return x->w < y->w ? -1 : x->w > y->w;
+	for (pass = 0; pass < 4; pass++) {
+		unsigned count[257] = { 0 }, shift = 8 * pass;
+		struct node *from = pass % 2 ? tmp : nd;
+		struct node *to = pass % 2 ? nd : tmp;
+
+		for (i = 0; i < n; i++)
+			count[(from[i].w >> shift & 0xff) + 1]++;
+		for (i = 1; i < 257; i++)
+			count[i] += count[i - 1];
+		for (i = 0; i < n; i++)
+			to[count[from[i].w >> shift & 0xff]++] = from[i];
+	}
 }
 
 /*
@@ -181,7 +92,7 @@ static void lengths(const uint32_t *freq, unsigned n, unsigned limit,
 				nd[k].parent = (int)i; /* sorted with it */
 				k++;
 			}
-		qsort(nd, used, sizeof(*nd), by_weight);
+		sort_weights(nd, used, nd + used);
 		for (k = 0; k < used; k++) {
 			id[k] = (uint16_t)nd[k].parent;
 			nd[k].parent = -1;
@@ -222,9 +133,13 @@ struct bw {
 	int over;
 };
 
-/* Append len (<= 32) bits. */
-static inline __attribute__((always_inline)) void put(struct bw *o, uint32_t bits, unsigned len)
+/* Append len (<= 32) bits: whole 32-bit words stored as they fill. */
+static inline __attribute__((always_inline)) void put(struct bw *o,
+						      uint32_t bits,
+						      unsigned len)
 {
+	uint32_t w;
+
 	o->acc |= (uint64_t)bits << o->fill;
 	o->fill += len;
 	if (o->fill < 32)
@@ -232,15 +147,13 @@ static inline __attribute__((always_inline)) void put(struct bw *o, uint32_t bit
 	if (o->n + 4 > o->cap) {
 		o->over = 1;
 	} else {
-		o->p[o->n++] = (unsigned char)o->acc;
-		o->p[o->n++] = (unsigned char)(o->acc >> 8);
-		o->p[o->n++] = (unsigned char)(o->acc >> 16);
-		o->p[o->n++] = (unsigned char)(o->acc >> 24);
+		w = htole32((uint32_t)o->acc);
+		memcpy(o->p + o->n, &w, 4);
+		o->n += 4;
 	}
 	o->acc >>= 32;
 	o->fill -= 32;
 }
-
 
 /* The code lengths run-length coded (RFC 1951, 3.2.7) into sym/extra;
  * returns the count. */
@@ -316,15 +229,15 @@ static void put_head(struct bw *o, const uint8_t *llen, unsigned nlit)
 		    cl_len[sym[i]] + xbits[sym[i]]);
 }
 
-/* The n symbols of sym in the code of lengths llen, then the end of
- * block, to a whole byte. */
-static void put_symbols(struct bw *o, const uint16_t *sym, size_t n,
-			const uint8_t *llen)
+/* The symbols of the nseg segments in the code of lengths llen, then the
+ * end of block, to a whole byte. */
+static void put_symbols(struct bw *o, const struct sh5_zsyms *seg,
+			size_t nseg, const uint8_t *llen)
 {
 	const struct sh5_zcode *zc = sh5_zcode();
 	uint32_t code[NLIT], ecode[256 + SH5_ZCODE_MAX_MATCH + 1];
 	uint8_t elen[256 + SH5_ZCODE_MAX_MATCH + 1];
-	size_t i;
+	size_t i, k;
 	unsigned v;
 
 	sh5_zcode_canonical(llen, NLIT, code);
@@ -340,8 +253,12 @@ static void put_symbols(struct bw *o, const uint16_t *sym, size_t n,
 		ecode[256 + v] = code[s] | (uint32_t)zc->len_extra[v] << llen[s];
 		elen[256 + v] = (uint8_t)(llen[s] + zc->len_ebits[v] + 1);
 	}
-	for (i = 0; i < n; i++)
-		put(o, ecode[sym[i]], elen[sym[i]]);
+	for (k = 0; k < nseg; k++) {
+		const uint16_t *sym = seg[k].sym;
+
+		for (i = 0; i < seg[k].n; i++)
+			put(o, ecode[sym[i]], elen[sym[i]]);
+	}
 	put(o, code[EOB], llen[EOB]);
 	for (i = 0; i < (o->fill + 7) / 8; i++) {
 		if (o->n == o->cap)
@@ -353,53 +270,64 @@ static void put_symbols(struct bw *o, const uint16_t *sym, size_t n,
 	o->fill = 0;
 }
 
-size_t sh5_zrecode(const void *in_, size_t len, void *out, size_t cap)
+/* The literal/length counts of the segments' symbols into freq (NLIT,
+ * zeroed); -1 if a value is no symbol. */
+static int count(const struct sh5_zsyms *seg, size_t nseg, uint32_t *freq)
 {
-	const unsigned char *in = in_;
+	size_t i, k;
+
+	for (k = 0; k < nseg; k++) {
+		const uint16_t *sym = seg[k].sym;
+
+		for (i = 0; i < seg[k].n; i++) {
+			if (sym[i] > 256 + SH5_ZCODE_MAX_MATCH)
+				return -1;
+			freq[vsym[sym[i]]]++;
+		}
+	}
+	if (freq[EOB])
+		return -1;
+	freq[EOB] = 1;
+	return 0;
+}
+
+size_t sh5_zrecode(const struct sh5_zsyms *seg, size_t nseg,
+		   const uint32_t *kept, uint32_t adler, void *out,
+		   size_t cap)
+{
 	unsigned char *p = out;
 	uint32_t freq[NLIT] = { 0 }, fl;
 	uint8_t llen[NLIT];
 	struct bw o = { .p = out };
-	size_t max;
-	uint16_t *sym;
 	unsigned nlit = NLIT;
-	long n;
 
 	pthread_once(&once, build);
-	if (!head_ok(in, len)) {
+	if (kept) {
+		memcpy(freq, kept, sizeof(freq));
+		freq[EOB] = 1;
+	} else if (count(seg, nseg, freq) < 0) {
 		errno = EINVAL;
 		return 0;
 	}
-	max = len * 8 / 3 + 1;
-	if (!(sym = malloc(max * sizeof(*sym)))) {
-		errno = ENOMEM;
-		return 0;
-	}
-	if ((n = decode(in, len, sym, freq)) < 0) {
-		free(sym);
-		errno = EINVAL;
+	if (cap < 16) {
+		errno = ENOSPC;
 		return 0;
 	}
 	lengths(freq, NLIT, MAXBITS, llen);
 	while (nlit > 257 && !llen[nlit - 1])
 		nlit--;
-	if (cap < 16) {
-		free(sym);
-		errno = ENOSPC;
-		return 0;
-	}
-	/* the result must be shorter than in, with its 8 checksum bytes */
-	o.cap = (cap < len ? cap : len - 1) - 8;
+	o.cap = cap - 8; /* room for the two checksums */
 	put(&o, 0x0178, 16);    /* zlib header */
 	put_head(&o, llen, nlit);
-	put_symbols(&o, sym, (size_t)n, llen);
-	free(sym);
+	put_symbols(&o, seg, nseg, llen);
 	if (o.over) {
 		errno = ENOSPC;
 		return 0;
 	}
-	memcpy(p + o.n, in + len - 8, 4); /* Adler-32 (same bytes) */
-	o.n += 4;
+	p[o.n++] = (unsigned char)(adler >> 24); /* zlib: big-endian */
+	p[o.n++] = (unsigned char)(adler >> 16);
+	p[o.n++] = (unsigned char)(adler >> 8);
+	p[o.n++] = (unsigned char)adler;
 	fl = sh5_fletcher32(p, o.n);
 	p[o.n++] = (unsigned char)fl;
 	p[o.n++] = (unsigned char)(fl >> 8);

@@ -1,23 +1,35 @@
 /*
- * zrecode.h - a chunk zinc coded (zinc.h: one zlib stream of one block
- * in zcode.h's constant Huffman code, Adler-32, Fletcher-32) coded again
- * with a Huffman code built from its own symbols: the same symbols
- * (literals, matches at distance 1), a dynamic block header with code
- * lengths of at most 15 bits, the same Adler-32, a new Fletcher-32.
- * Smaller than zinc's form (its code fits no chunk in particular), at
- * one table look-up and one code per symbol, not per byte.
+ * zrecode.h - a chunk's deflate symbols (those zinc.h keeps per byte
+ * plane: literals, matches at distance 1) coded with a Huffman code built
+ * from their own counts: one zlib stream of one dynamic block (code
+ * lengths of at most 15 bits), its Adler-32 given, then HDF5's
+ * Fletcher-32.  Smaller than zinc's constant-code form (zcode.h), whose
+ * code fits no chunk in particular, at one code per symbol, not per byte.
  */
 #ifndef SH5_PROFILE_ZRECODE_H
 #define SH5_PROFILE_ZRECODE_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+/* n symbol values: a literal byte (0-255) or 256 + a match length
+ * (3-258) at distance 1. */
+struct sh5_zsyms {
+	const uint16_t *sym;
+	size_t n;
+};
 
 /*
- * Re-code the len bytes at in (as sh5_zinc_chunk() returned them) into
- * out (cap bytes).  Returns the new length, or 0 if in is not zinc's
- * form (errno EINVAL), the result does not fit in cap or is not shorter
- * than len (errno ENOSPC), or memory ran out (ENOMEM).
+ * Code the symbols of seg[0 .. nseg) in that order, which must inflate
+ * to the data whose Adler-32 is adler, into out (cap bytes): zlib
+ * stream, then Fletcher-32 (little-endian).  freq: the counts of their
+ * literal/length symbols (SH5_ZCODE_NLIT, zcode.h; the end of block's
+ * 0), kept by the caller as it made them, or NULL: counted here.
+ * Returns its length, or 0 with errno EINVAL (a value is no symbol,
+ * checked when freq is NULL) or ENOSPC (it does not fit in cap).
  */
-size_t sh5_zrecode(const void *in, size_t len, void *out, size_t cap);
+size_t sh5_zrecode(const struct sh5_zsyms *seg, size_t nseg,
+		   const uint32_t *freq, uint32_t adler, void *out,
+		   size_t cap);
 
 #endif

@@ -84,17 +84,23 @@ static size_t check_chunk(struct sh5_zinc *z, const unsigned char *want,
 
 	ck_assert_ptr_nonnull(c);
 	check_stored(c, len, want, n);
-	ck_assert_ptr_nonnull(r = malloc(len));
+	ck_assert_uint_ge(sh5_zinc_bound(z), len);
+	ck_assert_ptr_nonnull(r = malloc(sh5_zinc_bound(z)));
 	errno = 0;
-	rlen = sh5_zrecode(c, len, r, len);
+	rlen = sh5_zinc_recode(z, r, len - 1);
+	/* with room to spare: still only when shorter than zinc's form */
+	ck_assert_uint_eq(sh5_zinc_recode(z, r, sh5_zinc_bound(z)), rlen);
 	if (rlen) {
 		ck_assert_uint_lt(rlen, len);
 		check_stored(r, rlen, want, n);
+		/* no room: refused */
+		ck_assert_uint_eq(sh5_zinc_recode(z, r, rlen - 1), 0);
+		ck_assert_int_eq(errno, ENOSPC);
+		/* sh5_zinc_chunk()'s form stays valid */
+		check_stored(c, len, want, n);
 	} else {
 		ck_assert_int_eq(errno, ENOSPC);
 	}
-	/* no room: refused */
-	ck_assert_uint_eq(sh5_zrecode(c, len, r, rlen ? rlen - 1 : 8), 0);
 	free(r);
 	return rlen;
 }
@@ -154,40 +160,39 @@ START_TEST(test_zinc_bad_args)
 }
 END_TEST
 
-/* sh5_zrecode() takes only zinc's form: zlib's own stream, a zinc chunk
- * cut short or with a flipped bit in its symbols are refused. */
-START_TEST(test_zrecode_bad_input)
+/* sh5_zrecode() refuses values that are no symbol (a match of 2, past
+ * 258) and codes the symbols of several segments as one stream. */
+START_TEST(test_zrecode_symbols)
 {
-	unsigned char raw[4096], z[8192], r[8192], c[8192];
-	uLongf zl = sizeof(z);
-	struct sh5_zinc *zi = sh5_zinc_create(16, 256);
-	const unsigned char *p;
-	unsigned seed = 3;
-	size_t i, len;
+	static const uint16_t bad1[] = { 7, 256 + 2 }, bad2[] = { 256 + 259 };
+	uint16_t one[] = { 5 }, run[] = { 256 + 258, 256 + 41 };
+	struct sh5_zsyms seg[2] = { { bad1, 2 }, { bad2, 1 } };
+	unsigned char r[256], want[300], out[400];
+	uLongf got = sizeof(out);
+	size_t len;
 
-	for (i = 0; i < sizeof(raw); i++)
-		raw[i] = (unsigned char)(i / 64);
-	ck_assert_int_eq(compress2(z, &zl, raw, sizeof(raw), 4), Z_OK);
 	errno = 0;
-	ck_assert_uint_eq(sh5_zrecode(z, zl, r, sizeof(r)), 0);
+	ck_assert_uint_eq(sh5_zrecode(seg, 1, NULL, 1, r, sizeof(r)), 0);
 	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_ptr_nonnull(zi);
-	for (i = 0; i < 256; i++) {
-		make_record(raw, 16, i, SAMPLES, &seed);
-		ck_assert_int_eq(sh5_zinc_add(zi, raw), 0);
-	}
-	ck_assert_ptr_nonnull(p = sh5_zinc_chunk(zi, &len));
-	ck_assert_uint_lt(len, sizeof(c));
-	memcpy(c, p, len);
-	ck_assert_uint_gt(sh5_zrecode(c, len, r, sizeof(r)), 0);
 	errno = 0;
-	ck_assert_uint_eq(sh5_zrecode(c, len - 3, r, sizeof(r)), 0);
+	ck_assert_uint_eq(sh5_zrecode(seg + 1, 1, NULL, 1, r, sizeof(r)), 0);
 	ck_assert_int_eq(errno, EINVAL);
-	c[len - 12] ^= 0x10; /* in the last symbols: the end moves */
+	/* 5, then 299 more 5s (matches at distance 1) */
+	memset(want, 5, sizeof(want));
+	seg[0].sym = one;
+	seg[0].n = 1;
+	seg[1].sym = run;
+	seg[1].n = 2;
+	len = sh5_zrecode(seg, 2, NULL, (uint32_t)adler32(1, want, sizeof(want)),
+			  r, sizeof(r));
+	ck_assert_uint_gt(len, 8);
+	ck_assert_int_eq(sh5_fletcher32_ok(r, len), 1);
+	ck_assert_int_eq(uncompress(out, &got, r, len - 4), Z_OK);
+	ck_assert_uint_eq(got, sizeof(want));
+	ck_assert_int_eq(memcmp(out, want, sizeof(want)), 0);
 	errno = 0;
-	ck_assert_uint_eq(sh5_zrecode(c, len, r, sizeof(r)), 0);
-	ck_assert_int_eq(errno, EINVAL);
-	sh5_zinc_destroy(zi);
+	ck_assert_uint_eq(sh5_zrecode(seg, 2, NULL, 1, r, len - 1), 0);
+	ck_assert_int_eq(errno, ENOSPC);
 }
 END_TEST
 
@@ -229,8 +234,8 @@ START_TEST(test_zinc_hdf5_reads)
 		off = i / ROWS * ROWS;
 		ck_assert_int_ge(H5Dset_extent(d, &dim), 0);
 		ck_assert_ptr_nonnull(c = sh5_zinc_chunk(z, &len));
-		/* every other count re-coded (zrecode.h) when shorter */
-		if (i % 2 && (rlen = sh5_zrecode(c, len, rc, sizeof(rc)))) {
+		/* every other count re-coded (zinc.h) when shorter */
+		if (i % 2 && (rlen = sh5_zinc_recode(z, rc, len - 1))) {
 			c = rc;
 			len = rlen;
 			recoded++;
@@ -323,7 +328,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_zinc_inflates, 0,
 			    (int)(sizeof(shapes) / sizeof(shapes[0])) * NMODES);
 	tcase_add_test(tc, test_zinc_bad_args);
-	tcase_add_test(tc, test_zrecode_bad_input);
+	tcase_add_test(tc, test_zrecode_symbols);
 	tcase_add_test(tc, test_zinc_hdf5_reads);
 	tcase_add_test(tc, test_fletcher32_hdf5);
 	suite_add_tcase(s, tc);
