@@ -36,7 +36,7 @@ mkdir -p "$dir" || exit 1
 # are stale: keep the three newest, and remove an older one only while no
 # run holds it.
 exec 8>"$dir/.lock"
-flock 8
+flock -w 1200 8 || echo "note: $dir still held by another run after 20 min: going on"
 for old in $(ls -dt "$cache"/asan-* 2>/dev/null | tail -n +4); do
 	[ "$old" = "$dir" ] && continue
 	( flock -n 9 && rm -rf "$old" ) 9>>"$old/.lock" 2>/dev/null
