@@ -271,6 +271,68 @@ static const double lg_guard[10][2] = { LG_GUARDS(1e-3), LG_GUARDS(1e-2),
 	LG_GUARDS(1e-1), LG_GUARDS(1.0), LG_GUARDS(1e1), LG_GUARDS(1e2),
 	LG_GUARDS(1e3), LG_GUARDS(1e4), LG_GUARDS(1e5), LG_GUARDS(1e6) };
 
+/* put_point9's digits of g < 10^15 with 10 decimals, the last of them
+ * not a trailing zero unless the first nine are (then cut like the rest). */
+static size_t put_point10(char *buf, int neg, uint64_t g)
+{
+	uint64_t ip = g / 10000000000, fr = g - ip * 10000000000, x, z;
+	uint32_t d2, rest;
+	char *q = buf;
+	size_t n;
+
+	*q = '-';
+	q += neg;
+	if (ip < 10) {
+		*q++ = (char)('0' + ip);
+	} else {
+		n = ndigits(ip);
+		put_left(q, ip, n);
+		q += n;
+	}
+	d2 = (uint32_t)(fr / 100000000);
+	rest = (uint32_t)(fr - (uint64_t)d2 * 100000000);
+	q[0] = '.';
+	memcpy(q + 1, digits2 + d2 * 2, 2);
+	x = swar8(rest);
+	memcpy(q + 3, &x, 8);
+	z = x - UINT64_C(0x3030303030303030);
+	if (z)
+		q += 3 + 8 - (size_t)(__builtin_clzll(z) >> 3);
+	else if (d2)
+		q += 3 - (d2 % 10 == 0);
+	/* fr == 0: no point (fixed9 takes such values first) */
+	*q = '\0';
+	return (size_t)(q - buf);
+}
+
+/*
+ * significant() for a that fixed9 leaves, when exactly 10 decimals read
+ * back as a, lg exact (guards) and lg <= 4 (p15 = 14 - lg >= 10).
+ * fmtfast.h's one test at k = 10: a = m 2^-s, s >= 34, h = 10^10
+ * 2^-(s+1) < 1 / 2, so at most one integer g, the one nearest to m
+ * 10^10 2^-s, has D = g 10^-10 in a's rounding interval.  If one has,
+ * significant() rounds a 10^p15 to D 10^p15 (an integer: p15 >= 10; a
+ * is within 2^-(s+1) 10^p15 <= a 10^p15 2^-53 < 10^15 2^-53 < 1/2 of
+ * it), which reads back (D rounds to a) and is below 10^15 < 2^53: its
+ * digits with p15 decimals, trailing zeros cut, are D's with 10.  0 if
+ * no g.  (The bounds' ties cannot happen here, 2 F = 10^10 would need F
+ * = 2^9 5^10 where m 10^10 mod 2^s is a multiple of 2^10, nor can the
+ * half gap below a power of two matter, those having at most 8
+ * decimals in this range: the exact test is kept all the same.)
+ */
+static size_t fixed10(char *buf, int neg, uint64_t m, int s)
+{
+	unsigned __int128 n = (unsigned __int128)m * 10000000000;
+	uint64_t mask = (UINT64_C(1) << s) - 1, f = (uint64_t)n & mask;
+	uint64_t t = 10000000000 - (m & 1), g = (uint64_t)(n >> s);
+
+	if ((f << (m == (UINT64_C(1) << 52) ? 2 : 1)) <= t)
+		return put_point10(buf, neg, g);
+	if ((mask + 1 - f) * 2 <= t)
+		return put_point10(buf, neg, g + 1);
+	return 0;
+}
+
 /* The values sh5_fixed9 (fmtfast.h) does not take: significant(), lg exact
  * unless a is near a power of ten, else "%.17g" (never, in range); out
  * of line, so that the common path stays light. */
@@ -288,6 +350,8 @@ static __attribute__((noinline)) size_t fast_rest(char *buf, double v,
 	if (a > lg_guard[lg + 3][1])
 		lg++;
 	if (a >= lg_guard[lg + 3][0] && a <= lg_guard[lg + 3][1]) {
+		if (lg <= 4 && (len = fixed10(buf, v < 0, m, s)))
+			return len;
 		/* sig_digits with p in 9..19: 15 digits, else 17 (at least
 		 * 10^16 with lg exact; the reference's way if not) */
 		p = 14 - lg;
