@@ -18,8 +18,22 @@ size_t sh5_fmt_double_rest(char *buf, double v);
 static inline __attribute__((always_inline)) size_t
 sh5_fmt_u64_fast(char *buf, uint64_t v)
 {
-	size_t n = ndigits(v);
+	size_t n;
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (v < 10000) {
+		/* four digits, the leading zeros (the low bytes) shifted
+		 * out; 0 keeps its last */
+		uint32_t x = swar4((uint32_t)v), z = x - 0x30303030;
+		unsigned lead = z ? (unsigned)__builtin_ctz(z) >> 3 : 3;
+
+		x >>= 8 * lead;
+		memcpy(buf, &x, 4);
+		buf[4 - lead] = '\0';
+		return 4 - lead;
+	}
+#endif
+	n = ndigits(v);
 	put_left(buf, v, n);
 	buf[n] = '\0';
 	return n;
@@ -55,7 +69,7 @@ static inline __attribute__((always_inline)) size_t
 put_point9(char *buf, int neg, uint64_t g)
 {
 	uint64_t ip = g / 1000000000, fr = g - ip * 1000000000, x, z;
-	uint32_t d0, rest;
+	uint32_t d0, rest, f4;
 	char *q = buf;
 	size_t n;
 
@@ -72,6 +86,17 @@ put_point9(char *buf, int neg, uint64_t g)
 		q += n;
 	}
 	if (!fr) {
+		*q = '\0';
+		return (size_t)(q - buf);
+	}
+	f4 = (uint32_t)(fr / 100000);
+	if (fr == (uint64_t)f4 * 100000) {
+		/* at most 4 decimals (the common case): one swar4 */
+		uint32_t y = swar4(f4), zy = y - 0x30303030;
+
+		q[0] = '.';
+		memcpy(q + 1, &y, 4);
+		q += 5 - (size_t)(__builtin_clz(zy) >> 3);
 		*q = '\0';
 		return (size_t)(q - buf);
 	}

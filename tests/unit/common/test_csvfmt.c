@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fmtfast.h"
 #include "profile/series_csv.h"
 #include "profile/series.h"
 
@@ -178,6 +179,39 @@ START_TEST(test_fmt_fixed_cases)
 }
 END_TEST
 
+static char buf_u64[SH5_FMT_MAX];
+
+/* v by sh5_fmt_u64_fast (the rows' inline formatter: four digits and
+ * fewer by one swar4) and sh5_fmt_u64, against printf. */
+static void check_u64(uint64_t v)
+{
+	char a[SH5_FMT_MAX], b[SH5_FMT_MAX], c[SH5_FMT_MAX];
+	size_t na = sh5_fmt_u64_fast(a, v), nb = sh5_fmt_u64(b, v);
+	int nc = snprintf(c, sizeof(c), "%llu", (unsigned long long)v);
+
+	if (na != (size_t)nc || nb != (size_t)nc || strcmp(a, c) ||
+	    strcmp(b, c))
+		ck_abort_msg("%s: fast \"%s\", sh5_fmt_u64 \"%s\"", c, a, b);
+}
+
+START_TEST(test_fmt_u64_fast)
+{
+	uint64_t v, p;
+	int i, k;
+
+	for (v = 0; v <= 1000000; v++)
+		check_u64(v);
+	for (p = 1, i = 0; i < 20; i++, p *= 10)
+		for (k = -3; k <= 3; k++)
+			check_u64(p + (uint64_t)(int64_t)k);
+	check_u64(UINT64_MAX);
+	for (i = 0; i < 1000000; i++)
+		check_u64(rnd() >> (rnd() % 64));
+	sh5_fmt_u64_fast(buf_u64, 9999);
+	ck_assert_str_eq(buf_u64, "9999");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("csvfmt");
@@ -188,6 +222,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_fmt_row_matches_ops);
 	tcase_add_test(tc, test_fmt_fixed_cases);
+	tcase_add_test(tc, test_fmt_u64_fast);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
