@@ -326,11 +326,12 @@ static size_t fixed10(char *buf, int neg, uint64_t m, int s)
 	uint64_t mask = (UINT64_C(1) << s) - 1, f = (uint64_t)n & mask;
 	uint64_t t = 10000000000 - (m & 1), g = (uint64_t)(n >> s);
 
-	if ((f << (m == (UINT64_C(1) << 52) ? 2 : 1)) <= t)
-		return put_point10(buf, neg, g);
-	if ((mask + 1 - f) * 2 <= t)
-		return put_point10(buf, neg, g + 1);
-	return 0;
+	if ((f << (m == (UINT64_C(1) << 52) ? 2 : 1)) > t) {
+		if ((mask + 1 - f) * 2 > t)
+			return 0;
+		g++;
+	}
+	return put_point10(buf, neg, g);
 }
 
 /* The values sh5_fixed9 (fmtfast.h) does not take: significant(), lg exact

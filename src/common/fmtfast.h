@@ -126,11 +126,13 @@ sh5_fixed9(char *buf, double v, uint64_t bits)
 	uint64_t mask = (UINT64_C(1) << s) - 1, f = (uint64_t)n & mask;
 	uint64_t t = 1000000000 - (m & 1), g = (uint64_t)(n >> s);
 
-	if ((f << (m == (UINT64_C(1) << 52) ? 2 : 1)) <= t)
-		return put_point9(buf, v < 0, g);
-	if ((mask + 1 - f) * 2 <= t)
-		return put_point9(buf, v < 0, g + 1);
-	return 0;
+	/* one put_point9 (inline: once, not twice) */
+	if ((f << (m == (UINT64_C(1) << 52) ? 2 : 1)) > t) {
+		if ((mask + 1 - f) * 2 > t)
+			return 0;
+		g++;
+	}
+	return put_point9(buf, v < 0, g);
 }
 
 static inline __attribute__((always_inline)) size_t
