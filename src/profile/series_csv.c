@@ -28,8 +28,7 @@ put_u64_memo(char *buf, uint64_t v, struct sh5_fmt_memo *m, int i)
 				(unsigned)(v - m->v[i]);
 
 		if (tail < 100) {
-			t[len - 2] = (char)('0' + tail / 10);
-			t[len - 1] = (char)('0' + tail % 10);
+			memcpy(t + len - 2, digits2 + tail * 2, 2);
 			m->v[i] = v;
 			memcpy(buf, t, 24); /* len <= 20 */
 			return len;
