@@ -32,6 +32,17 @@ sh5_fmt_u64_fast(char *buf, uint64_t v)
 		buf[4 - lead] = '\0';
 		return 4 - lead;
 	}
+	if (v < 100000000) {
+		/* the same with eight digits (v >= 10^4: at most 3 lead) */
+		uint64_t y = swar8((uint32_t)v);
+		unsigned lead8 = (unsigned)__builtin_ctzll(
+			y - UINT64_C(0x3030303030303030)) >> 3;
+
+		y >>= 8 * lead8;
+		memcpy(buf, &y, 8);
+		buf[8 - lead8] = '\0';
+		return 8 - lead8;
+	}
 #endif
 	n = ndigits(v);
 	put_left(buf, v, n);

@@ -181,8 +181,9 @@ END_TEST
 
 static char buf_u64[SH5_FMT_MAX];
 
-/* v by sh5_fmt_u64_fast (the rows' inline formatter: four digits and
- * fewer by one swar4) and sh5_fmt_u64, against printf. */
+/* v by sh5_fmt_u64_fast (the rows' inline formatter: below 10^4 by one
+ * swar4, below 10^8 by one swar8, each without ndigits) and sh5_fmt_u64,
+ * against printf. */
 static void check_u64(uint64_t v)
 {
 	char a[SH5_FMT_MAX], b[SH5_FMT_MAX], c[SH5_FMT_MAX];
