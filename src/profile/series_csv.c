@@ -105,3 +105,29 @@ size_t sh5_fmt_row_split(char *buf, const struct sh5_series *s,
 {
 	return fmt_row(buf, s, t, f, m);
 }
+
+#define PRE_COPY 32 /* a prefix up to this is copied this many bytes */
+
+size_t sh5_fmt_rows_split(char *buf, const struct sh5_series *s,
+			  const char *prefix, size_t plen,
+			  const unsigned char *recs, size_t rsz, size_t n,
+			  struct sh5_fmt_memo *m)
+{
+	char pre[PRE_COPY] = "", *p = buf;
+	size_t r;
+
+	/* Fixed size: no call; the row overwrites what is past it. */
+	if (plen <= PRE_COPY)
+		memcpy(pre, prefix, plen);
+	for (r = 0; r < n; r++, recs += rsz) {
+		const union sh5_value *t = (const void *)recs;
+
+		if (plen <= PRE_COPY)
+			memcpy(p, pre, PRE_COPY);
+		else
+			memcpy(p, prefix, plen);
+		p += plen;
+		p += fmt_row(p, s, t, t + 2, m);
+	}
+	return (size_t)(p - buf);
+}

@@ -44,5 +44,14 @@ size_t sh5_fmt_row_memo(char *buf, const struct sh5_series *s,
 size_t sh5_fmt_row_split(char *buf, const struct sh5_series *s,
 			 const union sh5_value *t, const union sh5_value *f,
 			 struct sh5_fmt_memo *m);
+/* n such rows of records recs, rsz bytes apart (t = the record, f = t +
+ * 2 slots), each after the plen bytes of prefix: the bytes written.  buf
+ * holds at least n (plen + SH5_FMT_ROW_MAX(s->nfields)) bytes (a prefix
+ * of up to 32 bytes is copied 32 bytes at once, within that); no NUL.
+ * One call for many rows: no call per row. */
+size_t sh5_fmt_rows_split(char *buf, const struct sh5_series *s,
+			  const char *prefix, size_t plen,
+			  const unsigned char *recs, size_t rsz, size_t n,
+			  struct sh5_fmt_memo *m);
 
 #endif /* SH5_SERIES_CSV_H */

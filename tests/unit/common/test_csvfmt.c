@@ -49,6 +49,43 @@ static double rnd_double(void)
 	}
 }
 
+/* The rows of v as a file's records (ElapsedTime, EpochTime, fields: 8
+ * bytes each) through sh5_fmt_rows_split, in batches of 1 to 64 rows:
+ * the same bytes as extract_series' (ref). */
+static void check_rows_split(const struct sh5_series *s, const char *prefix,
+			     const union sh5_value *v, size_t rows,
+			     const char *ref, size_t rlen)
+{
+	size_t slots = sh5_record_slots(s), w = 2 + s->nfields, r, i, k;
+	size_t plen = strlen(prefix), mlen = 0;
+	union sh5_value *flat = calloc(rows * w, sizeof(*flat));
+	char *mine = malloc(rows * (plen + SH5_FMT_ROW_MAX(s->nfields)));
+	struct sh5_fmt_memo memo;
+
+	ck_assert_ptr_nonnull(flat);
+	ck_assert_ptr_nonnull(mine);
+	for (r = 0; r < rows; r++) {
+		flat[r * w] = v[r * slots];
+		flat[r * w + 1] = v[r * slots + 1];
+		for (i = 0; i < s->nfields; i++)
+			flat[r * w + 2 + i] = v[r * slots + SH5_TIME_SLOTS + i];
+	}
+	memo.len[0] = memo.len[1] = 0;
+	for (r = 0; r < rows; r += k) {
+		k = 1 + rnd() % 64;
+		if (k > rows - r)
+			k = rows - r;
+		mlen += sh5_fmt_rows_split(mine + mlen, s, prefix, plen,
+					   (const unsigned char *)(flat + r * w),
+					   w * sizeof(*flat), k, &memo);
+	}
+	ck_assert_uint_eq(mlen, rlen);
+	ck_assert_msg(!memcmp(mine, ref, rlen), "sh5_fmt_rows_split's rows "
+		      "differ from extract_series");
+	free(flat);
+	free(mine);
+}
+
 static void check_series(struct sh5_series *s, const char *prefix)
 {
 	size_t slots = sh5_record_slots(s), rows = 2000, r, i;
@@ -110,6 +147,8 @@ static void check_series(struct sh5_series *s, const char *prefix)
 	ck_assert_uint_eq(mlen, rlen);
 	ck_assert_msg(!memcmp(mine, ref, rlen), "memo rows differ from "
 		      "extract_series");
+	if (!s->has_time_ns && !s->has_sync_ns)
+		check_rows_split(s, prefix, v, rows, ref, rlen);
 	free(v);
 	free(mine);
 	free(ref);
@@ -145,6 +184,9 @@ START_TEST(test_fmt_row_matches_ops)
 				s[k]->has_sync_ns = sy;
 				check_series(s[k], "");
 				check_series(s[k], "batch,node12,3,");
+				/* past the 32 bytes copied at once */
+				check_series(s[k], "batch,node-with-a-long-name-"
+					     "of-forty-bytes,3,");
 			}
 		sh5_series_destroy(s[k]);
 	}
