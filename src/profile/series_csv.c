@@ -13,15 +13,23 @@
 #define EPOCH_NS_MAX UINT64_C(9223372036)
 
 /* v's digits into buf (room for SH5_FMT_MAX + 1 bytes) through memo
- * slot i: when v is at most 99 above the value last written there and
- * only its last two digits change (no carry further), they are patched
- * into a copy of the last text; else v is formatted afresh. */
+ * slot i: when v is one above the value last written there and its last
+ * digit is not 9, that digit is incremented; when v is at most 99 above
+ * it and only its last two digits change (no carry further), they are
+ * patched into a copy of the last text; else v is formatted afresh. */
 static inline __attribute__((always_inline)) size_t
 put_u64_memo(char *buf, uint64_t v, struct sh5_fmt_memo *m, int i)
 {
 	size_t len = m->len[i];
 	char *t = m->text[i];
 
+	if (len && v - m->v[i] == 1 && t[len - 1] != '9') {
+		/* the common step: one more, no carry */
+		t[len - 1]++;
+		m->v[i] = v;
+		memcpy(buf, t, 24);
+		return len;
+	}
 	if (len >= 2 && v >= m->v[i] && v - m->v[i] < 100) {
 		unsigned tail = (unsigned)(t[len - 2] - '0') * 10 +
 				(unsigned)(t[len - 1] - '0') +

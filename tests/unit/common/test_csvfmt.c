@@ -105,10 +105,12 @@ static void check_series(struct sh5_series *s, const char *prefix)
 		p[0].u = r % 3 ? rnd() % 100000 : rnd();
 		p[1].u = r % 5 ? 1700000000 + r : rnd();
 		/* Runs of slowly growing times (sh5_fmt_row_memo patches
-		 * their last digits): steps 0..120, across carries. */
+		 * their last digits): steps 0..120, across carries, and
+		 * runs of steps of 1 (the last digit incremented). */
 		if (r % 7 > 1 && r) {
-			p[0].u = p[-(long)slots].u + rnd() % 121;
-			p[1].u = p[-(long)slots + 1].u + rnd() % 121;
+			p[0].u = p[-(long)slots].u + (r % 3 ? rnd() % 121 : 1);
+			p[1].u = p[-(long)slots + 1].u +
+				 (r % 5 < 2 ? rnd() % 121 : 1);
 		}
 		p[2].i = (int64_t)rnd();
 		for (i = 0; i < s->nfields; i++) {
