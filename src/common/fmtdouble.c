@@ -334,25 +334,21 @@ static size_t fixed10(char *buf, int neg, uint64_t m, int s)
 	return put_point10(buf, neg, g);
 }
 
-/* The values sh5_fixed9 (fmtfast.h) does not take: significant(), lg exact
- * unless a is near a power of ten, else "%.17g" (never, in range); out
- * of line, so that the common path stays light. */
+/* The values sh5_fixed9 (fmtfast.h) and fixed10 do not take:
+ * significant(), with lg (exact if exact, when a is not near a power of
+ * ten) from sh5_fmt_double_rest, else "%.17g" (never, in range); out of
+ * line, so that the common path stays light. */
 static __attribute__((noinline)) size_t fast_rest(char *buf, double v,
-						  double a, int e)
+						  double a, int e, int lg,
+						  int exact)
 {
-	/* floor((e - 1023) log10 2): 1233 / 4096 is log10 2 within 5e-6,
-	 * exact for |e - 1023| <= 20; lg is this or one more. */
-	int lg = ((e - 1023) * 1233) >> 12, p, s = 1075 - e;
+	int p, s = 1075 - e;
 	uint64_t bits, m, d;
 	size_t len;
 
 	memcpy(&bits, &a, sizeof(bits));
 	m = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
-	if (a > lg_guard[lg + 3][1])
-		lg++;
-	if (a >= lg_guard[lg + 3][0] && a <= lg_guard[lg + 3][1]) {
-		if (lg <= 4 && (len = fixed10(buf, v < 0, m, s)))
-			return len;
+	if (exact) {
 		/* sig_digits with p in 9..19: 15 digits, else 17 (at least
 		 * 10^16 with lg exact; the reference's way if not) */
 		p = 14 - lg;
@@ -374,12 +370,28 @@ size_t sh5_fmt_double_rest(char *buf, double v)
 	double a = fabs(v);
 	uint64_t bits;
 	unsigned e;
+	int lg, exact;
+	size_t len;
 
 	memcpy(&bits, &a, sizeof(bits));
 	e = (unsigned)(bits >> 52);
 	if (e - SH5_FAST_EMIN > SH5_FAST_EMAX - SH5_FAST_EMIN)
 		return sh5_fmt_double_ref(buf, v);
-	return fast_rest(buf, v, a, (int)e);
+	/* floor((e - 1023) log10 2): 1233 / 4096 is log10 2 within 5e-6,
+	 * exact for |e - 1023| <= 20; lg is this or one more.  Then lg is
+	 * exact when a lies between its guards. */
+	lg = (((int)e - 1023) * 1233) >> 12;
+	if (a > lg_guard[lg + 3][1])
+		lg++;
+	exact = a >= lg_guard[lg + 3][0] && a <= lg_guard[lg + 3][1];
+	/* Here, not in fast_rest: no call for the 10 decimals. */
+	if (exact && lg <= 4 &&
+	    (len = fixed10(buf, v < 0,
+			   (bits & ((UINT64_C(1) << 52) - 1)) |
+				   (UINT64_C(1) << 52),
+			   1075 - (int)e)))
+		return len;
+	return fast_rest(buf, v, a, (int)e, lg, exact);
 }
 #else
 size_t sh5_fmt_double_rest(char *buf, double v)
