@@ -322,15 +322,10 @@ static size_t put_point10(char *buf, int neg, uint64_t g)
  */
 static size_t fixed10(char *buf, int neg, uint64_t m, int s)
 {
-	unsigned __int128 n = (unsigned __int128)m * 10000000000;
-	uint64_t mask = (UINT64_C(1) << s) - 1, f = (uint64_t)n & mask;
-	uint64_t t = 10000000000 - (m & 1), g = (uint64_t)(n >> s);
+	uint64_t g;
 
-	if ((f << (m == (UINT64_C(1) << 52) ? 2 : 1)) > t) {
-		if ((mask + 1 - f) * 2 > t)
-			return 0;
-		g++;
-	}
+	if (!sh5_fixed_nearest(m, s, 10000000000, &g))
+		return 0;
 	return put_point10(buf, neg, g);
 }
 

@@ -123,6 +123,27 @@ put_point9(char *buf, int neg, uint64_t g)
 	return (size_t)(q - buf);
 }
 
+/* The one integer g that can lie in a's rounding interval at k (p10 =
+ * 10^k, the interval's half width below 1/2 in units of 10^-k), a = m
+ * 2^-s, 34 <= s <= 60, k <= 10: the integer nearest m 10^k 2^-s, in *g
+ * if it lies there (1), else 0: the test that the comment above
+ * sh5_fmt_double_fast explains (k = 9; fmtdouble.c's fixed10: k = 10). */
+static inline __attribute__((always_inline)) int
+sh5_fixed_nearest(uint64_t m, int s, uint64_t p10, uint64_t *g)
+{
+	unsigned __int128 n = (unsigned __int128)m * p10;
+	uint64_t mask = (UINT64_C(1) << s) - 1, f = (uint64_t)n & mask;
+	uint64_t t = p10 - (m & 1);
+
+	*g = (uint64_t)(n >> s);
+	if ((f << (m == (UINT64_C(1) << 52) ? 2 : 1)) > t) {
+		if ((mask + 1 - f) * 2 > t)
+			return 0;
+		++*g;
+	}
+	return 1;
+}
+
 /* fixed9 by one test: at most one integer, g, lies in a's interval at
  * k = 9 (h < 1/8); an integer of the interval at a smaller k, times
  * 10^(9-k), is one at k = 9: g itself.  So fixed9 passes at some k iff
@@ -131,18 +152,12 @@ put_point9(char *buf, int neg, uint64_t g)
 static inline __attribute__((always_inline)) size_t
 sh5_fixed9(char *buf, double v, uint64_t bits)
 {
-	int s = 1075 - (int)(bits >> 52);
 	uint64_t m = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
-	unsigned __int128 n = (unsigned __int128)m * 1000000000;
-	uint64_t mask = (UINT64_C(1) << s) - 1, f = (uint64_t)n & mask;
-	uint64_t t = 1000000000 - (m & 1), g = (uint64_t)(n >> s);
+	uint64_t g;
 
 	/* one put_point9 (inline: once, not twice) */
-	if ((f << (m == (UINT64_C(1) << 52) ? 2 : 1)) > t) {
-		if ((mask + 1 - f) * 2 > t)
-			return 0;
-		g++;
-	}
+	if (!sh5_fixed_nearest(m, 1075 - (int)(bits >> 52), 1000000000, &g))
+		return 0;
 	return put_point9(buf, v < 0, g);
 }
 

@@ -58,41 +58,34 @@ size_t sh5_fmt_row(char *buf, const struct sh5_series *s,
 	return sh5_fmt_row_memo(buf, s, v, &m);
 }
 
-/* The nf fields f after buf's len bytes, each after a comma: the new
- * length. */
+/* Field i of f after buf's len bytes, after a comma: the new length. */
 static inline __attribute__((always_inline)) size_t
-put_fields(char *buf, size_t len, const struct sh5_field *fl,
-	   const union sh5_value *f, size_t nf)
+put_field(char *buf, size_t len, const struct sh5_field *fl,
+	  const union sh5_value *f, size_t i)
 {
-	size_t i;
-
-	for (i = 0; i < nf; i++) {
-		buf[len++] = ',';
-		if (fl[i].type == SH5_FT_DOUBLE)
-			len += sh5_fmt_double_fast(buf + len, f[i].d);
-		else
-			len += sh5_fmt_u64_fast(buf + len, f[i].u);
-	}
-	return len;
+	buf[len++] = ',';
+	if (fl[i].type == SH5_FT_DOUBLE)
+		return len + sh5_fmt_double_fast(buf + len, f[i].d);
+	return len + sh5_fmt_u64_fast(buf + len, f[i].u);
 }
 
-/* put_fields for 8 fields (Task series, the stock plugin's and ours),
- * unrolled: no loop.  Only sh5_fmt_rows_split's loop has it (each copy
- * is large). */
+/* The nf fields f: the new length; 8 of them (Task series, the stock
+ * plugin's and ours) unrolled, no loop (eight; only sh5_fmt_rows_split's
+ * loop has that: each copy is large). */
 static inline __attribute__((always_inline)) size_t
-put_fields8(char *buf, size_t len, const struct sh5_field *fl,
-	    const union sh5_value *f)
+put_fields(char *buf, size_t len, const struct sh5_field *fl,
+	   const union sh5_value *f, size_t nf, int eight)
 {
 	size_t i;
 
+	if (eight) {
 #pragma GCC unroll 8
-	for (i = 0; i < 8; i++) {
-		buf[len++] = ',';
-		if (fl[i].type == SH5_FT_DOUBLE)
-			len += sh5_fmt_double_fast(buf + len, f[i].d);
-		else
-			len += sh5_fmt_u64_fast(buf + len, f[i].u);
+		for (i = 0; i < 8; i++)
+			len = put_field(buf, len, fl, f, i);
+		return len;
 	}
+	for (i = 0; i < nf; i++)
+		len = put_field(buf, len, fl, f, i);
 	return len;
 }
 
@@ -128,10 +121,7 @@ fmt_row(char *buf, const struct sh5_series *s, const union sh5_value *v,
 		buf[len++] = ',';
 		len += sh5_fmt_i64(buf + len, f[nf].i);
 	}
-	if (eight)
-		len = put_fields8(buf, len, fl, f);
-	else
-		len = put_fields(buf, len, fl, f, nf);
+	len = put_fields(buf, len, fl, f, nf, eight);
 	buf[len++] = '\n';
 	return len;
 }
