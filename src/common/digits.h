@@ -98,6 +98,18 @@ static inline uint64_t swar8(uint32_t v)
 	return x | UINT64_C(0x3030303030303030);
 }
 
+/* The 4 digits of v < 10^4 as ASCII, the first in the lowest byte:
+ * swar8's last two steps on two halves of two digits (x 5243 >> 19 is
+ * x / 100 below 43699). */
+static inline uint32_t swar4(uint32_t v)
+{
+	uint32_t hi = (v * 5243) >> 19, x = hi | ((v - hi * 100) << 16), t;
+
+	t = ((x * 103) >> 10) & 0x000F000F;
+	x = ((x - t * 10) << 8) | t;
+	return x | 0x30303030;
+}
+
 /* Exactly n digits of v < 10^n (1 <= n <= 20) from p on, left to right;
  * may write junk up to p + 8 beyond them (overwritten by what follows:
  * callers' buffers leave that room). */

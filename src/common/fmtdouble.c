@@ -271,23 +271,79 @@ static const double lg_guard[10][2] = { LG_GUARDS(1e-3), LG_GUARDS(1e-2),
 	LG_GUARDS(1e-1), LG_GUARDS(1.0), LG_GUARDS(1e1), LG_GUARDS(1e2),
 	LG_GUARDS(1e3), LG_GUARDS(1e4), LG_GUARDS(1e5), LG_GUARDS(1e6) };
 
-/* The values sh5_fixed9 (fmtfast.h) does not take: significant(), lg exact
- * unless a is near a power of ten, else "%.17g" (never, in range); out
- * of line, so that the common path stays light. */
-static __attribute__((noinline)) size_t fast_rest(char *buf, double v,
-						  double a, int e)
+/* put_point9's digits of g < 10^15 with 10 decimals, the last of them
+ * not a trailing zero unless the first nine are (then cut like the rest). */
+static size_t put_point10(char *buf, int neg, uint64_t g)
 {
-	/* floor((e - 1023) log10 2): 1233 / 4096 is log10 2 within 5e-6,
-	 * exact for |e - 1023| <= 20; lg is this or one more. */
-	int lg = ((e - 1023) * 1233) >> 12, p, s = 1075 - e;
+	uint64_t ip = g / 10000000000, fr = g - ip * 10000000000, x, z;
+	uint32_t d2, rest;
+	char *q = buf;
+	size_t n;
+
+	*q = '-';
+	q += neg;
+	if (ip < 10) {
+		*q++ = (char)('0' + ip);
+	} else {
+		n = ndigits(ip);
+		put_left(q, ip, n);
+		q += n;
+	}
+	d2 = (uint32_t)(fr / 100000000);
+	rest = (uint32_t)(fr - (uint64_t)d2 * 100000000);
+	q[0] = '.';
+	memcpy(q + 1, digits2 + d2 * 2, 2);
+	x = swar8(rest);
+	memcpy(q + 3, &x, 8);
+	z = x - UINT64_C(0x3030303030303030);
+	if (z)
+		q += 3 + 8 - (size_t)(__builtin_clzll(z) >> 3);
+	else if (d2)
+		q += 3 - (d2 % 10 == 0);
+	/* fr == 0: no point (fixed9 takes such values first) */
+	*q = '\0';
+	return (size_t)(q - buf);
+}
+
+/*
+ * significant() for a that fixed9 leaves, when exactly 10 decimals read
+ * back as a, lg exact (guards) and lg <= 4 (p15 = 14 - lg >= 10).
+ * fmtfast.h's one test at k = 10: a = m 2^-s, s >= 34, h = 10^10
+ * 2^-(s+1) < 1 / 2, so at most one integer g, the one nearest to m
+ * 10^10 2^-s, has D = g 10^-10 in a's rounding interval.  If one has,
+ * significant() rounds a 10^p15 to D 10^p15 (an integer: p15 >= 10; a
+ * is within 2^-(s+1) 10^p15 <= a 10^p15 2^-53 < 10^15 2^-53 < 1/2 of
+ * it), which reads back (D rounds to a) and is below 10^15 < 2^53: its
+ * digits with p15 decimals, trailing zeros cut, are D's with 10.  0 if
+ * no g.  (The bounds' ties cannot happen here, 2 F = 10^10 would need F
+ * = 2^9 5^10 where m 10^10 mod 2^s is a multiple of 2^10, nor can the
+ * half gap below a power of two matter, those having at most 8
+ * decimals in this range: the exact test is kept all the same.)
+ */
+static size_t fixed10(char *buf, int neg, uint64_t m, int s)
+{
+	uint64_t g;
+
+	if (!sh5_fixed_nearest(m, s, 10000000000, &g))
+		return 0;
+	return put_point10(buf, neg, g);
+}
+
+/* The values sh5_fixed9 (fmtfast.h) and fixed10 do not take:
+ * significant(), with lg (exact if exact, when a is not near a power of
+ * ten) from sh5_fmt_double_rest, else "%.17g" (never, in range); out of
+ * line, so that the common path stays light. */
+static __attribute__((noinline)) size_t fast_rest(char *buf, double v,
+						  double a, int e, int lg,
+						  int exact)
+{
+	int p, s = 1075 - e;
 	uint64_t bits, m, d;
 	size_t len;
 
 	memcpy(&bits, &a, sizeof(bits));
 	m = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
-	if (a > lg_guard[lg + 3][1])
-		lg++;
-	if (a >= lg_guard[lg + 3][0] && a <= lg_guard[lg + 3][1]) {
+	if (exact) {
 		/* sig_digits with p in 9..19: 15 digits, else 17 (at least
 		 * 10^16 with lg exact; the reference's way if not) */
 		p = 14 - lg;
@@ -309,12 +365,28 @@ size_t sh5_fmt_double_rest(char *buf, double v)
 	double a = fabs(v);
 	uint64_t bits;
 	unsigned e;
+	int lg, exact;
+	size_t len;
 
 	memcpy(&bits, &a, sizeof(bits));
 	e = (unsigned)(bits >> 52);
 	if (e - SH5_FAST_EMIN > SH5_FAST_EMAX - SH5_FAST_EMIN)
 		return sh5_fmt_double_ref(buf, v);
-	return fast_rest(buf, v, a, (int)e);
+	/* floor((e - 1023) log10 2): 1233 / 4096 is log10 2 within 5e-6,
+	 * exact for |e - 1023| <= 20; lg is this or one more.  Then lg is
+	 * exact when a lies between its guards. */
+	lg = (((int)e - 1023) * 1233) >> 12;
+	if (a > lg_guard[lg + 3][1])
+		lg++;
+	exact = a >= lg_guard[lg + 3][0] && a <= lg_guard[lg + 3][1];
+	/* Here, not in fast_rest: no call for the 10 decimals. */
+	if (exact && lg <= 4 &&
+	    (len = fixed10(buf, v < 0,
+			   (bits & ((UINT64_C(1) << 52) - 1)) |
+				   (UINT64_C(1) << 52),
+			   1075 - (int)e)))
+		return len;
+	return fast_rest(buf, v, a, (int)e, lg, exact);
 }
 #else
 size_t sh5_fmt_double_rest(char *buf, double v)

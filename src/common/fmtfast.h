@@ -18,8 +18,33 @@ size_t sh5_fmt_double_rest(char *buf, double v);
 static inline __attribute__((always_inline)) size_t
 sh5_fmt_u64_fast(char *buf, uint64_t v)
 {
-	size_t n = ndigits(v);
+	size_t n;
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (v < 10000) {
+		/* four digits, the leading zeros (the low bytes) shifted
+		 * out; 0 keeps its last */
+		uint32_t x = swar4((uint32_t)v), z = x - 0x30303030;
+		unsigned lead = z ? (unsigned)__builtin_ctz(z) >> 3 : 3;
+
+		x >>= 8 * lead;
+		memcpy(buf, &x, 4);
+		buf[4 - lead] = '\0';
+		return 4 - lead;
+	}
+	if (v < 100000000) {
+		/* the same with eight digits (v >= 10^4: at most 3 lead) */
+		uint64_t y = swar8((uint32_t)v);
+		unsigned lead8 = (unsigned)__builtin_ctzll(
+			y - UINT64_C(0x3030303030303030)) >> 3;
+
+		y >>= 8 * lead8;
+		memcpy(buf, &y, 8);
+		buf[8 - lead8] = '\0';
+		return 8 - lead8;
+	}
+#endif
+	n = ndigits(v);
 	put_left(buf, v, n);
 	buf[n] = '\0';
 	return n;
@@ -55,7 +80,7 @@ static inline __attribute__((always_inline)) size_t
 put_point9(char *buf, int neg, uint64_t g)
 {
 	uint64_t ip = g / 1000000000, fr = g - ip * 1000000000, x, z;
-	uint32_t d0, rest;
+	uint32_t d0, rest, f4;
 	char *q = buf;
 	size_t n;
 
@@ -75,6 +100,17 @@ put_point9(char *buf, int neg, uint64_t g)
 		*q = '\0';
 		return (size_t)(q - buf);
 	}
+	f4 = (uint32_t)(fr / 100000);
+	if (fr == (uint64_t)f4 * 100000) {
+		/* at most 4 decimals (the common case): one swar4 */
+		uint32_t y = swar4(f4), zy = y - 0x30303030;
+
+		q[0] = '.';
+		memcpy(q + 1, &y, 4);
+		q += 5 - (size_t)(__builtin_clz(zy) >> 3);
+		*q = '\0';
+		return (size_t)(q - buf);
+	}
 	d0 = (uint32_t)(fr / 100000000);
 	rest = (uint32_t)fr - d0 * 100000000;
 	q[0] = '.';
@@ -87,6 +123,27 @@ put_point9(char *buf, int neg, uint64_t g)
 	return (size_t)(q - buf);
 }
 
+/* The one integer g that can lie in a's rounding interval at k (p10 =
+ * 10^k, the interval's half width below 1/2 in units of 10^-k), a = m
+ * 2^-s, 34 <= s <= 60, k <= 10: the integer nearest m 10^k 2^-s, in *g
+ * if it lies there (1), else 0: the test that the comment above
+ * sh5_fmt_double_fast explains (k = 9; fmtdouble.c's fixed10: k = 10). */
+static inline __attribute__((always_inline)) int
+sh5_fixed_nearest(uint64_t m, int s, uint64_t p10, uint64_t *g)
+{
+	unsigned __int128 n = (unsigned __int128)m * p10;
+	uint64_t mask = (UINT64_C(1) << s) - 1, f = (uint64_t)n & mask;
+	uint64_t t = p10 - (m & 1);
+
+	*g = (uint64_t)(n >> s);
+	if ((f << (m == (UINT64_C(1) << 52) ? 2 : 1)) > t) {
+		if ((mask + 1 - f) * 2 > t)
+			return 0;
+		++*g;
+	}
+	return 1;
+}
+
 /* fixed9 by one test: at most one integer, g, lies in a's interval at
  * k = 9 (h < 1/8); an integer of the interval at a smaller k, times
  * 10^(9-k), is one at k = 9: g itself.  So fixed9 passes at some k iff
@@ -95,17 +152,13 @@ put_point9(char *buf, int neg, uint64_t g)
 static inline __attribute__((always_inline)) size_t
 sh5_fixed9(char *buf, double v, uint64_t bits)
 {
-	int s = 1075 - (int)(bits >> 52);
 	uint64_t m = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
-	unsigned __int128 n = (unsigned __int128)m * 1000000000;
-	uint64_t mask = (UINT64_C(1) << s) - 1, f = (uint64_t)n & mask;
-	uint64_t t = 1000000000 - (m & 1), g = (uint64_t)(n >> s);
+	uint64_t g;
 
-	if ((f << (m == (UINT64_C(1) << 52) ? 2 : 1)) <= t)
-		return put_point9(buf, v < 0, g);
-	if ((mask + 1 - f) * 2 <= t)
-		return put_point9(buf, v < 0, g + 1);
-	return 0;
+	/* one put_point9 (inline: once, not twice) */
+	if (!sh5_fixed_nearest(m, 1075 - (int)(bits >> 52), 1000000000, &g))
+		return 0;
+	return put_point9(buf, v < 0, g);
 }
 
 static inline __attribute__((always_inline)) size_t

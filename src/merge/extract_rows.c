@@ -107,37 +107,29 @@ int sh5_extract_emit_rows(const struct sh5_extract_sel *e, const char *prefix,
 	return 0;
 }
 
-#define PRE_COPY 32 /* <= SH5_FMT_ROW_MAX(0): the room after a prefix */
-
 /* The rows of n records as the file stores them (sh5_cursor_read_flat:
- * rsz bytes each), as sh5_extract_emit_rows writes them. */
+ * rsz bytes each), as sh5_extract_emit_rows writes them: as many at once
+ * as the output buffer has room for. */
 static int emit_flat(const struct sh5_extract_sel *e, const char *prefix,
 		     const unsigned char *recs, size_t rsz, size_t n,
 		     struct obuf *b)
 {
 	const struct sh5_series *s = e->s;
-	size_t plen = strlen(prefix), max = SH5_FMT_ROW_MAX(s->nfields), r;
+	size_t plen = strlen(prefix), row = plen + SH5_FMT_ROW_MAX(s->nfields);
 	struct sh5_fmt_memo memo;
-	char pre[PRE_COPY] = "";
 
-	/* A short prefix is copied PRE_COPY bytes at a time (fixed size:
-	 * no call; the row overwrites what is past it). */
-	if (plen <= PRE_COPY)
-		memcpy(pre, prefix, plen);
 	memo.len[0] = memo.len[1] = 0;
-	for (r = 0; r < n; r++, recs += rsz) {
-		const union sh5_value *t = (const void *)recs;
-		char *p;
+	while (n) {
+		size_t fit, k;
 
-		if (OUT_BUFFER - b->len < plen + max && sh5_obuf_flush(b) < 0)
+		if (OUT_BUFFER - b->len < row && sh5_obuf_flush(b) < 0)
 			return -1;
-		p = b->p + b->len;
-		if (plen <= PRE_COPY)
-			memcpy(p, pre, PRE_COPY);
-		else
-			memcpy(p, prefix, plen);
-		b->len += plen + sh5_fmt_row_split(p + plen, s, t, t + 2,
-						   &memo);
+		fit = (OUT_BUFFER - b->len) / row;
+		k = n < fit ? n : fit;
+		b->len += sh5_fmt_rows_split(b->p + b->len, s, prefix, plen,
+					     recs, rsz, k, &memo);
+		recs += k * rsz;
+		n -= k;
 	}
 	return 0;
 }

@@ -37,12 +37,19 @@ struct sh5_fmt_memo {
 };
 size_t sh5_fmt_row_memo(char *buf, const struct sh5_series *s,
 			const union sh5_value *v, struct sh5_fmt_memo *m);
-/* The same from a record in two parts: t its ElapsedTime, EpochTime (and
- * EpochTimeNs, read only when s->has_time_ns), f its fields (and after
- * them SyncTimeNs, read only when s->has_sync_ns): a file's own records
- * (sh5_cursor_read_flat). */
-size_t sh5_fmt_row_split(char *buf, const struct sh5_series *s,
-			 const union sh5_value *t, const union sh5_value *f,
-			 struct sh5_fmt_memo *m);
+/*
+ * n rows through m from a file's own records (sh5_cursor_read_flat),
+ * rsz bytes apart, each after the plen bytes of prefix: a record is
+ * ElapsedTime, EpochTime (EpochTimeNs after them read only when
+ * s->has_time_ns), then the fields from its third slot on (SyncTimeNs
+ * after them read only when s->has_sync_ns).  buf holds at least n (plen
+ * + SH5_FMT_ROW_MAX(s->nfields)) bytes (a prefix of up to 32 bytes is
+ * copied 32 bytes at once, within that); no NUL.  The bytes written.
+ * One call for many rows: no call per row.
+ */
+size_t sh5_fmt_rows_split(char *buf, const struct sh5_series *s,
+			  const char *prefix, size_t plen,
+			  const unsigned char *recs, size_t rsz, size_t n,
+			  struct sh5_fmt_memo *m);
 
 #endif /* SH5_SERIES_CSV_H */

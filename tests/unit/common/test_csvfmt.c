@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fmtfast.h"
 #include "profile/series_csv.h"
 #include "profile/series.h"
 
@@ -48,6 +49,43 @@ static double rnd_double(void)
 	}
 }
 
+/* The rows of v as a file's records (ElapsedTime, EpochTime, fields: 8
+ * bytes each) through sh5_fmt_rows_split, in batches of 1 to 64 rows:
+ * the same bytes as extract_series' (ref). */
+static void check_rows_split(const struct sh5_series *s, const char *prefix,
+			     const union sh5_value *v, size_t rows,
+			     const char *ref, size_t rlen)
+{
+	size_t slots = sh5_record_slots(s), w = 2 + s->nfields, r, i, k;
+	size_t plen = strlen(prefix), mlen = 0;
+	union sh5_value *flat = calloc(rows * w, sizeof(*flat));
+	char *mine = malloc(rows * (plen + SH5_FMT_ROW_MAX(s->nfields)));
+	struct sh5_fmt_memo memo;
+
+	ck_assert_ptr_nonnull(flat);
+	ck_assert_ptr_nonnull(mine);
+	for (r = 0; r < rows; r++) {
+		flat[r * w] = v[r * slots];
+		flat[r * w + 1] = v[r * slots + 1];
+		for (i = 0; i < s->nfields; i++)
+			flat[r * w + 2 + i] = v[r * slots + SH5_TIME_SLOTS + i];
+	}
+	memo.len[0] = memo.len[1] = 0;
+	for (r = 0; r < rows; r += k) {
+		k = 1 + rnd() % 64;
+		if (k > rows - r)
+			k = rows - r;
+		mlen += sh5_fmt_rows_split(mine + mlen, s, prefix, plen,
+					   (const unsigned char *)(flat + r * w),
+					   w * sizeof(*flat), k, &memo);
+	}
+	ck_assert_uint_eq(mlen, rlen);
+	ck_assert_msg(!memcmp(mine, ref, rlen), "sh5_fmt_rows_split's rows "
+		      "differ from extract_series");
+	free(flat);
+	free(mine);
+}
+
 static void check_series(struct sh5_series *s, const char *prefix)
 {
 	size_t slots = sh5_record_slots(s), rows = 2000, r, i;
@@ -67,10 +105,12 @@ static void check_series(struct sh5_series *s, const char *prefix)
 		p[0].u = r % 3 ? rnd() % 100000 : rnd();
 		p[1].u = r % 5 ? 1700000000 + r : rnd();
 		/* Runs of slowly growing times (sh5_fmt_row_memo patches
-		 * their last digits): steps 0..120, across carries. */
+		 * their last digits): steps 0..120, across carries, and
+		 * runs of steps of 1 (the last digit incremented). */
 		if (r % 7 > 1 && r) {
-			p[0].u = p[-(long)slots].u + rnd() % 121;
-			p[1].u = p[-(long)slots + 1].u + rnd() % 121;
+			p[0].u = p[-(long)slots].u + (r % 3 ? rnd() % 121 : 1);
+			p[1].u = p[-(long)slots + 1].u +
+				 (r % 5 < 2 ? rnd() % 121 : 1);
 		}
 		p[2].i = (int64_t)rnd();
 		for (i = 0; i < s->nfields; i++) {
@@ -109,6 +149,8 @@ static void check_series(struct sh5_series *s, const char *prefix)
 	ck_assert_uint_eq(mlen, rlen);
 	ck_assert_msg(!memcmp(mine, ref, rlen), "memo rows differ from "
 		      "extract_series");
+	if (!s->has_time_ns && !s->has_sync_ns)
+		check_rows_split(s, prefix, v, rows, ref, rlen);
 	free(v);
 	free(mine);
 	free(ref);
@@ -144,6 +186,9 @@ START_TEST(test_fmt_row_matches_ops)
 				s[k]->has_sync_ns = sy;
 				check_series(s[k], "");
 				check_series(s[k], "batch,node12,3,");
+				/* past the 32 bytes copied at once */
+				check_series(s[k], "batch,node-with-a-long-name-"
+					     "of-forty-bytes,3,");
 			}
 		sh5_series_destroy(s[k]);
 	}
@@ -178,6 +223,40 @@ START_TEST(test_fmt_fixed_cases)
 }
 END_TEST
 
+static char buf_u64[SH5_FMT_MAX];
+
+/* v by sh5_fmt_u64_fast (the rows' inline formatter: below 10^4 by one
+ * swar4, below 10^8 by one swar8, each without ndigits) and sh5_fmt_u64,
+ * against printf. */
+static void check_u64(uint64_t v)
+{
+	char a[SH5_FMT_MAX], b[SH5_FMT_MAX], c[SH5_FMT_MAX];
+	size_t na = sh5_fmt_u64_fast(a, v), nb = sh5_fmt_u64(b, v);
+	int nc = snprintf(c, sizeof(c), "%llu", (unsigned long long)v);
+
+	if (na != (size_t)nc || nb != (size_t)nc || strcmp(a, c) ||
+	    strcmp(b, c))
+		ck_abort_msg("%s: fast \"%s\", sh5_fmt_u64 \"%s\"", c, a, b);
+}
+
+START_TEST(test_fmt_u64_fast)
+{
+	uint64_t v, p;
+	int i, k;
+
+	for (v = 0; v <= 1000000; v++)
+		check_u64(v);
+	for (p = 1, i = 0; i < 20; i++, p *= 10)
+		for (k = -3; k <= 3; k++)
+			check_u64(p + (uint64_t)(int64_t)k);
+	check_u64(UINT64_MAX);
+	for (i = 0; i < 1000000; i++)
+		check_u64(rnd() >> (rnd() % 64));
+	sh5_fmt_u64_fast(buf_u64, 9999);
+	ck_assert_str_eq(buf_u64, "9999");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("csvfmt");
@@ -188,6 +267,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_fmt_row_matches_ops);
 	tcase_add_test(tc, test_fmt_fixed_cases);
+	tcase_add_test(tc, test_fmt_u64_fast);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

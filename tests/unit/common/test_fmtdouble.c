@@ -2,7 +2,7 @@
  * sh5_fmt_double_ref (the first implementation) writes, over millions of
  * doubles of every shape, and what it writes reads back exactly.
  * FMTDOUBLE_N (environment) sets the random doubles per shape (default
- * 2,000,000 of each of 12 shapes). */
+ * 2,000,000 of each of 15 shapes). */
 #include "config.h"
 
 #include <check.h>
@@ -110,6 +110,16 @@ static double shape(int k)
 	case 10: /* products by powers of ten, to 15 digits */
 		return (double)(r % 1000000000000000ULL) *
 		       pow(10.0, -(double)(q % 22));
+	case 12: /* exactly 10 decimals below 10^5 (fmtdouble.c's fixed10),
+		  * then a few ulps off */
+		d = (double)(r % 1000000000000000ULL) / 1e10;
+		for (q = (q >> 8) % 4; q; q--)
+			d = nextafter(d, r & 1 ? INFINITY : -INFINITY);
+		return d;
+	case 13: /* 10 decimals over powers of two (the half gap below) */
+		d = ldexp(1.0, (int)(q % 27) - 8);
+		d += (double)(r % 2000001 - 1000000) * 1e-10;
+		return d;
 	default: /* any mantissa near powers of two */
 		return ldexp(1.0 + (double)(r % 64) * 0x1p-52,
 			     (int)(q % 40) - 12);
@@ -122,10 +132,10 @@ START_TEST(test_random_shapes)
 	long n = env ? atol(env) : 2000000, i;
 	int k;
 
-	for (k = 0; k < 12; k++)
+	for (k = 0; k < 15; k++)
 		for (i = 0; i < n; i++)
 			check(shape(k));
-	ck_assert_uint_ge(nchecked, 12 * (unsigned long)n);
+	ck_assert_uint_ge(nchecked, 15 * (unsigned long)n);
 }
 END_TEST
 
@@ -158,6 +168,13 @@ START_TEST(test_edges)
 	check_near(0x1p19, 256);
 	check_near(1e-6, 256);
 	check_near(1e15, 256);
+	/* fixed10's bound lg <= 4: 10 decimals on both sides of 10^5, and
+	 * every power of two of the fast range plus or minus 10^-10 k. */
+	for (k = -2000; k <= 2000; k++)
+		check_near(1e5 + (double)k * 1e-10, 2);
+	for (i = -8; i < 19; i++)
+		for (k = -200; k <= 200; k++)
+			check_near(ldexp(1.0, i) + (double)k * 1e-10, 2);
 	/* Every k/10^j for small k, j. */
 	for (i = 0; i <= 12; i++)
 		for (k = 1; k <= 20000; k++)
@@ -180,6 +197,10 @@ START_TEST(test_known_outputs)
 		{ 524287.999, "524287.999" },
 		{ 3.5 + 1e-9, "3.500000001" }, { 3.5 + 2e-9, "3.500000002" },
 		{ -0.0, "0" }, { 0.0, "0" }, { 1e15, "1000000000000000" },
+		{ 3.0009765625, "3.0009765625" },
+		{ -0.1064453145, "-0.1064453145" },
+		{ 99999.0000000001, "99999.0000000001" },
+		{ 0.0039062501, "0.0039062501" },
 	};
 	char buf[SH5_FMT_MAX];
 	size_t i;
