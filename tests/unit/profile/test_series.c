@@ -543,7 +543,9 @@ START_TEST(test_writer_types_shared)
 	const char *fields[] = { "Id", "Value" }, *other[] = { "Id" };
 	enum sh5_ftype types[] = { SH5_FT_U64, SH5_FT_DOUBLE };
 	const char *paths[] = { "n/Tasks/0", "n/Tasks/1", "n/Other" };
-	union sh5_value rec[SH5_TIME_SLOTS + 2];
+	/* A record's slots (sh5_record_slots): the times, the two fields
+	 * and the SyncTimeNs slot after them. */
+	union sh5_value rec[SH5_TIME_SLOTS + 2 + 1];
 	char path[300];
 	struct sh5_writer *w;
 	haddr_t addr[3];
