@@ -5,18 +5,21 @@
 #
 # Generates stock node-step files at 3 sizes with bench/gen_job, merges
 # each with sh5merge (its job file) and with sh5util -S (sh5util's own),
-# then extracts every task series from each tool's file, the two tools
-# alternately (the same machine state for both), best wall time of RUNS:
+# then extracts every task series from each tool's file, the tools in
+# turn, RUNS rounds, each round starting with the next tool (no tool
+# always runs right after another: what follows sh5util pays more system
+# time for its output):
 #   sh5merge extract -i JOB.h5 -o out.csv
 #   sh5util -j JOB -E -i SJOB.h5 -l Node:TimeSeries -s Tasks -o out.csv
-# Prints rows/s of each, the speed ratio against the target (>= 20x
-# sh5util's rows/s), CPU (user+sys, children included) and peak RSS of
-# the best run.  Say the load (printed) beside the figures.
+# Prints, for each, the median wall time with its spread (min-max), rows/s
+# at the median, the median CPU (user+sys, children included) with its
+# spread and the peak RSS; the ratios of the medians against the target
+# (>= 20x sh5util's rows/s).  Say the load (printed) beside the figures.
 #
 # Environment: BENCH_DIR (scratch, default a new /tmp dir, removed at the
 # end), TASKS (4), SIZES ("64x900 64x3600 64x14400": nodes x samples,
 # job length growing at a fixed width: rows/s and peak RSS against it),
-# RUNS (best of, default 3), SH5UTIL (/usr/bin/sh5util), SH5MERGE (another
+# RUNS (rounds, default 5), SH5UTIL (/usr/bin/sh5util), SH5MERGE (another
 # binary, e.g. an older build, instead of BUILD_DIR's), OLD (an older
 # sh5merge binary run alongside, same files, same rounds: before/after in
 # one run), SH5MERGE_NO_FORK=1 (one thread, passed on to sh5merge).
@@ -29,7 +32,7 @@ SH5UTIL=${SH5UTIL:-/usr/bin/sh5util}
 OLD=${OLD:-}
 TASKS=${TASKS:-4}
 SIZES=${SIZES:-64x900 64x3600 64x14400}
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-5}
 TARGET=20
 [ -x "$SH5MERGE" ] && [ -x "$GEN" ] ||
 	{ echo "build first: make && make bench/gen_job" >&2; exit 1; }
@@ -62,25 +65,37 @@ if rc:
 print("%.4f %.3f %d" % (t1 - t0, ru.ru_utime + ru.ru_stime, ru.ru_maxrss))
 ' "$@" || { echo "failed: $*" >&2; exit 1; }
 }
-# best "CMD"...: each command once per round, RUNS rounds, in turn (the
-# same machine state for all); for each, in order, the best wall of its
-# runs with that run's CPU and RSS: "WALL CPU RSS" per command.
-best() {
-	local i k out res=() n=$#
-	for i in $(seq 1 "$RUNS"); do
-		for k in $(seq 0 $((n - 1))); do
-			out=$(once ${@:$((k + 1)):1}) || exit 1
-			if [ -z "${res[$k]:-}" ] ||
-			   awk "BEGIN{exit !(${out%% *} < ${res[$k]%% *})}"; then
-				res[$k]=$out
-			fi
+# medians "CMD"...: RUNS rounds, each command once per round, round i
+# starting with command i mod n; for each command, in order, "WALL CPU
+# RSS WMIN WMAX CMIN CMAX": the medians, the peak RSS and the spreads.
+medians() {
+	local i j k n=$# runs=$W/runs
+	: > "$runs"
+	for i in $(seq 0 $((RUNS - 1))); do
+		for j in $(seq 0 $((n - 1))); do
+			k=$(( (i + j) % n ))
+			echo "$k $(once ${@:$((k + 1)):1})" >> "$runs" || exit 1
 		done
 	done
-	echo "${res[@]}"
+	/usr/bin/python3 - "$n" "$runs" <<'PY'
+import statistics, sys
+n = int(sys.argv[1])
+runs = [[] for _ in range(n)]
+for line in open(sys.argv[2]):
+    k, w, c, m = line.split()
+    runs[int(k)].append((float(w), float(c), int(m)))
+out = []
+for r in runs:
+    w = [x[0] for x in r]; c = [x[1] for x in r]
+    out.append("%.4f %.3f %d %.4f %.4f %.3f %.3f" % (
+        statistics.median(w), statistics.median(c), max(x[2] for x in r),
+        min(w), max(w), min(c), max(c)))
+print(" ".join(out))
+PY
 }
 
 echo "extract_bench: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)," \
-	"best of $RUNS, target >= ${TARGET}x sh5util's rows/s"
+	"medians of $RUNS rounds, target >= ${TARGET}x sh5util's rows/s"
 job=2000
 for size in $SIZES; do
 	nodes=${size%x*} samples=${size#*x}
@@ -97,32 +112,32 @@ for size in $SIZES; do
 	X="$SH5MERGE extract -i $W/m.h5 -o $W/out.csv"
 	S="$SH5UTIL -j $job -E -i $W/s.h5 -l Node:TimeSeries -s Tasks -o $W/out.csv"
 	if [ -n "$OLD" ]; then
-		set -- $(best "$X" "$S" "$OLD extract -i $W/m.h5 -o $W/out.csv")
+		set -- $(medians "$X" "$S" "$OLD extract -i $W/m.h5 -o $W/out.csv")
 	else
-		set -- $(best "$X" "$S") 0 0 0
+		set -- $(medians "$X" "$S") 0 0 0 0 0 0 0
 	fi
-	awk -v n="$nodes" -v t="$TASKS" -v s="$samples" -v r="$rows" \
-	    -v mw="$1" -v mc="$2" -v mr="$3" -v uw="$4" -v uc="$5" -v ur="$6" \
-	    -v ow="$7" -v oc="$8" -v or="$9" \
+	echo "$@" | awk -v n="$nodes" -v t="$TASKS" -v s="$samples" -v r="$rows" \
 	    -v T="$TARGET" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
-	function line(what, w, c, m) {
-		printf "  %-9s %7.3f s %9.0f rows/s  CPU %6.3f s  RSS %7d KiB\n",
-			what, w, r / w, c, m
+	function line(what, i) {
+		printf "  %-9s %7.3f s (%.3f-%.3f) %9.0f rows/s  CPU %6.3f s (%.3f-%.3f)  RSS %7d KiB\n",
+			what, $(i), $(i + 3), $(i + 4), r / $(i), $(i + 1),
+			$(i + 5), $(i + 6), $(i + 2)
 	}
-	function ratio(what, w, c) {
+	function ratio(what, i, w, c) {
+		w = $(i); c = $(i + 1)
 		printf "  %s ratio %.1fx (wall), %.1fx (CPU); target >= %dx: %s\n",
-			what, uw / w, (c > 0 ? uc / c : 0), T,
-			(uw / w >= T && c > 0 && uc / c >= T ? "met" : "NOT met")
+			what, $8 / w, (c > 0 ? $9 / c : 0), T,
+			($8 / w >= T && c > 0 && $9 / c >= T ? "met" : "NOT met")
 	}
-	BEGIN {
+	{
 		printf "== %d nodes x %d tasks x %d samples = %d rows (load %s)\n",
 			n, t, s, r, load
-		if (ow > 0)
-			line("before", ow, oc, or)
-		line("sh5merge", mw, mc, mr)
-		line("sh5util", uw, uc, ur)
-		if (ow > 0)
-			ratio("before:", ow, oc)
-		ratio("speed", mw, mc)
+		if ($15 > 0)
+			line("before", 15)
+		line("sh5merge", 1)
+		line("sh5util", 8)
+		if ($15 > 0)
+			ratio("before:", 15)
+		ratio("speed", 1)
 	}'
 done
