@@ -2,7 +2,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,15 +308,12 @@ int sh5_json_int(struct sh5_json *j, int64_t v)
 
 int sh5_json_uint(struct sh5_json *j, uint64_t v)
 {
-	char b[24];
-	int n;
+	char b[SH5_FMT_MAX];
 
 	if (j->failed)
 		return -1;
-	if (v <= INT64_MAX)
-		return sh5_json_int(j, (int64_t)v);
-	n = snprintf(b, sizeof(b), "%" PRIu64, v);
-	return check(j, yajl_gen_number(j->g, b, (size_t)n));
+	/* the decimal digits, as "%lld" (<= INT64_MAX) or "%llu" print them */
+	return check(j, yajl_gen_number(j->g, b, sh5_fmt_u64(b, v)));
 }
 
 /* ------------------------------------------------------------ doubles
