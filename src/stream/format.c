@@ -447,7 +447,8 @@ static void json_counter_stats(struct sh5_json *j, struct sh5_stream *s,
 }
 
 /* A series' constant parts of its JSON samples, escaped as yajl escapes
- * names (they have no control characters: only '"' and '\\'). */
+ * names (they have no control characters, which sh5_stream_push refuses:
+ * only '"' and '\\'). */
 struct js_shape {
 	char *buf; /* {"series":"<series>" then each "<name>": */
 	size_t hlen;
