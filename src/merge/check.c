@@ -243,11 +243,14 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 		snprintf(f->node_name, sizeof(f->node_name), "%s",
 			 ns->node_name);
 	}
-	if (m->onepass && f->whole) {
-		/* Copied next from this handle (its metadata cached). */
+	if ((m->onepass && f->whole) ||
+	    (m->onefeed && m->in_child && f->usable &&
+	     !(f->whole && m->feed_totals))) {
+		/* Copied (one-pass child) or read (one-pass feeder) next
+		 * from this handle: its metadata cached. */
 		mg_held_close(m);
 		m->held = ns;
-		m->held_idx = (size_t)(f - m->fi);
+		m->held_idx = f->in - m->in;
 	} else {
 		sh5_nodestep_close(ns);
 	}

@@ -63,12 +63,14 @@ static int raw_series(struct sh5_nodestep *ns, const struct sh5_series *s,
 	return ok;
 }
 
-/* Send one block of n records of series (fi, si) with the given status. */
+/* Send one block of n records of series (fi, si) with the given status;
+ * extra: the bytes the caller sends after them (a running total). */
 static void feed_put(int fd, struct feed_head *h, int64_t status,
-		     const void *p, size_t n, size_t size)
+		     const void *p, size_t n, size_t size, size_t extra)
 {
 	h->status = status;
 	h->rows = n;
+	h->bytes = (uint64_t)n * size + extra;
 	if (sh5_fd_write_all(fd, h, sizeof(*h)) < 0 ||
 	    (n && sh5_fd_write_all(fd, p, n * size) < 0))
 		_exit(3);
@@ -138,7 +140,7 @@ static void feed_series(struct mstate *m, int fd, size_t fi, size_t si,
 				     ns->real_eof : 0, NULL) < 0) {
 		if (d >= 0)
 			H5Dclose(d);
-		feed_put(fd, &h, -1, NULL, 0, 0);
+		feed_put(fd, &h, -1, NULL, 0, 0, 0);
 		return;
 	}
 	if (m->feed_totals) {
@@ -150,17 +152,17 @@ static void feed_series(struct mstate *m, int fd, size_t fi, size_t si,
 	}
 	while ((n = sh5_cursor_read(&c, m->buf, rows)) > 0) {
 		if (!m->feed_totals) {
-			feed_put(fd, &h, 0, m->buf, n, rs);
+			feed_put(fd, &h, 0, m->buf, n, rs, 0);
 			continue;
 		}
 		ops->total_add(s, b->total, m->buf, n);
 		if (raw) {
-			feed_put(fd, &h, 4, NULL, n, 0);
+			feed_put(fd, &h, 4, NULL, n, 0, ts);
 		} else if (map) {
 			sh5_recmap_apply(map, m->buf, b->pbuf, n);
-			feed_put(fd, &h, 3, b->pbuf, n, fsize);
+			feed_put(fd, &h, 3, b->pbuf, n, fsize, ts);
 		} else {
-			feed_put(fd, &h, 0, m->buf, n, rs);
+			feed_put(fd, &h, 0, m->buf, n, rs, ts);
 		}
 		/* The running total follows every block: a crash later
 		 * keeps the total of what was sent. */
@@ -174,11 +176,31 @@ static void feed_series(struct mstate *m, int fd, size_t fi, size_t si,
 	sh5_cursor_close(&c);
 	H5Dclose(d);
 	if (m->feed_totals)
-		feed_put(fd, &h, 2, NULL, 0, 0);
+		feed_put(fd, &h, 2, NULL, 0, 0, ts);
 	else
-		feed_put(fd, &h, 1, NULL, 0, 0);
+		feed_put(fd, &h, 1, NULL, 0, 0, 0);
 	if (m->feed_totals && sh5_fd_write_all(fd, b->total, ts) < 0)
 		_exit(3);
+}
+
+/* The one-pass feeder: input fi checked here (not checked before) and
+ * what the check found sent first. */
+static void feed_check(struct mstate *m, int fd, size_t fi)
+{
+	struct feed_head h;
+	struct probe_msg msg;
+
+	mg_probe_check(m, fi, &msg);
+	memset(&h, 0, sizeof(h));
+	h.file = fi;
+	h.status = FEED_CHECKED;
+	h.bytes = mg_probe_msg_len(&msg);
+	if (sh5_fd_write_all(fd, &h, sizeof(h)) < 0 ||
+	    mg_probe_msg_send(fd, &msg) < 0)
+		_exit(3);
+	/* ents and blob stay with it (whole_fold() is the merge's). */
+	m->fi[fi] = msg.f;
+	m->fi[fi].probed = 1;
 }
 
 static void feeder_child(struct mstate *m, int fd, size_t from)
@@ -187,18 +209,37 @@ static void feeder_child(struct mstate *m, int fd, size_t from)
 	size_t fi, si;
 
 	mg_child_signals();
+	m->in_child = 1;
 	for (fi = from; fi < m->nin; fi++) {
 		struct finfo *f = &m->fi[fi];
-		struct sh5_nodestep *ns;
+		struct sh5_nodestep *ns = NULL;
 
+		if (m->onefeed && !f->probed)
+			feed_check(m, fd, fi);
 		/* Files copied whole are not read (without sync). */
-		if (!f->usable || (f->whole && m->feed_totals))
-			continue;
-		ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
-				       f->in->step_id, NULL);
+		if (f->usable && !(f->whole && m->feed_totals)) {
+			if (m->held && m->held_idx == fi) {
+				/* Its check left it open (one open). */
+				ns = m->held;
+				m->held = NULL;
+			} else {
+				ns = sh5_nodestep_open(f->in->path,
+						       f->in->node, m->o->job,
+						       f->in->step_id, NULL);
+			}
+		}
 		for (si = 0; ns && si < ns->nseries; si++)
 			feed_series(m, fd, fi, si, ns, &b);
 		sh5_nodestep_close(ns);
+		if (m->onefeed) {
+			struct feed_head h;
+
+			memset(&h, 0, sizeof(h));
+			h.file = fi;
+			h.status = FEED_DONE;
+			if (sh5_fd_write_all(fd, &h, sizeof(h)) < 0)
+				_exit(3);
+		}
 	}
 	_exit(0);
 }
@@ -210,6 +251,7 @@ void mg_feeder_start(struct mstate *m, size_t from)
 
 	m->feed_fd = -1;
 	m->feed_have = 0;
+	m->feed_at = from;
 	/* Also on one CPU: the child is what keeps a crash of HDF5 from
 	 * ending the merge.  SH5MERGE_NO_FORK: all in this process (for
 	 * comparisons in tests; loses that protection). */
@@ -240,6 +282,23 @@ void mg_feeder_stop(struct mstate *m)
 	m->feed_fd = -1;
 	kill(m->feed_pid, SIGKILL);
 	waitpid(m->feed_pid, NULL, 0);
+}
+
+int mg_feed_discard(struct mstate *m)
+{
+	uint64_t len = m->feed_head.bytes;
+
+	m->feed_have = 0;
+	if (m->feed_head.status == FEED_DONE)
+		m->feed_at = m->feed_head.file + 1;
+	while (len) {
+		size_t k = len < m->buf_bytes ? (size_t)len : m->buf_bytes;
+
+		if (sh5_fd_read_all(m->feed_fd, m->buf, k) < 0)
+			return -1;
+		len -= k;
+	}
+	return 0;
 }
 
 /* The child ended early while reading file fi: note why, and start a new
@@ -438,8 +497,27 @@ size_t mg_feed_read(struct mstate *m, size_t fi, size_t si,
 		feed_skip(m, fi, si, c);
 		return sh5_cursor_read(c, buf, max);
 	}
+again:
 	if (feed_next_head(m, fi, c) < 0)
 		return 0;
+	if (m->onefeed && (h->file < fi || (h->file == fi &&
+					    h->status != FEED_DONE &&
+					    h->status != FEED_CHECKED &&
+					    h->series < si))) {
+		/* Left over from a series or input not read from the
+		 * child (read here, or left out). */
+		if (mg_feed_discard(m) < 0) {
+			feeder_died(m, fi, c);
+			return 0;
+		}
+		goto again;
+	}
+	if (m->onefeed && (h->file != fi || h->series != si ||
+			   h->status == FEED_DONE)) {
+		/* The child sends nothing (more) of it: read here, the
+		 * child kept for the next inputs. */
+		return sh5_cursor_read(c, buf, max);
+	}
 	if (h->file != fi || h->series != si) {
 		/* Out of step (a series or file skipped here): go on
 		 * without the child. */

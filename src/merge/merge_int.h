@@ -125,14 +125,32 @@ struct mstate {
 		 * the child totals (feed_totals): 3 data in the job file's
 		 * layout, 4 rows totalled but not sent (copied raw), 2 end
 		 * of series; 0, 3 and 4 are followed by the rows and the
-		 * running total, 2 by the total */
+		 * running total, 2 by the total; the one-pass feeder
+		 * (onefeed) also sends FEED_CHECKED and FEED_DONE */
 		int64_t status;
+		uint64_t bytes;     /* what follows this header (rows and
+				     * totals, or a check's message) */
 		uint64_t good_rows;
 		int64_t damaged;
 		char reason[200];
 	} feed_head;
 	size_t feed_dead_file;  /* the child died reading this file */
 	int feed_died;
+	/* The one-pass feeder (onefeed.c): the reader child also checks
+	 * each input, just before it reads it, and sends what the check
+	 * found first (FEED_CHECKED); the merge writes an input once its
+	 * check is in, and holds back its own reports (defer) until the
+	 * whole first pass is known, so that they come in the order of the
+	 * two passes.  feed_at: the input the child is on (FEED_DONE moves
+	 * it on). */
+	int onefeed;
+	size_t feed_at;
+	int defer;
+	struct dreport {
+		int error;
+		char *file, *msg;
+	} *dr;
+	size_t ndr;
 	struct probers probe;   /* the first pass */
 	/* The second pass started before the first ended: only inputs the
 	 * first pass found whole are written, else mg_early_gate() makes it
@@ -174,6 +192,20 @@ struct mstate {
 	} wb;
 };
 
+
+/* Statuses of the one-pass feeder's headers beside those of the
+ * reader (feed_head): the check of input `file` (a struct probe_msg
+ * follows, then its series and totals), and the input's end. */
+#define FEED_CHECKED 5
+#define FEED_DONE    6
+
+/* What a checking child found about input idx (then, for a whole input,
+ * f.nents struct whole_ent and f.blob_len bytes of totals). */
+struct probe_msg {
+	size_t idx;
+	struct finfo f;
+	char user[64], cluster[64];
+};
 
 /* Flags of mg_feed_read(). */
 #define FEED_PACKED  1  /* the rows are in the job file's layout */
@@ -230,6 +262,32 @@ void mg_probe_widen(struct mstate *m, size_t par);
 void mg_probe_stop(struct mstate *m);
 int mg_pass1_done(struct mstate *m);
 int mg_early_gate(struct mstate *m, size_t i);
+/* Check input idx here (a child) into *msg. */
+void mg_probe_check(struct mstate *m, size_t idx, struct probe_msg *msg);
+/* Bytes of *msg with what follows it; send it to fd (0 or -1); after
+ * its fixed part was read from fd, read the rest (a short read drops
+ * it: taken as not whole). */
+size_t mg_probe_msg_len(const struct probe_msg *msg);
+int mg_probe_msg_send(int fd, const struct probe_msg *msg);
+void mg_probe_msg_tail(int fd, struct probe_msg *msg);
+/* Keep what a child found (the input is checked; progress told). */
+void mg_probe_keep(struct mstate *m, const struct probe_msg *msg);
+/* A child crashed (st from waitpid) or hung on input idx: marked
+ * unusable, checked. */
+void mg_probe_mark(struct mstate *m, size_t idx, int hung, int st);
+
+/* onefeed.c: the one-pass feeder.  mg_onefeed_gate(): before input i
+ * is written, its check is taken from the child (a crash or hang of the
+ * child on it marks it); 0 to write it, 1 when the merge must start
+ * over the normal way (an input the normal way must handle: a problem
+ * without --allow-partial, records to synchronize; or no child).
+ * mg_onefeed_end(): after the last input, the first pass's end
+ * (mg_pass1_done()) and the reports held back; 0 to finish the job
+ * file, 1 to start over (the normal way then stops as it would), -1
+ * (errp set).  mg_onefeed_drop(): the reports held back forgotten. */
+int mg_onefeed_gate(struct mstate *m, size_t i);
+int mg_onefeed_end(struct mstate *m);
+void mg_onefeed_drop(struct mstate *m);
 
 /* feed.c */
 size_t mg_rows_per_buffer(const struct mstate *m,
@@ -237,6 +295,9 @@ size_t mg_rows_per_buffer(const struct mstate *m,
 int mg_raw_copyable(hid_t din, hid_t ft);
 void mg_feeder_start(struct mstate *m, size_t from);
 void mg_feeder_stop(struct mstate *m);
+/* Read past what follows m->feed_head (its bytes; FEED_DONE moves
+ * feed_at on).  0, or -1 when the child is gone. */
+int mg_feed_discard(struct mstate *m);
 size_t mg_feed_read(struct mstate *m, size_t fi, size_t si,
 		    struct sh5_cursor *c, void *buf, size_t max,
 		    void *total, int local, int *how);

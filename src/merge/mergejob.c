@@ -142,6 +142,10 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
 	}
 	if (m->onepass)
 		mg_op_start(m, m->nin); /* past the inputs */
+	if (m->onefeed && (r = mg_onefeed_end(m)) != 0) {
+		rc = r < 0 ? -1 : 1;
+		goto out;
+	}
 	if (m->early) {
 		/* All written: the first pass must agree (a problem it found
 		 * is kept as it would be after it, with --allow-partial). */
@@ -337,6 +341,52 @@ static int onepass_run(struct mstate *m, const char *tmp, hid_t fapl,
 }
 
 /*
+ * The normal way with the one-pass feeder (onefeed.c): the reader child
+ * checks each input just before it reads it, the job file is written as
+ * the checks come in.  0: written to tmp (again: tmp exists, ours);
+ * -1: failed (errp set); 1: the normal way must follow (what this pass
+ * wrote forgotten, the inputs it checked kept as checked).
+ */
+static int onefeed_run(struct mstate *m, const char *tmp, hid_t fapl,
+		       int *partial, int again)
+{
+	const struct sh5_merge_opts *o = m->o;
+	uint64_t lost = m->st->lost;
+	size_t i;
+	int rc;
+
+	if (getenv("SH5MERGE_NO_ONEFEED"))
+		return 1;
+	/* No checking children: the inputs the one-pass child crashed or
+	 * hung on are checked already. */
+	m->probe.par = 0;
+	m->probe.done = 0;
+	for (i = 0; i < m->nin; i++) {
+		m->fi[i].in = &m->in[i];
+		m->probe.done += m->fi[i].probed;
+	}
+	m->onefeed = 1;
+	m->defer = 1;
+	m->feed_totals = 1;
+	mg_feeder_start(m, 0);
+	if (m->feed_fd < 0) {
+		rc = 1; /* no child: the normal way */
+	} else {
+		rc = pass2(m, tmp, fapl, partial, again);
+	}
+	mg_feeder_stop(m);
+	m->onefeed = 0;
+	mg_onefeed_drop(m);
+	if (rc == 1) {
+		pass2_reset(m);
+		m->st->lost = lost;
+		if (o->hooks && o->hooks->restart)
+			o->hooks->restart(o->hooks->arg);
+	}
+	return rc;
+}
+
+/*
  * Both passes.  0: the job file is written to tmp; -1: failed (errp
  * set); 1: stopped by the problems the first pass found.  *drop: tmp
  * must be removed (it may exist).
@@ -363,9 +413,14 @@ static int run_passes(struct mstate *m, const char *tmp, hid_t fapl,
 	if (m->early && (r = onepass_run(m, tmp, fapl, partial)) != 2) {
 		if (r <= 0)
 			return r;
-		/* Start over, in the same temporary file. */
+		/* Start over, in the same temporary file: each input
+		 * checked by the reader child just before it is read; then,
+		 * if that cannot be kept, the checking children (for the
+		 * inputs it did not check) and the reader as before. */
 		restart = 1;
 		m->early = 0;
+		if ((r = onefeed_run(m, tmp, fapl, partial, 1)) <= 0)
+			return r;
 		mg_probe_start(m, (size_t)ncpu);
 	}
 	/* Early, one checking child (it keeps ahead of the copying); the

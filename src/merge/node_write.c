@@ -523,7 +523,8 @@ int mg_write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 
 	snprintf(path, sizeof(path), "/Steps/%s", step);
 	for (i = lo; i < hi; i++) {
-		if (m->early && mg_early_gate(m, i)) {
+		if ((m->early && mg_early_gate(m, i)) ||
+		    (m->onefeed && mg_onefeed_gate(m, i))) {
 			rc = 1;
 			goto out;
 		}

@@ -33,12 +33,33 @@ static void report_file(struct mstate *m, struct finfo *f)
  * checks inputs k, k + P, k + 2P, ... and sends one message per input;
  * when a child dies, the input it was on is marked and a new child takes
  * the rest of its share. */
-struct probe_msg {
-	size_t idx;
-	struct finfo f;
-	char user[64], cluster[64];
-};
 
+
+void mg_probe_check(struct mstate *m, size_t idx, struct probe_msg *msg)
+{
+	memset(msg, 0, sizeof(*msg));
+	msg->idx = idx;
+	msg->f = m->fi[idx];
+	mg_check_file(m, &msg->f, msg->user, msg->cluster);
+}
+
+size_t mg_probe_msg_len(const struct probe_msg *msg)
+{
+	return sizeof(*msg) + msg->f.nents * sizeof(*msg->f.ents) +
+	       msg->f.blob_len;
+}
+
+int mg_probe_msg_send(int fd, const struct probe_msg *msg)
+{
+	if (sh5_fd_write_all(fd, msg, sizeof(*msg)) < 0 ||
+	    (msg->f.nents &&
+	     sh5_fd_write_all(fd, msg->f.ents, msg->f.nents *
+			      sizeof(*msg->f.ents)) < 0) ||
+	    (msg->f.blob_len &&
+	     sh5_fd_write_all(fd, msg->f.blob, msg->f.blob_len) < 0))
+		return -1;
+	return 0;
+}
 
 /* The first input from i on (by stride) not checked yet (inputs the
  * one-pass child crashed or hung on are marked before the first pass). */
@@ -72,17 +93,8 @@ static int spawn_prober(struct mstate *m, struct prober *p, size_t first,
 
 			if (m->fi[i].probed)
 				continue;
-			memset(&msg, 0, sizeof(msg));
-			msg.idx = i;
-			msg.f = m->fi[i];
-			mg_check_file(m, &msg.f, msg.user, msg.cluster);
-			if (sh5_fd_write_all(pfd[1], &msg, sizeof(msg)) < 0 ||
-			    (msg.f.nents &&
-			     sh5_fd_write_all(pfd[1], msg.f.ents, msg.f.nents *
-					      sizeof(*msg.f.ents)) < 0) ||
-			    (msg.f.blob_len &&
-			     sh5_fd_write_all(pfd[1], msg.f.blob,
-					      msg.f.blob_len) < 0))
+			mg_probe_check(m, i, &msg);
+			if (mg_probe_msg_send(pfd[1], &msg) < 0)
 				_exit(3);
 			free(msg.f.ents);
 			free(msg.f.blob);
@@ -132,7 +144,10 @@ void mg_probe_start(struct mstate *m, size_t par)
 		ps->done += m->fi[i].probed;
 	}
 	for (k = 0; k < par; k++)
-		if (spawn_prober(m, &ps->pr[k], k, par) < 0) {
+		if (next_unprobed(m, k, par) >= m->nin) {
+			/* Its share was checked before (mg_onefeed_gate()). */
+			ps->pr[k].live = 0;
+		} else if (spawn_prober(m, &ps->pr[k], k, par) < 0) {
 			/* No child: check this share here. */
 			ps->pr[k].live = 0;
 			check_here(m, k, par);
@@ -172,18 +187,24 @@ static int probe_read_msg(struct prober *p, struct probe_msg *msg)
 	}
 	if (off != sizeof(*msg) || msg->idx != p->next)
 		return 0;
+	mg_probe_msg_tail(p->fd, msg);
+	return 1;
+}
+
+void mg_probe_msg_tail(int fd, struct probe_msg *msg)
+{
 	/* The series and totals of a whole input follow. */
 	msg->f.ents = NULL;
 	msg->f.blob = NULL;
 	if ((msg->f.nents &&
 	     (msg->f.nents > 1u << 20 ||
 	      !(msg->f.ents = calloc(msg->f.nents, sizeof(*msg->f.ents))) ||
-	      sh5_fd_read_all(p->fd, msg->f.ents, msg->f.nents *
+	      sh5_fd_read_all(fd, msg->f.ents, msg->f.nents *
 			      sizeof(*msg->f.ents)) < 0)) ||
 	    (msg->f.blob_len &&
 	     (msg->f.blob_len > 1u << 26 ||
 	      !(msg->f.blob = malloc(msg->f.blob_len)) ||
-	      sh5_fd_read_all(p->fd, msg->f.blob, msg->f.blob_len) < 0))) {
+	      sh5_fd_read_all(fd, msg->f.blob, msg->f.blob_len) < 0))) {
 		/* A short message: the child died; taken as the normal
 		 * way's problem. */
 		free(msg->f.ents);
@@ -193,7 +214,6 @@ static int probe_read_msg(struct prober *p, struct probe_msg *msg)
 		msg->f.nents = msg->f.blob_len = 0;
 		msg->f.whole = 0;
 	}
-	return 1;
 }
 
 /* Keep what p's child found about its input; on to its next one. */
@@ -202,34 +222,28 @@ static void probe_take(struct mstate *m, struct prober *p,
 {
 	struct probers *ps = &m->probe;
 
+	mg_probe_keep(m, msg);
+	p->next = next_unprobed(m, p->next + ps->par, ps->par);
+	p->since = mg_now_s();
+}
+
+void mg_probe_keep(struct mstate *m, const struct probe_msg *msg)
+{
 	m->fi[msg->idx] = msg->f;
 	m->fi[msg->idx].probed = 1;
 	if (!m->user[0])
 		memcpy(m->user, msg->user, 64);
 	if (!m->cluster[0])
 		memcpy(m->cluster, msg->cluster, 64);
-	p->next = next_unprobed(m, p->next + ps->par, ps->par);
-	p->since = mg_now_s();
-	ps->done++;
+	m->probe.done++;
 	if (m->o->progress)
-		m->o->progress(m->o->arg, 1, ps->done, m->nin);
+		m->o->progress(m->o->arg, 1, m->probe.done, m->nin);
 }
 
-/* p's child ended (hung: killed as stuck): done, or it died on p->next,
- * which is marked; a new child takes the rest of its share. */
-static void probe_ended(struct mstate *m, struct prober *p, int hung)
+void mg_probe_mark(struct mstate *m, size_t idx, int hung, int st)
 {
-	struct probers *ps = &m->probe;
-	size_t par = ps->par;
-	struct finfo *f;
-	int st = 0;
+	struct finfo *f = &m->fi[idx];
 
-	close(p->fd);
-	p->live = 0;
-	waitpid(p->pid, &st, 0);
-	if (p->next >= m->nin)
-		return;
-	f = &m->fi[p->next];
 	f->usable = 0;
 	f->status = "skipped";
 	if (hung)
@@ -242,7 +256,23 @@ static void probe_ended(struct mstate *m, struct prober *p, int hung)
 	else
 		snprintf(f->reason, sizeof(f->reason), "could not be checked");
 	f->probed = 1;
-	ps->done++;
+	m->probe.done++;
+}
+
+/* p's child ended (hung: killed as stuck): done, or it died on p->next,
+ * which is marked; a new child takes the rest of its share. */
+static void probe_ended(struct mstate *m, struct prober *p, int hung)
+{
+	struct probers *ps = &m->probe;
+	size_t par = ps->par;
+	int st = 0;
+
+	close(p->fd);
+	p->live = 0;
+	waitpid(p->pid, &st, 0);
+	if (p->next >= m->nin)
+		return;
+	mg_probe_mark(m, p->next, hung, st);
 	if (p->next + par < m->nin &&
 	    spawn_prober(m, p, p->next + par, par) < 0)
 		check_here(m, p->next + par, par);

@@ -73,6 +73,28 @@ void mg_report(struct mstate *m, int error, const char *file,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (m->defer) {
+		/* Held back until the first pass is known (onefeed.c);
+		 * counted then. */
+		struct dreport *v = realloc(m->dr, (m->ndr + 1) * sizeof(*v));
+
+		if (v) {
+			m->dr = v;
+			v += m->ndr;
+			v->error = error;
+			v->file = file ? strdup(file) : NULL;
+			v->msg = strdup(msg);
+			if (v->msg && (v->file || !file)) {
+				m->ndr++;
+				return;
+			}
+			free(v->file);
+			free(v->msg);
+		}
+		/* Out of memory: counted, so that the merge stops. */
+		m->st->problems++;
+		return;
+	}
 	if (error)
 		m->st->problems++;
 	if (m->onepass) {
@@ -137,6 +159,7 @@ void mg_mstate_free(struct mstate *m)
 {
 	size_t i;
 
+	mg_onefeed_drop(m);
 	for (i = 0; i < m->nmissing; i++)
 		free(m->missing[i]);
 	free(m->missing);

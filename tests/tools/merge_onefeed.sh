@@ -1,0 +1,172 @@
+#!/bin/bash
+# merge_onefeed.sh: inputs that are not copied whole (the stock plugin's,
+# damaged ones) are checked by the reader child just before it reads
+# them (one HDF5 open per input in the children, not two).  The job file
+# equals the one of the checking children and the separate reader
+# (SH5MERGE_NO_ONEFEED=1) object by object, value by value, but /Merge's
+# time, and so do the reports and the exit status: stock files, a mixed
+# job, a missing node and a cut input with and without --allow-partial;
+# HDF5 crashing or looping on an input during its check ends only the
+# child (the input is marked once, the others merged); the inputs are
+# never modified.
+. "$top_srcdir/tests/tools/merge_lib.sh"
+
+# compare A B: same objects, attributes and values (but /Merge's time
+# and command line).
+compare() {
+	$PY - "$1" "$2" <<'PY' || fail "$1 and $2 differ"
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+SKIP = ("Merge Time", "Options")  # when, and the command line (-o)
+def names(f):
+    out = []
+    f.visit(out.append)
+    return sorted(out)
+na, nb = names(a), names(b)
+assert na == nb, (set(na) ^ set(nb))
+for n in ["/"] + na:
+    x, y = a[n], b[n]
+    ka = sorted(k for k in x.attrs if k not in SKIP)
+    kb = sorted(k for k in y.attrs if k not in SKIP)
+    assert ka == kb, (n, ka, kb)
+    for k in ka:
+        assert np.array_equal(np.asarray(x.attrs[k]), np.asarray(y.attrs[k])), (n, k)
+    if isinstance(x, h5py.Dataset):
+        assert x.dtype == y.dtype and x.shape == y.shape, n
+        assert np.array_equal(x[()], y[()]), n
+assert len(na) > 20, na
+print("compared %d objects" % len(na))
+PY
+}
+
+# both NAME USER ARGS...: merge prof/USER with the one-pass feeder
+# (NAME-1.h5) and the normal way before it (NAME-2.h5); the same exit
+# status and reports (the output's name aside), the same job file.
+both() {
+	local name=$1 user=$2 r1 r2 sum
+	shift 2
+	sum=$(cat prof/$user/*.h5 | md5sum)
+	$SH5MERGE merge -p prof -u $user -o $name-1.h5 "$@" 2>$name-1.err
+	r1=$?
+	SH5MERGE_NO_ONEFEED=1 $SH5MERGE merge -p prof -u $user -o $name-2.h5 \
+		"$@" 2>$name-2.err
+	r2=$?
+	[ $r1 = $r2 ] || { cat $name-1.err $name-2.err; fail "$name: exit $r1, before $r2"; }
+	diff <(sed "s/$name-1\.h5/X/" $name-1.err) <(sed "s/$name-2\.h5/X/" $name-2.err) ||
+		fail "$name: reports differ from the normal way's"
+	if [ $r1 = 0 ]; then
+		compare $name-1.h5 $name-2.h5
+	else
+		[ ! -e $name-1.h5 ] || fail "$name: job file written (exit $r1)"
+	fi
+	[ "$(cat prof/$user/*.h5 | md5sum)" = "$sum" ] || fail "$name: inputs modified"
+	no_temp .
+	return $r1
+}
+
+mkdir -p prof/s prof/m
+$GEN -d prof/s -j 811 -n 6 -t 2 -s 200 -f stock || fail "gen_job stock"
+$GEN -d prof/m -j 812 -n 6 -t 2 -s 200 -f mixed || fail "gen_job mixed"
+
+both stock s -j 811 || fail "stock: exit $?"
+grep -q '6 node files, 2400 samples' stock-1.err || { cat stock-1.err; fail "stock: not all merged"; }
+$CHECK job stock-1.h5 prof/s/811_*.h5 || fail "stock: job file values"
+echo "ok: stock files in one pass equal two passes"
+
+both mixed m -j 812 || fail "mixed: exit $?"
+$CHECK job mixed-1.h5 prof/m/812_*.h5 || fail "mixed: job file values"
+echo "ok: a mixed job"
+
+# Each stock input but the first (the one-pass child looks at it too) is
+# opened by HDF5 twice: by the reader child that also checks it, and by
+# the merge (three times the normal way: a checking child too).
+if command -v strace >/dev/null; then
+	strace -f -qq -e trace=openat -o opens.txt \
+		$SH5MERGE -q merge -j 811 -p prof -u s -o opens.h5 ||
+		fail "merge under strace"
+	n=$(for i in 1 2 3 4 5 6; do
+		grep -c "811_0_node$i.h5\", O_RDONLY)" opens.txt
+	done | sort | tr '\n' ' ')
+	[ "$n" = "2 2 2 2 2 3 " ] || { cat opens.txt; fail "HDF5 opens per input: $n"; }
+	echo "ok: two HDF5 opens per stock input"
+fi
+
+# A node missing (found at the end of the first pass): no job file
+# without --allow-partial, the report once; with it, the same file.
+mkdir -p prof/v
+cp prof/s/811_*.h5 prof/v/
+rm prof/v/811_0_node4.h5
+both miss v -j 811
+[ $? = 1 ] || fail "missing node: exit not 1"
+[ "$(grep -c 'node index 3 missing' miss-1.err)" = 1 ] || { cat miss-1.err; fail "report not given once"; }
+both missp v -j 811 --allow-partial || fail "missing node, --allow-partial"
+echo "ok: a problem found at the end of the checks"
+
+# An input cut short (damage the check finds: salvaged), first and later.
+for k in 1 5; do
+	rm -rf prof/c
+	mkdir -p prof/c
+	cp prof/s/811_*.h5 prof/c/
+	f=prof/c/811_0_node$k.h5
+	truncate -s $(( $(stat -c %s $f) * 2 / 3 )) $f
+	both cut$k c -j 811
+	[ $? = 1 ] || fail "cut node$k: exit not 1"
+	both cutp$k c -j 811 --allow-partial || fail "cut node$k, --allow-partial"
+	grep -q "811_0_node$k.h5: damaged" cutp$k-1.err || { cat cutp$k-1.err; fail "cut node$k: not reported"; }
+done
+echo "ok: a cut input"
+
+# HDF5 crashing or looping on an input while the reader child checks it:
+# a damaged global heap of variable-length attributes (one of our files
+# in the mixed job, after stock ones: not copied by the one-pass child).
+vlen_heap() { # vlen_heap FILE crash|loop
+	$PY - "$1" "$2" <<'PY' || fail "corrupting the heap"
+import struct, sys, h5py
+f = h5py.File(sys.argv[1], "r+")
+def conv(name, obj):
+    if isinstance(obj, h5py.Dataset):
+        for a in ("Field Kinds", "Field Units"):
+            if a in obj.attrs:
+                v = [bytes(x) for x in obj.attrs[a]]
+                del obj.attrs[a]
+                obj.attrs.create(a, v, dtype=h5py.string_dtype("ascii"))
+f.visititems(conv)
+f.close()
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.find(b"GCOL")
+assert i > 0
+if sys.argv[2] == "crash":
+    struct.pack_into("<Q", d, i + 24, 0x7fffffff)
+else:
+    o, last = i + 16, None
+    while True:
+        idx = struct.unpack_from("<H", d, o)[0]
+        size = struct.unpack_from("<Q", d, o + 8)[0]
+        if idx == 0:
+            break
+        last = o
+        o += 16 + ((size + 7) // 8) * 8
+    struct.pack_into("<Q", d, last + 8, 0xd8)
+open(sys.argv[1], "wb").write(d)
+PY
+}
+for how in crash loop; do
+	rm -rf prof/h
+	mkdir -p prof/h
+	cp prof/m/812_*.h5 prof/h/
+	vlen_heap prof/h/812_0_node4.h5 $how
+	t0=$(date +%s)
+	SH5MERGE_READ_TIMEOUT=3 both h$how h -j 812 --allow-partial ||
+		fail "$how: --allow-partial"
+	t1=$(date +%s)
+	if [ $how = crash ]; then
+		pat="812_0_node4.h5: corrupt: reading it crashes HDF5"
+	else
+		pat="812_0_node4.h5: corrupt: HDF5 does not finish reading it"
+		# Stopped once per merge (3 s), not checked again.
+		[ $((t1 - t0)) -lt 12 ] || fail "loop: $((t1 - t0)) s (checked twice?)"
+	fi
+	[ "$(grep -c "$pat" h$how-1.err)" = 1 ] || { cat h$how-1.err; fail "$how: not reported once"; }
+	grep -q '5 node files' h$how-1.err || { cat h$how-1.err; fail "$how: the others not merged"; }
+done
+echo "ok: HDF5 crashing or looping in the reader child's check"
