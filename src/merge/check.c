@@ -207,8 +207,14 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
 		return;
 	}
-	ns = sh5_nodestep_open(f->in->path, f->in->node, m->o->job,
-			       f->in->step_id, &err);
+	/* The one-pass feeder reads the records next: a small input is
+	 * read whole (one read instead of one per chunk; the stock plugin's
+	 * chunks are 10 records). */
+	ns = sh5_nodestep_open_mem(f->in->path, f->in->node, m->o->job,
+				   f->in->step_id,
+				   m->onefeed && m->in_child &&
+				   !getenv("SH5MERGE_NO_INMEM") ?
+				   MERGE_INMEM_MAX : 0, &err);
 	if (!ns) {
 		const char *r = err.text;
 		size_t pl = strlen(f->in->path);

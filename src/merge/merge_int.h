@@ -26,6 +26,9 @@
 #include "profile/totals.h"
 
 #define CHUNK_ROWS_MAX 4096
+/* The one-pass feeder reads inputs up to this size whole into memory
+ * (one at a time). */
+#define MERGE_INMEM_MAX ((uint64_t)8 << 20)
 
 /* A series of an input copied whole: enough to check and total it. */
 struct whole_ent {

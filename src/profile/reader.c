@@ -313,13 +313,19 @@ static herr_t walk_cb(hid_t g, const char *name, const H5L_info_t *info,
 /* ------------------------------------------------------------------ */
 /* Open. */
 
-static hid_t open_h5(const char *path)
+/* in_memory: the whole file read at the open (HDF5's core driver, no
+ * backing store), not piece by piece. */
+static hid_t open_h5(const char *path, int in_memory)
 {
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), f;
 
 #ifdef HAVE_H5PSET_FILE_LOCKING
 	H5Pset_file_locking(fapl, 0, 1);
 #endif
+	if (in_memory && H5Pset_fapl_core(fapl, 1 << 20, 0) < 0) {
+		H5Pclose(fapl);
+		return -1;
+	}
 	f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
 	H5Pclose(fapl);
 	return f;
@@ -368,7 +374,7 @@ static int count_attr(struct sh5_nodestep *ns, const char *name,
 /* Open path (fd) as HDF5, through a sparse copy when it is shorter than
  * its superblock says.  0, or -1 with errp set. */
 static int open_file(struct sh5_nodestep *ns, int fd, const char *path,
-		     struct sh5_error *errp)
+		     uint64_t mem_max, struct sh5_error *errp)
 {
 	struct sh5_error h5err = { "" };
 	struct stat st;
@@ -391,7 +397,7 @@ static int open_file(struct sh5_nodestep *ns, int fd, const char *path,
 		errno = EINVAL;
 		return sh5_errprintf(errp, "%s: not an HDF5 file", path);
 	}
-	if ((ns->file = open_h5(path)) >= 0)
+	if ((ns->file = open_h5(path, ns->size <= mem_max)) >= 0)
 		return 0;
 	sh5_errprintf_h5(&h5err, "cannot open");
 	eoa = superblock_eoa(fd);
@@ -402,7 +408,7 @@ static int open_file(struct sh5_nodestep *ns, int fd, const char *path,
 	}
 	ns->tmp_copy = sparse_copy(fd, ns->size, eoa);
 	if (ns->tmp_copy)
-		ns->file = open_h5(ns->tmp_copy);
+		ns->file = open_h5(ns->tmp_copy, 0);
 	if (ns->file < 0) {
 		errno = EIO;
 		return sh5_errprintf(errp, "%s: truncated (%" PRIu64 " of %"
@@ -539,6 +545,14 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 				       uint32_t job_id, const char *step,
 				       struct sh5_error *errp)
 {
+	return sh5_nodestep_open_mem(path, node, job_id, step, 0, errp);
+}
+
+struct sh5_nodestep *sh5_nodestep_open_mem(const char *path,
+					   const char *node, uint32_t job_id,
+					   const char *step, uint64_t mem_max,
+					   struct sh5_error *errp)
+{
 	struct sh5_nodestep *ns = calloc(1, sizeof(*ns));
 	int fd = -1;
 
@@ -556,7 +570,7 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 		sh5_errprintf(errp, "%s: %s", path, strerror(errno));
 		goto error;
 	}
-	if (open_file(ns, fd, path, errp) < 0)
+	if (open_file(ns, fd, path, mem_max, errp) < 0)
 		goto error;
 	close(fd);
 	fd = -1;

@@ -90,6 +90,13 @@ struct sh5_nodestep {
 struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 				       uint32_t job_id, const char *step,
 				       struct sh5_error *errp);
+/* The same; a file of at most mem_max bytes (0: none) is read whole into
+ * memory at the open (HDF5's core driver) and read from there: one read
+ * instead of one per chunk, memory the file's size until the close. */
+struct sh5_nodestep *sh5_nodestep_open_mem(const char *path,
+					   const char *node, uint32_t job_id,
+					   const char *step, uint64_t mem_max,
+					   struct sh5_error *errp);
 void sh5_nodestep_close(struct sh5_nodestep *ns);
 
 #endif /* SH5_READER_H */
