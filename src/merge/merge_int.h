@@ -6,7 +6,8 @@
  * the first pass checks each in child processes (probe.c runs them,
  * check.c is what one child does for one input); the second pass writes
  * the job file step by step (node_write.c) and series by series
- * (series_write.c), the records read by a child process (feed.c), the
+ * (series_write.c), the records read by a child process (feed.c; with
+ * the one-pass feeder, onefeed.c, that child checks each input too), the
  * output written back early by a thread (writeback.c); record.c writes
  * /Merge and verifies the closed file.  state.c and h5copy.c are the
  * helpers they share.  Calls go from the driver down that list, never
