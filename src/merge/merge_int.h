@@ -150,6 +150,7 @@ struct mstate {
 	int onefeed;
 	size_t feed_at;
 	int defer;
+	int onefeed_ended;      /* mg_onefeed_end() ran the first pass's end */
 	struct dreport {
 		int error;
 		char *file, *msg;
@@ -291,6 +292,12 @@ void mg_probe_mark(struct mstate *m, size_t idx, int hung, int st);
  * (errp set).  mg_onefeed_drop(): the reports held back forgotten. */
 int mg_onefeed_gate(struct mstate *m, size_t i);
 int mg_onefeed_end(struct mstate *m);
+/* The writing failed (errp set): the first pass finished by ncpu
+ * checking children and its reports shown, then those held back, as the
+ * two passes would have shown them before the failure: -1 (errp kept);
+ * or 1 when the two passes would have stopped before writing (problems
+ * without --allow-partial, nothing usable: the normal way stops so). */
+int mg_onefeed_failed(struct mstate *m, size_t ncpu);
 void mg_onefeed_drop(struct mstate *m);
 
 /* feed.c */

@@ -348,7 +348,7 @@ static int onepass_run(struct mstate *m, const char *tmp, hid_t fapl,
  * wrote forgotten, the inputs it checked kept as checked).
  */
 static int onefeed_run(struct mstate *m, const char *tmp, hid_t fapl,
-		       int *partial, int again)
+		       int *partial, int again, size_t ncpu)
 {
 	const struct sh5_merge_opts *o = m->o;
 	uint64_t lost = m->st->lost;
@@ -376,6 +376,8 @@ static int onefeed_run(struct mstate *m, const char *tmp, hid_t fapl,
 	}
 	mg_feeder_stop(m);
 	m->onefeed = 0;
+	if (rc < 0)
+		rc = mg_onefeed_failed(m, ncpu);
 	mg_onefeed_drop(m);
 	if (rc == 1) {
 		pass2_reset(m);
@@ -419,7 +421,8 @@ static int run_passes(struct mstate *m, const char *tmp, hid_t fapl,
 		 * inputs it did not check) and the reader as before. */
 		restart = 1;
 		m->early = 0;
-		if ((r = onefeed_run(m, tmp, fapl, partial, 1)) <= 0)
+		if ((r = onefeed_run(m, tmp, fapl, partial, 1,
+				     (size_t)ncpu)) <= 0)
 			return r;
 		mg_probe_start(m, (size_t)ncpu);
 	}

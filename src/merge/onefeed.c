@@ -134,21 +134,12 @@ void mg_onefeed_drop(struct mstate *m)
 	m->defer = 0;
 }
 
-int mg_onefeed_end(struct mstate *m)
+/* The reports held back, shown and counted. */
+static void held_show(struct mstate *m)
 {
 	const struct sh5_merge_opts *o = m->o;
 	size_t i;
-	int r;
 
-	m->defer = 0;
-	/* Every input is checked: the reports of the first pass, its
-	 * findings per step, the hooks told. */
-	if ((r = mg_pass1_done(m)) < 0)
-		return -1;
-	if (r || m->st->skipped == m->nin ||
-	    (m->st->problems && !o->allow_partial))
-		return 1;
-	/* Then what the writing found, as after the two passes. */
 	for (i = 0; i < m->ndr; i++) {
 		struct dreport *d = &m->dr[i];
 
@@ -158,5 +149,51 @@ int mg_onefeed_end(struct mstate *m)
 			o->report(o->arg, d->error, d->file, d->msg);
 	}
 	mg_onefeed_drop(m);
+}
+
+int mg_onefeed_failed(struct mstate *m, size_t ncpu)
+{
+	struct sh5_error keep = { "" };
+
+	if (m->onefeed_ended) {
+		/* The first pass's end failed: nothing written shows, as
+		 * after the two passes. */
+		mg_onefeed_drop(m);
+		return -1;
+	}
+	if (m->errp)
+		keep = *m->errp;
+	m->defer = 0;
+	/* The first pass finished by the checking children (the inputs
+	 * not checked yet), its reports and findings. */
+	mg_probe_start(m, ncpu);
+	if (mg_pass1_done(m) < 0 || m->st->skipped == m->nin ||
+	    (m->st->problems && !m->o->allow_partial)) {
+		/* The two passes would have stopped here, before writing. */
+		mg_onefeed_drop(m);
+		return 1;
+	}
+	held_show(m);
+	if (m->errp)
+		*m->errp = keep;
+	return -1;
+}
+
+int mg_onefeed_end(struct mstate *m)
+{
+	const struct sh5_merge_opts *o = m->o;
+	int r;
+
+	m->defer = 0;
+	m->onefeed_ended = 1;
+	/* Every input is checked: the reports of the first pass, its
+	 * findings per step, the hooks told. */
+	if ((r = mg_pass1_done(m)) < 0)
+		return -1;
+	if (r || m->st->skipped == m->nin ||
+	    (m->st->problems && !o->allow_partial))
+		return 1;
+	/* Then what the writing found, as after the two passes. */
+	held_show(m);
 	return 0;
 }

@@ -118,6 +118,26 @@ for k in 1 5; do
 done
 echo "ok: a cut input"
 
+# The output cannot be written (a file size limit) with an input the
+# checks find damaged: the same reports and exit status as the normal
+# way (with --allow-partial the checks' reports, then the failure;
+# without, the two passes stop before writing: the problems only).
+for opt in --allow-partial ""; do
+	for way in 1 2; do
+		env $([ $way = 2 ] && echo SH5MERGE_NO_ONEFEED=1) bash -c \
+			"ulimit -f 40; exec $SH5MERGE merge -j 811 -p prof -u c -o fsz.h5 $opt" \
+			>/dev/null 2>fsz$way.err
+		echo $? >>fsz$way.err
+		[ ! -e fsz.h5 ] || fail "fsz$opt: job file written"
+		no_temp .
+	done
+	diff fsz1.err fsz2.err || fail "file size limit $opt: not as the normal way"
+	[ "$(tail -1 fsz1.err)" = 1 ] || { cat fsz1.err; fail "file size limit $opt: exit"; }
+	grep -q 'node5.h5: truncated' fsz1.err || { cat fsz1.err; fail "file size limit $opt: the check's report"; }
+done
+grep -q 'cannot write' fsz1.err && fail "file size limit: written although the checks stop the merge"
+echo "ok: the output cannot be written"
+
 # HDF5 crashing or looping on an input while the reader child checks it:
 # a damaged global heap of variable-length attributes (one of our files
 # in the mixed job, after stock ones: not copied by the one-pass child).
