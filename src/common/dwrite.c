@@ -131,16 +131,13 @@ struct sh5_dwrite *sh5_dwrite_start(int fd, size_t cap, char **buf,
 	size_t head;
 	int e, flags;
 
-	if (cap <= SH5_DWRITE_ALIGN || fstat(fd, &st) < 0 ||
-	    !S_ISREG(st.st_mode) || (flags = fcntl(fd, F_GETFL)) < 0 ||
-	    (pos = lseek(fd, 0, SEEK_CUR)) < 0) {
-		if (!errno || cap <= SH5_DWRITE_ALIGN)
-			errno = EINVAL;
+	if (fstat(fd, &st) < 0 || (flags = fcntl(fd, F_GETFL)) < 0 ||
+	    (pos = lseek(fd, 0, SEEK_CUR)) < 0)
 		return NULL;
-	}
 	/* Appending ignores pwrite's offset; a read-only or write-only
 	 * descriptor could not read the partial block back. */
-	if ((flags & O_APPEND) || (flags & O_ACCMODE) != O_RDWR) {
+	if (cap <= SH5_DWRITE_ALIGN || !S_ISREG(st.st_mode) ||
+	    (flags & O_APPEND) || (flags & O_ACCMODE) != O_RDWR) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -24,7 +24,9 @@ struct sh5_dwrite;
 
 /* Start appending to fd at its current offset, with two blocks of cap
  * bytes (cap > SH5_DWRITE_ALIGN).  Nothing may write to fd by other ways
- * until sh5_dwrite_finish.  *buf is the first block to fill and *len the
+ * until sh5_dwrite_finish, and O_DIRECT is set on fd's open file
+ * description until then: give it a file no other process shares (a
+ * temporary file of one's own).  *buf is the first block to fill and *len the
  * bytes already in it (the file's last partial aligned block, read back:
  * fill on after them).  Returns the writer, or NULL with errno set when
  * fd is no regular file, refuses O_DIRECT, or there is no memory or

@@ -265,7 +265,8 @@ int sh5_extract_timeseries(struct sh5_extract *o, struct sh5_extract_sel *v,
 		/* no worker: do it here */
 	}
 	/* One thread writes all: the blocks without the page cache. */
-	sh5_obuf_direct(&ob);
+	if (o->out_private)
+		sh5_obuf_direct(&ob);
 	rc = one_thread(o, v, n, &ob, buf, errp);
 out:
 	sh5_obuf_flush(&ob); /* an error stays in ferror(out) */
