@@ -246,6 +246,9 @@ int cmd_extract(int argc, char **argv)
 		cli_error(NULL, "%s", oerr.text);
 		goto out;
 	}
+	/* Its own temporary file (not a descriptor shared with others):
+	 * written without the page cache. */
+	o.out_private = of.tmp != NULL;
 	if (write_csv(&o, f, v, n, first, &of) < 0)
 		goto out;
 	if (sh5_outfile_commit(&of, &oerr) < 0) {

@@ -248,7 +248,7 @@ int sh5_extract_timeseries(struct sh5_extract *o, struct sh5_extract_sel *v,
 {
 	void *buf = malloc(ROW_BUFFER);
 	struct obuf ob = { malloc(OUT_BUFFER), 0, out, NULL, NULL,
-			   &o->out_errno };
+			   &o->out_errno, NULL, NULL };
 	int rc = -1;
 
 	if (!buf || !ob.p) {
@@ -264,9 +264,13 @@ int sh5_extract_timeseries(struct sh5_extract *o, struct sh5_extract_sel *v,
 			goto out;
 		/* no worker: do it here */
 	}
+	/* One thread writes all: the blocks without the page cache. */
+	if (o->out_private)
+		sh5_obuf_direct(&ob);
 	rc = one_thread(o, v, n, &ob, buf, errp);
 out:
 	sh5_obuf_flush(&ob); /* an error stays in ferror(out) */
+	sh5_obuf_direct_end(&ob); /* or in o->out_errno */
 	free(ob.p);
 	free(buf);
 	return rc;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/dwrite.h"
 #include "common/error.h"
 #include "merge/extract_types.h"
 #include "profile/reader.h"
@@ -36,6 +37,10 @@ struct obuf {
 	void *arg;
 	int *out_errno;   /* errno of the first failed write (stdio keeps
 			   * none) */
+	/* Set: p is one of its blocks, and full buffers go to the file
+	 * through it (common/dwrite: no copy into the page cache). */
+	struct sh5_dwrite *dw;
+	char *own;        /* then: the buffer p was, back at the end */
 };
 
 /* The time series CSV runs in two threads when it can.  Every series
@@ -58,6 +63,14 @@ void sh5_extract_warn_lost(const struct sh5_extract *o,
 			   const char *reason);
 int sh5_extract_out_failed(FILE *out, int out_errno);
 int sh5_obuf_flush(struct obuf *b);
+/* Write b's rows through common/dwrite from now on when the output
+ * allows it (a regular file; SH5MERGE_NO_DIRECT unset), else as before:
+ * b->p is then one of dwrite's blocks, b's own kept in b->own. */
+void sh5_obuf_direct(struct obuf *b);
+/* Write what dwrite holds, end it and give b its own buffer back (b->p
+ * empty; nothing when b writes no other way).  0, or -1 with
+ * *b->out_errno set. */
+int sh5_obuf_direct_end(struct obuf *b);
 /* Bytes were written to fd (the output): see extract_rows.c. */
 void sh5_extract_wrote(int fd);
 int sh5_extract_emit_rows(const struct sh5_extract_sel *e,

@@ -57,17 +57,31 @@ void sh5_extract_wrote(int fd)
 #endif
 }
 
+static void out_error(struct obuf *b)
+{
+	if (!*b->out_errno)
+		*b->out_errno = errno ? errno : EIO;
+}
+
 int sh5_obuf_flush(struct obuf *b)
 {
 	if (b->flush)
 		return b->flush(b);
+	if (b->dw) {
+		/* The whole aligned blocks go, the rest stays in b->p. */
+		if (sh5_dwrite_submit(b->dw, &b->p, &b->len) < 0) {
+			out_error(b);
+			b->len = 0;
+			return -1;
+		}
+		return sh5_extract_out_failed(b->out, *b->out_errno) ? -1 : 0;
+	}
 	/* Straight to the file descriptor (after what stdio holds): a
 	 * copy of every byte through stdio's buffer costs more than the
 	 * write itself. */
 	if (b->len && (fflush(b->out) != 0 ||
 		       sh5_fd_write_all(fileno(b->out), b->p, b->len) < 0)) {
-		if (!*b->out_errno)
-			*b->out_errno = errno ? errno : EIO;
+		out_error(b);
 		b->len = 0;
 		return -1;
 	}
@@ -75,6 +89,37 @@ int sh5_obuf_flush(struct obuf *b)
 		sh5_extract_wrote(fileno(b->out));
 	b->len = 0;
 	return sh5_extract_out_failed(b->out, *b->out_errno) ? -1 : 0;
+}
+
+void sh5_obuf_direct(struct obuf *b)
+{
+	char *p;
+	size_t len;
+
+	if (b->flush || b->dw || getenv("SH5MERGE_NO_DIRECT") ||
+	    sh5_obuf_flush(b) < 0 || fflush(b->out) != 0 ||
+	    !(b->dw = sh5_dwrite_start(fileno(b->out), OUT_BUFFER, &p, &len)))
+		return;
+	b->own = b->p;
+	b->p = p;
+	b->len = len;
+}
+
+int sh5_obuf_direct_end(struct obuf *b)
+{
+	int rc = 0;
+
+	if (!b->dw)
+		return 0;
+	if (sh5_dwrite_finish(b->dw, b->p, b->len) < 0) {
+		out_error(b);
+		rc = -1;
+	}
+	b->dw = NULL;
+	b->p = b->own;
+	b->own = NULL;
+	b->len = 0;
+	return rc;
 }
 
 /* The rows of n records after prefix: what ops->extract_series writes
@@ -91,7 +136,8 @@ int sh5_extract_emit_rows(const struct sh5_extract_sel *e, const char *prefix,
 
 	memo.len[0] = memo.len[1] = 0;
 	if (plen + max > SH5_FMT_ROW_LINE) {
-		if (sh5_obuf_flush(b) < 0)
+		/* stdio writes the rest: to the file the ordinary way. */
+		if (sh5_obuf_flush(b) < 0 || sh5_obuf_direct_end(b) < 0)
 			return -1;
 		return s->ops->extract_series(s, b->out, 0, prefix, recs, n);
 	}

@@ -21,6 +21,10 @@ struct sh5_extract {
 	void (*progress)(void *arg, size_t done, size_t total);
 	void *arg;
 	int out_errno; /* errno of the first failed write to the output */
+	/* The output is a file of the caller's own (a temporary file no
+	 * other process shares): the rows may go to it with O_DIRECT set
+	 * on its descriptor for a while (common/dwrite). */
+	int out_private;
 };
 
 struct sh5_extract_sel {

@@ -143,4 +143,48 @@ grep -q 'node2/Tasks/2: 220 rows unreadable (EpochTime out of range' p.err ||
 	{ cat p.err; fail "stock, EpochTime out of range: warning"; }
 [ "$(grep -c '^0,node2,2,' p.csv)" -eq 30 ] ||
 	fail "stock, EpochTime out of range: rows kept"
+
+# Into a regular file the one-thread CSV goes without the page cache
+# (common/dwrite, from a writer thread): the same bytes as written the
+# ordinary way (SH5MERGE_NO_DIRECT), also for rows too wide for the line
+# buffer (stdio writes those: the direct writes end before them).
+cp ours.h5 wide.h5
+$PY - wide.h5 <<'PY' || fail "adding a wide series"
+import sys, numpy as np, h5py
+f = h5py.File(sys.argv[1], "r+")
+src = f["Steps/0/Nodes/node1/GPU"] if "Steps/0/Nodes/node1/GPU" in f else \
+    f["Steps/0/Nodes/node1/Energy"]
+nf = 150
+dt = np.dtype([("ElapsedTime", "<u8"), ("EpochTime", "<u8")] +
+              [("F%03d" % i, "<u8" if i % 2 else "<f8") for i in range(nf)] +
+              [("EpochTimeNs", "<u8")])
+a = np.zeros(700, dt)
+for k in ("ElapsedTime", "EpochTime", "EpochTimeNs"):
+    a[k] = src[k][:700]
+for i in range(nf):
+    a["F%03d" % i] = np.arange(700) * (i + 1) if i % 2 else np.arange(700) / (i + 3.0)
+d = f.create_dataset("Steps/0/Nodes/node1/Wide", data=a, chunks=(300,),
+                     compression="gzip")
+d.attrs["Series"] = np.bytes_("Wide")
+PY
+for args in "ours.h5" "stock.h5" "ours.h5 -S Energy" "wide.h5 -S Wide"; do
+	SH5MERGE_NO_FORK=1 $SH5MERGE extract -i $args -o d.csv 2>d.err ||
+		fail "$args: direct: exit $?"
+	SH5MERGE_NO_FORK=1 SH5MERGE_NO_DIRECT=1 $SH5MERGE extract -i $args \
+		-o n.csv 2>n.err || fail "$args: ordinary: exit $?"
+	cmp -s d.csv n.csv || fail "$args: direct writes differ"
+	cmp -s d.err n.err || fail "$args: direct writes: stderr differs"
+	[ "$(wc -l <d.csv)" -gt 700 ] || fail "$args: too few rows"
+done
+# A write the file refuses (past the file size limit, SIGXFSZ ignored):
+# exit 1, the output named, no output nor temporary file left.
+mkdir -p lim && rm -f lim/*
+(trap '' XFSZ; ulimit -f 512
+ SH5MERGE_NO_FORK=1 exec $SH5MERGE extract -i ours.h5 -o lim/out.csv) 2>lim.err
+rc=$?
+[ $rc -eq 1 ] || { cat lim.err; fail "file size limit: exit $rc"; }
+grep -q '^sh5merge: lim/out.csv: write failed: File too large' lim.err ||
+	{ cat lim.err; fail "file size limit: message"; }
+[ -z "$(ls -A lim)" ] || { ls -la lim; fail "file size limit: files left"; }
+echo "ok: direct writes"
 echo "PASS: extract_parallel"
