@@ -197,7 +197,7 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 	struct sh5_nodestep *ns;
 	void *map = NULL;
 	size_t i;
-	int whole;
+	int whole, inmem;
 
 	f->status = "skipped";
 	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
@@ -207,14 +207,23 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
 		return;
 	}
-	/* The one-pass feeder reads the records next: a small input is
-	 * read whole (one read instead of one per chunk; the stock plugin's
-	 * chunks are 10 records). */
-	ns = sh5_nodestep_open_mem(f->in->path, f->in->node, m->o->job,
-				   f->in->step_id,
-				   m->onefeed && m->in_child &&
-				   !getenv("SH5MERGE_NO_INMEM") ?
-				   MERGE_INMEM_MAX : 0, &err);
+	/* The one-pass child copies it next, the one-pass feeder reads its
+	 * records: a small input is read whole, once.  Mapped for its CRC
+	 * (above): HDF5 reads the same bytes from the map (no read at all;
+	 * the map kept with the handle until it is closed), else with one
+	 * read at the open (one instead of one per chunk; the stock
+	 * plugin's chunks are 10 records). */
+	inmem = (m->onepass || m->onefeed) && m->in_child &&
+		!getenv("SH5MERGE_NO_INMEM");
+	if (inmem && map && f->size <= MERGE_INMEM_MAX)
+		ns = sh5_nodestep_open_image(f->in->path, f->in->node,
+					     m->o->job, f->in->step_id, map,
+					     (size_t)f->size, &err);
+	else
+		ns = sh5_nodestep_open_mem(f->in->path, f->in->node,
+					   m->o->job, f->in->step_id,
+					   inmem && m->onefeed ?
+					   MERGE_INMEM_MAX : 0, &err);
 	if (!ns) {
 		const char *r = err.text;
 		size_t pl = strlen(f->in->path);
@@ -257,6 +266,12 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 		mg_held_close(m);
 		m->held = ns;
 		m->held_idx = f->in - m->in;
+		if (map && ns->file_image) {
+			/* HDF5 reads it from there until the close. */
+			m->held_map = map;
+			m->held_map_len = (size_t)f->size;
+			map = NULL;
+		}
 	} else {
 		sh5_nodestep_close(ns);
 	}
@@ -268,6 +283,9 @@ void mg_held_close(struct mstate *m)
 {
 	sh5_nodestep_close(m->held);
 	m->held = NULL;
+	if (m->held_map)
+		munmap(m->held_map, m->held_map_len);
+	m->held_map = NULL;
 }
 
 /* The fields of s as sh5_series_same_fields() compares them (FNV-1a):

@@ -175,6 +175,10 @@ struct mstate {
 				 * the output */
 	struct sh5_nodestep *held;
 	size_t held_idx;
+	/* The mapped file HDF5 reads the held input from (its image), or
+	 * NULL; unmapped with it (held_map_len bytes). */
+	void *held_map;
+	size_t held_map_len;
 	struct tcache {         /* totals' memory types, by signature, */
 		uint64_t sig;
 		hid_t mt;

@@ -16,6 +16,7 @@
 #include <emmintrin.h>
 #endif
 
+#include <hdf5_hl.h>
 #include "common/checksum.h"
 #include "profile/reader.h"
 #include "common/timeconv.h"
@@ -548,10 +549,35 @@ struct sh5_nodestep *sh5_nodestep_open(const char *path, const char *node,
 	return sh5_nodestep_open_mem(path, node, job_id, step, 0, errp);
 }
 
-struct sh5_nodestep *sh5_nodestep_open_mem(const char *path,
-					   const char *node, uint32_t job_id,
-					   const char *step, uint64_t mem_max,
-					   struct sh5_error *errp)
+/* The file's image (len bytes at img) opened by HDF5 where it is (the
+ * core driver, neither copied nor released).  A handle, or -1 (not an
+ * HDF5 file, or one HDF5 cannot open whole: the caller opens the file by
+ * its path, which tells why and salvages what it can). */
+static hid_t open_image(struct sh5_nodestep *ns, const void *img, size_t len)
+{
+	hid_t f;
+
+	if (len < sizeof(h5_signature) ||
+	    memcmp(img, h5_signature, sizeof(h5_signature)))
+		return -1;
+	H5E_BEGIN_TRY
+	{
+		f = H5LTopen_file_image((void *)img, len,
+					H5LT_FILE_IMAGE_DONT_COPY |
+					H5LT_FILE_IMAGE_DONT_RELEASE);
+	}
+	H5E_END_TRY;
+	if (f >= 0) {
+		ns->size = ns->real_eof = (uint64_t)len;
+		ns->file_image = 1;
+	}
+	return f;
+}
+
+static struct sh5_nodestep *open_any(const char *path, const char *node,
+				     uint32_t job_id, const char *step,
+				     uint64_t mem_max, const void *img,
+				     size_t len, struct sh5_error *errp)
 {
 	struct sh5_nodestep *ns = calloc(1, sizeof(*ns));
 	int fd = -1;
@@ -566,14 +592,16 @@ struct sh5_nodestep *sh5_nodestep_open_mem(const char *path,
 		sh5_errprintf(errp, "%s: out of memory", path);
 		goto error;
 	}
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		sh5_errprintf(errp, "%s: %s", path, strerror(errno));
-		goto error;
+	if (!img || (ns->file = open_image(ns, img, len)) < 0) {
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+			sh5_errprintf(errp, "%s: %s", path, strerror(errno));
+			goto error;
+		}
+		if (open_file(ns, fd, path, mem_max, errp) < 0)
+			goto error;
+		close(fd);
+		fd = -1;
 	}
-	if (open_file(ns, fd, path, mem_max, errp) < 0)
-		goto error;
-	close(fd);
-	fd = -1;
 	ns->kind = H5Aexists(ns->file, "sh5 Format Version") > 0 ?
 			   SH5_NODESTEP_OURS : SH5_NODESTEP_STOCK;
 	if (open_node(ns, node, path, errp) < 0)
@@ -588,4 +616,21 @@ error:
 		close(fd);
 	sh5_nodestep_close(ns);
 	return NULL;
+}
+
+struct sh5_nodestep *sh5_nodestep_open_mem(const char *path,
+					   const char *node, uint32_t job_id,
+					   const char *step, uint64_t mem_max,
+					   struct sh5_error *errp)
+{
+	return open_any(path, node, job_id, step, mem_max, NULL, 0, errp);
+}
+
+struct sh5_nodestep *sh5_nodestep_open_image(const char *path,
+					     const char *node,
+					     uint32_t job_id, const char *step,
+					     const void *img, size_t len,
+					     struct sh5_error *errp)
+{
+	return open_any(path, node, job_id, step, 0, img, len, errp);
 }

@@ -66,6 +66,8 @@ struct sh5_nodestep {
 	uint64_t real_eof;     /* bytes that exist (== size) */
 	char damage[256];      /* file-level damage, or "" */
 	char *tmp_copy;        /* private sparse copy, removed on close */
+	int file_image;        /* HDF5 reads the caller's image of the file
+				* (sh5_nodestep_open_image()) */
 	/* Series and other objects (relative paths), in name order. */
 	size_t nseries;
 	struct sh5_ns_series *series;
@@ -97,6 +99,16 @@ struct sh5_nodestep *sh5_nodestep_open_mem(const char *path,
 					   const char *node, uint32_t job_id,
 					   const char *step, uint64_t mem_max,
 					   struct sh5_error *errp);
+/* The same, HDF5 reading the file's bytes from img (len bytes, the
+ * caller's, read-only, left alive and unchanged until the close; neither
+ * copied nor freed): no read of the file.  An image HDF5 cannot open
+ * (cut short, not HDF5) is opened by path instead, as
+ * sh5_nodestep_open() would (the reason, the salvage). */
+struct sh5_nodestep *sh5_nodestep_open_image(const char *path,
+					     const char *node,
+					     uint32_t job_id, const char *step,
+					     const void *img, size_t len,
+					     struct sh5_error *errp);
 void sh5_nodestep_close(struct sh5_nodestep *ns);
 
 #endif /* SH5_READER_H */

@@ -6,7 +6,8 @@
 # is not whole or a damaged one makes the merge start over the normal
 # way, with the same outcome as before; HDF5 crashing or looping on an
 # input ends only the child (the input is marked, the others merged);
-# the inputs are never modified.
+# the inputs are never modified; an input is read once (HDF5 reads the
+# map its CRC was computed on).
 . "$top_srcdir/tests/tools/merge_lib.sh"
 
 mkdir -p prof/u
@@ -158,6 +159,36 @@ PY
 	no_temp .
 	echo "ok: HDF5 ${how}ing in the one-pass child"
 done
+
+# An input of at most 8 MiB is read once: mapped for its CRC, and HDF5
+# reads the same bytes from the map (SH5MERGE_NO_INMEM=1: HDF5 reads the
+# file itself, piece by piece); the same job file both ways.
+SH5MERGE_NO_INMEM=1 $SH5MERGE merge -j 801 -p prof -u u -o nomem.h5 2>nomem.err ||
+	{ cat nomem.err; fail "SH5MERGE_NO_INMEM=1 merge"; }
+grep -q '6 node files (6 copied whole)' nomem.err || { cat nomem.err; fail "NO_INMEM: not copied whole"; }
+compare one.h5 nomem.h5
+# (LeakSanitizer does not work under ptrace: off for these runs.)
+if command -v strace >/dev/null; then
+	for how in mem nomem; do
+		unset SH5MERGE_NO_INMEM
+		[ $how = mem ] || export SH5MERGE_NO_INMEM=1
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+			strace -f -qq -y -e trace=openat,pread64,read -o reads-$how.txt \
+			$SH5MERGE -q merge -j 801 -p prof -u u -o reads-$how.h5 ||
+			fail "merge under strace ($how)"
+	done
+	unset SH5MERGE_NO_INMEM
+	# HDF5's own opens (O_RDONLY alone) and its reads of the inputs.
+	h5o() { grep -c '801_0_node[0-9]*\.h5", O_RDONLY[) ]' "$1"; }
+	h5r() { grep -c '^[0-9]* *pread64([0-9]*</.*/801_0_node[0-9]*\.h5>' "$1"; }
+	[ "$(h5o reads-mem.txt)" = 0 ] && [ "$(h5r reads-mem.txt)" = 0 ] ||
+		{ grep 801_0_node reads-mem.txt | head -40; fail "inputs read by HDF5 again: $(h5o reads-mem.txt) opens, $(h5r reads-mem.txt) reads"; }
+	[ "$(h5o reads-nomem.txt)" = 6 ] && [ "$(h5r reads-nomem.txt)" -ge 6 ] ||
+		fail "NO_INMEM: $(h5o reads-nomem.txt) HDF5 opens, $(h5r reads-nomem.txt) reads of the inputs"
+	compare one.h5 reads-mem.h5
+	echo "ok: each input read once (HDF5 on the map of its CRC)"
+fi
+no_temp .
 
 [ "$(cat prof/u/801_*.h5 | md5sum)" = "$sum0" ] || fail "inputs modified"
 echo "ok: inputs unchanged"

@@ -703,6 +703,96 @@ START_TEST(test_reader_open)
 }
 END_TEST
 
+/* Opened from the caller's image of the file: the same series and rows as
+ * by its path, the image neither changed nor freed; an image cut short
+ * is opened by path (salvaged as there), one that is not HDF5 too. */
+START_TEST(test_reader_open_image)
+{
+	struct sh5_error err = { "" };
+	struct sh5_nodestep *ns;
+	struct sh5_cursor c;
+	char p[512];
+	unsigned char *img, *copy;
+	size_t len, i;
+	FILE *fp;
+	hid_t d;
+
+	write_node(0, 0, 2, 3000, 1);
+	snprintf(p, sizeof(p), "%s/9_0_node1.h5", tmpdir);
+	ck_assert_ptr_nonnull(fp = fopen(p, "rb"));
+	ck_assert_int_eq(fseek(fp, 0, SEEK_END), 0);
+	len = (size_t)ftell(fp);
+	rewind(fp);
+	ck_assert_ptr_nonnull(img = malloc(len));
+	ck_assert_ptr_nonnull(copy = malloc(len));
+	ck_assert_uint_eq(fread(img, 1, len, fp), len);
+	fclose(fp);
+	memcpy(copy, img, len);
+	/* The file gone: only the image is read. */
+	ck_assert_int_eq(unlink(p), 0);
+	ns = sh5_nodestep_open_image(p, "node1", 9, "0", img, len, &err);
+	ck_assert_msg(ns != NULL, "%s", err.text);
+	ck_assert_int_eq(ns->file_image, 1);
+	ck_assert_int_eq(ns->kind, SH5_NODESTEP_OURS);
+	ck_assert_uint_eq(ns->size, len);
+	ck_assert_uint_eq(ns->nseries, 2);
+	ck_assert_int_eq(ns->salvaged, 0);
+	for (i = 0; i < ns->nseries; i++) {
+		union sh5_value buf[6 * 512];
+		size_t n, row = 0, r;
+
+		ck_assert_uint_eq(ns->series[i].nrows, 3000);
+		d = H5Dopen2(ns->node, ns->series[i].path, H5P_DEFAULT);
+		ck_assert_int_ge(d, 0);
+		ck_assert_int_eq(sh5_cursor_open(&c, d, ns->series[i].series,
+						 ns->real_eof, &err), 0);
+		while ((n = sh5_cursor_read(&c, buf, 512)) > 0) {
+			for (r = 0; r < n; r++)
+				ck_assert_uint_eq(buf[r * 6 + 1].u,
+						  1700000000 + row + r);
+			row += n;
+		}
+		ck_assert_uint_eq(row, 3000);
+		ck_assert_uint_eq(sh5_cursor_lost(&c), 0);
+		sh5_cursor_close(&c);
+		H5Dclose(d);
+	}
+	/* Another job: refused as by path. */
+	ck_assert_ptr_null(sh5_nodestep_open_image(p, "node1", 10, "0", img,
+						   len, &err));
+	ck_assert_ptr_nonnull(strstr(err.text, "belongs to job 9, not 10"));
+	sh5_nodestep_close(ns);
+	ck_assert_int_eq(memcmp(img, copy, len), 0);
+	/* The file back, cut short, and its image cut alike: HDF5 cannot
+	 * open the image; opened by path and salvaged. */
+	ck_assert_ptr_nonnull(fp = fopen(p, "wb"));
+	ck_assert_uint_eq(fwrite(img, 1, len * 8 / 10, fp), len * 8 / 10);
+	fclose(fp);
+	ns = sh5_nodestep_open_image(p, "node1", 9, "0", img, len * 8 / 10,
+				     &err);
+	ck_assert_msg(ns != NULL, "%s", err.text);
+	ck_assert_int_eq(ns->file_image, 0);
+	ck_assert_int_eq(ns->salvaged, 1);
+	ck_assert_ptr_nonnull(strstr(ns->damage, "truncated"));
+	sh5_nodestep_close(ns);
+	/* An image that is not HDF5: by path (the cut file, salvaged),
+	 * then a path that is empty, which says so. */
+	memset(img, 'x', 64);
+	ns = sh5_nodestep_open_image(p, "node1", 9, "0", img, 64, &err);
+	ck_assert_msg(ns != NULL, "%s", err.text);
+	ck_assert_int_eq(ns->file_image, 0);
+	ck_assert_int_eq(ns->salvaged, 1);
+	sh5_nodestep_close(ns);
+	touch("9_0_x.h5");
+	snprintf(p, sizeof(p), "%s/9_0_x.h5", tmpdir);
+	ck_assert_ptr_null(sh5_nodestep_open_image(p, "x", 9, "0", img, 64,
+						   &err));
+	ck_assert_ptr_nonnull(strstr(err.text, "empty file"));
+	free(img);
+	free(copy);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("merge");
@@ -716,6 +806,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_merge_partial);
 	tcase_add_test(tc, test_reader_unwritten_chunk);
 	tcase_add_test(tc, test_reader_open);
+	tcase_add_test(tc, test_reader_open_image);
 	tcase_add_test(tc, test_csvfmt_roundtrip);
 	tcase_add_test(tc, test_extract_csv_rows);
 	suite_add_tcase(s, tc);
