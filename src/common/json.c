@@ -7,17 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <yajl/yajl_gen.h>
-
 #include "common/csvfmt.h"
 #include "common/json.h"
 #include "common/runstats.h"
+#include "common/yajl.h"
 
 #define BUF_SIZE (64 * 1024)
 #define KEY_DEPTH 8
 
 struct sh5_json {
 	yajl_gen g;
+	const struct sh5_yajl *y; /* yajl's functions (common/yajl.h) */
 	FILE *f;
 	int (*write)(void *arg, const void *buf, size_t len);
 	void *arg;
@@ -121,6 +121,7 @@ static struct sh5_json *create(FILE *f,
 			       void *arg, int flags, struct sh5_error *errp)
 {
 	struct sh5_json *j = calloc(1, sizeof(*j));
+	const char *why;
 
 	if (!j)
 		goto error;
@@ -130,14 +131,20 @@ static struct sh5_json *create(FILE *f,
 	j->buf = malloc(BUF_SIZE);
 	if (!j->buf)
 		goto error;
-	j->g = yajl_gen_alloc(NULL);
+	if (!(j->y = sh5_yajl(&why))) {
+		sh5_json_destroy(j);
+		errno = ENOENT;
+		sh5_errprintf(errp, "json: cannot create writer: %s", why);
+		return NULL;
+	}
+	j->g = j->y->alloc(NULL);
 	if (!j->g)
 		goto error;
-	if (!yajl_gen_config(j->g, yajl_gen_print_callback, print_cb, j))
+	if (!j->y->config(j->g, yajl_gen_print_callback, print_cb, j))
 		goto error;
 	if (flags & SH5_JSON_PRETTY) {
-		yajl_gen_config(j->g, yajl_gen_beautify, 1);
-		yajl_gen_config(j->g, yajl_gen_indent_string, "    ");
+		j->y->config(j->g, yajl_gen_beautify, 1);
+		j->y->config(j->g, yajl_gen_indent_string, "    ");
 	}
 	return j;
 error:
@@ -176,7 +183,7 @@ void sh5_json_destroy(struct sh5_json *j)
 	if (!j)
 		return;
 	if (j->g)
-		yajl_gen_free(j->g);
+		j->y->free(j->g);
 	free(j->buf);
 	free(j);
 }
@@ -226,7 +233,7 @@ int sh5_json_object_open(struct sh5_json *j)
 	if (j->failed)
 		return -1;
 	enter(j);
-	return check(j, yajl_gen_map_open(j->g));
+	return check(j, j->y->map_open(j->g));
 }
 
 int sh5_json_object_close(struct sh5_json *j)
@@ -234,7 +241,7 @@ int sh5_json_object_close(struct sh5_json *j)
 	if (j->failed)
 		return -1;
 	leave(j);
-	return check(j, yajl_gen_map_close(j->g));
+	return check(j, j->y->map_close(j->g));
 }
 
 int sh5_json_array_open(struct sh5_json *j)
@@ -242,7 +249,7 @@ int sh5_json_array_open(struct sh5_json *j)
 	if (j->failed)
 		return -1;
 	enter(j);
-	return check(j, yajl_gen_array_open(j->g));
+	return check(j, j->y->array_open(j->g));
 }
 
 int sh5_json_array_close(struct sh5_json *j)
@@ -250,7 +257,7 @@ int sh5_json_array_close(struct sh5_json *j)
 	if (j->failed)
 		return -1;
 	leave(j);
-	return check(j, yajl_gen_array_close(j->g));
+	return check(j, j->y->array_close(j->g));
 }
 
 int sh5_json_string(struct sh5_json *j, const char *s)
@@ -258,7 +265,7 @@ int sh5_json_string(struct sh5_json *j, const char *s)
 	if (j->failed)
 		return -1;
 	if (!s)
-		return check(j, yajl_gen_null(j->g));
+		return check(j, j->y->null(j->g));
 	if (!j->in_key && j->depth > 0 && j->depth <= KEY_DEPTH &&
 	    j->keys[j->depth - 1][0]) {
 		/* "%.40s=%.50s" (at most 91 bytes and a NUL: fits), without
@@ -272,7 +279,7 @@ int sh5_json_string(struct sh5_json *j, const char *s)
 		memcpy(l + nk + 1, s, ns);
 		l[nk + 1 + ns] = '\0';
 	}
-	return check(j, yajl_gen_string(j->g, (const unsigned char *)s,
+	return check(j, j->y->string(j->g, (const unsigned char *)s,
 					strlen(s)));
 }
 
@@ -303,7 +310,7 @@ int sh5_json_int(struct sh5_json *j, int64_t v)
 		return -1;
 	/* yajl_gen_integer's text ("%lld") without its sprintf */
 	n = sh5_fmt_i64(b, v);
-	return check(j, yajl_gen_number(j->g, b, n));
+	return check(j, j->y->number(j->g, b, n));
 }
 
 int sh5_json_uint(struct sh5_json *j, uint64_t v)
@@ -313,7 +320,7 @@ int sh5_json_uint(struct sh5_json *j, uint64_t v)
 	if (j->failed)
 		return -1;
 	/* the decimal digits, as "%lld" (<= INT64_MAX) or "%llu" print them */
-	return check(j, yajl_gen_number(j->g, b, sh5_fmt_u64(b, v)));
+	return check(j, j->y->number(j->g, b, sh5_fmt_u64(b, v)));
 }
 
 /* ------------------------------------------------------------ doubles
@@ -678,17 +685,17 @@ int sh5_json_double(struct sh5_json *j, double v)
 	n = sh5_json_format_double(b, sizeof(b), v);
 	if (n < 0)
 		return fail(j, EDOM, "NaN or infinity has no JSON form");
-	return check(j, yajl_gen_number(j->g, b, (size_t)n));
+	return check(j, j->y->number(j->g, b, (size_t)n));
 }
 
 int sh5_json_bool(struct sh5_json *j, int v)
 {
-	return j->failed ? -1 : check(j, yajl_gen_bool(j->g, v != 0));
+	return j->failed ? -1 : check(j, j->y->bool_(j->g, v != 0));
 }
 
 int sh5_json_null(struct sh5_json *j)
 {
-	return j->failed ? -1 : check(j, yajl_gen_null(j->g));
+	return j->failed ? -1 : check(j, j->y->null(j->g));
 }
 
 int sh5_json_kv_string(struct sh5_json *j, const char *key, const char *s)
@@ -758,7 +765,7 @@ int sh5_json_finish(struct sh5_json *j, struct sh5_error *errp)
 {
 	/* yajl reports completion only when asked for another value. */
 	if (!j->failed &&
-	    yajl_gen_map_open(j->g) != yajl_gen_generation_complete)
+	    j->y->map_open(j->g) != yajl_gen_generation_complete)
 		fail(j, EINVAL, "document incomplete");
 	return sh5_json_flush(j, errp);
 }
