@@ -45,3 +45,38 @@ v = h5py.File(sys.argv[1], "r")[sys.argv[2]].attrs[sys.argv[3]]
 print(v.decode() if isinstance(v, bytes) else v)
 PY
 }
+
+# vlen_heap FILE crash|loop: store Field Kinds/Units as variable-length
+# strings (a global heap, as earlier builds wrote them), then damage the
+# heap so that HDF5 1.10 crashes reading it (crash) or loops (loop).
+vlen_heap() { # vlen_heap FILE crash|loop
+	$PY - "$1" "$2" <<'PY' || fail "corrupting the heap"
+import struct, sys, h5py
+f = h5py.File(sys.argv[1], "r+")
+def conv(name, obj):
+    if isinstance(obj, h5py.Dataset):
+        for a in ("Field Kinds", "Field Units"):
+            if a in obj.attrs:
+                v = [bytes(x) for x in obj.attrs[a]]
+                del obj.attrs[a]
+                obj.attrs.create(a, v, dtype=h5py.string_dtype("ascii"))
+f.visititems(conv)
+f.close()
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.find(b"GCOL")
+assert i > 0
+if sys.argv[2] == "crash":
+    struct.pack_into("<Q", d, i + 24, 0x7fffffff)
+else:
+    o, last = i + 16, None
+    while True:
+        idx = struct.unpack_from("<H", d, o)[0]
+        size = struct.unpack_from("<Q", d, o + 8)[0]
+        if idx == 0:
+            break
+        last = o
+        o += 16 + ((size + 7) // 8) * 8
+    struct.pack_into("<Q", d, last + 8, 0xd8)
+open(sys.argv[1], "wb").write(d)
+PY
+}

@@ -156,37 +156,6 @@ echo "ok: the output cannot be written"
 # HDF5 crashing or looping on an input while the reader child checks it:
 # a damaged global heap of variable-length attributes (one of our files
 # in the mixed job, after stock ones: not copied by the one-pass child).
-vlen_heap() { # vlen_heap FILE crash|loop
-	$PY - "$1" "$2" <<'PY' || fail "corrupting the heap"
-import struct, sys, h5py
-f = h5py.File(sys.argv[1], "r+")
-def conv(name, obj):
-    if isinstance(obj, h5py.Dataset):
-        for a in ("Field Kinds", "Field Units"):
-            if a in obj.attrs:
-                v = [bytes(x) for x in obj.attrs[a]]
-                del obj.attrs[a]
-                obj.attrs.create(a, v, dtype=h5py.string_dtype("ascii"))
-f.visititems(conv)
-f.close()
-d = bytearray(open(sys.argv[1], "rb").read())
-i = d.find(b"GCOL")
-assert i > 0
-if sys.argv[2] == "crash":
-    struct.pack_into("<Q", d, i + 24, 0x7fffffff)
-else:
-    o, last = i + 16, None
-    while True:
-        idx = struct.unpack_from("<H", d, o)[0]
-        size = struct.unpack_from("<Q", d, o + 8)[0]
-        if idx == 0:
-            break
-        last = o
-        o += 16 + ((size + 7) // 8) * 8
-    struct.pack_into("<Q", d, last + 8, 0xd8)
-open(sys.argv[1], "wb").write(d)
-PY
-}
 for how in crash loop; do
 	rm -rf prof/h
 	mkdir -p prof/h

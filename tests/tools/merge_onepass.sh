@@ -91,37 +91,6 @@ echo "ok: an input that is not whole"
 # inputs before it): that input is marked, not checked again, the others
 # merged.  A damaged global heap (variable-length string attributes, as
 # merge_faults.sh makes them) crashes HDF5 1.10; an overrun one loops.
-vlen_heap() { # vlen_heap FILE crash|loop
-	$PY - "$1" "$2" <<'PY' || fail "corrupting the heap"
-import struct, sys, h5py
-f = h5py.File(sys.argv[1], "r+")
-def conv(name, obj):
-    if isinstance(obj, h5py.Dataset):
-        for a in ("Field Kinds", "Field Units"):
-            if a in obj.attrs:
-                v = [bytes(x) for x in obj.attrs[a]]
-                del obj.attrs[a]
-                obj.attrs.create(a, v, dtype=h5py.string_dtype("ascii"))
-f.visititems(conv)
-f.close()
-d = bytearray(open(sys.argv[1], "rb").read())
-i = d.find(b"GCOL")
-assert i > 0
-if sys.argv[2] == "crash":
-    struct.pack_into("<Q", d, i + 24, 0x7fffffff)
-else:
-    o, last = i + 16, None
-    while True:
-        idx = struct.unpack_from("<H", d, o)[0]
-        size = struct.unpack_from("<Q", d, o + 8)[0]
-        if idx == 0:
-            break
-        last = o
-        o += 16 + ((size + 7) // 8) * 8
-    struct.pack_into("<Q", d, last + 8, 0xd8)
-open(sys.argv[1], "wb").write(d)
-PY
-}
 for how in crash loop; do
 	rm -rf prof/h
 	mkdir -p prof/h
