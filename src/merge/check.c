@@ -185,36 +185,21 @@ static void note_task(struct finfo *f, const struct sh5_series *s)
 		f->max_task = t;
 }
 
-/* First pass over one input: checksum, open, and read all the metadata
- * the second pass will read (attributes, object headers, chunk indexes,
- * other objects), so that damage to it is known before anything is
- * written.  Damaged records are found as the second pass reads them.
- * Fills f; reports nothing (it runs in a child process). */
-void mg_check_file(struct mstate *m, struct finfo *f, char *user,
-		   char *cluster)
+/* Open input f for the first pass (map: its bytes mapped for the CRC, or
+ * NULL).  The one-pass child copies it next, the one-pass feeder reads
+ * its records: a small input is read whole, once.  Mapped, HDF5 reads
+ * the same bytes from the map (no read at all; the map is kept with the
+ * handle until it is closed), else with one read at the open (one
+ * instead of one per chunk; the stock plugin's chunks are 10 records).
+ * The handle, or NULL with f->reason set. */
+static struct sh5_nodestep *open_input(struct mstate *m, struct finfo *f,
+				       void *map)
 {
 	struct sh5_error err = { "" };
 	struct sh5_nodestep *ns;
-	void *map = NULL;
-	size_t i;
-	int whole, inmem;
+	int inmem = (m->onepass || m->onefeed) && m->in_child &&
+		    !getenv("SH5MERGE_NO_INMEM");
 
-	f->status = "skipped";
-	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
-	f->max_task = -1;
-	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
-		     m->in_child ? &map : NULL, &err) < 0) {
-		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
-		return;
-	}
-	/* The one-pass child copies it next, the one-pass feeder reads its
-	 * records: a small input is read whole, once.  Mapped for its CRC
-	 * (above): HDF5 reads the same bytes from the map (no read at all;
-	 * the map kept with the handle until it is closed), else with one
-	 * read at the open (one instead of one per chunk; the stock
-	 * plugin's chunks are 10 records). */
-	inmem = (m->onepass || m->onefeed) && m->in_child &&
-		!getenv("SH5MERGE_NO_INMEM");
 	if (inmem && map && f->size <= MERGE_INMEM_MAX)
 		ns = sh5_nodestep_open_image(f->in->path, f->in->node,
 					     m->o->job, f->in->step_id, map,
@@ -232,6 +217,33 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 		if (!strncmp(r, f->in->path, pl) && r[pl] == ':')
 			r += pl + 2;
 		snprintf(f->reason, sizeof(f->reason), "%s", r);
+	}
+	return ns;
+}
+
+/* First pass over one input: checksum, open, and read all the metadata
+ * the second pass will read (attributes, object headers, chunk indexes,
+ * other objects), so that damage to it is known before anything is
+ * written.  Damaged records are found as the second pass reads them.
+ * Fills f; reports nothing (it runs in a child process). */
+void mg_check_file(struct mstate *m, struct finfo *f, char *user,
+		   char *cluster)
+{
+	struct sh5_error err = { "" };
+	struct sh5_nodestep *ns;
+	void *map = NULL;
+	size_t i;
+	int whole;
+
+	f->status = "skipped";
+	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
+	f->max_task = -1;
+	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
+		     m->in_child ? &map : NULL, &err) < 0) {
+		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
+		return;
+	}
+	if (!(ns = open_input(m, f, map))) {
 		if (map)
 			munmap(map, (size_t)f->size);
 		return;

@@ -572,6 +572,7 @@ out:
 	free(outdir);
 	if (m.dxpl >= 0)
 		H5Pclose(m.dxpl);
+	mg_onefeed_drop(&m);
 	mg_mstate_free(&m);
 	return rc;
 }

@@ -159,7 +159,6 @@ void mg_mstate_free(struct mstate *m)
 {
 	size_t i;
 
-	mg_onefeed_drop(m);
 	for (i = 0; i < m->nmissing; i++)
 		free(m->missing[i]);
 	free(m->missing);
