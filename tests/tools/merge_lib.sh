@@ -80,3 +80,32 @@ else:
 open(sys.argv[1], "wb").write(d)
 PY
 }
+
+# compare A B [MIN]: the job files A and B hold the same objects,
+# attributes and values (but /Merge's time and command line), more than
+# MIN objects (default 0).
+compare() {
+	$PY - "$1" "$2" "${3:-0}" <<'PY' || fail "$1 and $2 differ"
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+SKIP = ("Merge Time", "Options")  # when, and the command line (-o)
+def names(f):
+    out = []
+    f.visit(out.append)
+    return sorted(out)
+na, nb = names(a), names(b)
+assert na == nb, (set(na) ^ set(nb))
+for n in ["/"] + na:
+    x, y = a[n], b[n]
+    ka = sorted(k for k in x.attrs if k not in SKIP)
+    kb = sorted(k for k in y.attrs if k not in SKIP)
+    assert ka == kb, (n, ka, kb)
+    for k in ka:
+        assert np.array_equal(np.asarray(x.attrs[k]), np.asarray(y.attrs[k])), (n, k)
+    if isinstance(x, h5py.Dataset):
+        assert x.dtype == y.dtype and x.shape == y.shape, n
+        assert np.array_equal(x[()], y[()]), n
+assert len(na) > int(sys.argv[3]), na
+print("compared %d objects" % len(na))
+PY
+}

@@ -14,33 +14,6 @@ mkdir -p prof/u
 $GEN -d prof/u -j 801 -n 6 -t 2 -s 200 -f sh5 || fail "gen_job"
 sum0=$(cat prof/u/801_*.h5 | md5sum)
 
-# compare A B: same objects, attributes and values (but /Merge's time
-# and command line).
-compare() {
-	$PY - "$1" "$2" <<'PY' || fail "$1 and $2 differ"
-import sys, h5py, numpy as np
-a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
-SKIP = ("Merge Time", "Options")  # when, and the command line (-o)
-def names(f):
-    out = []
-    f.visit(out.append)
-    return sorted(out)
-na, nb = names(a), names(b)
-assert na == nb, (set(na) ^ set(nb))
-for n in ["/"] + na:
-    x, y = a[n], b[n]
-    ka = sorted(k for k in x.attrs if k not in SKIP)
-    kb = sorted(k for k in y.attrs if k not in SKIP)
-    assert ka == kb, (n, ka, kb)
-    for k in ka:
-        assert np.array_equal(np.asarray(x.attrs[k]), np.asarray(y.attrs[k])), (n, k)
-    if isinstance(x, h5py.Dataset):
-        assert x.dtype == y.dtype and x.shape == y.shape, n
-        assert np.array_equal(x[()], y[()]), n
-print("compared %d objects" % len(na))
-PY
-}
-
 $SH5MERGE merge -j 801 -p prof -u u -o one.h5 2>one.err || { cat one.err; fail "one-pass merge"; }
 grep -q '6 node files (6 copied whole)' one.err || { cat one.err; fail "not copied whole"; }
 SH5MERGE_TWO_PASS=1 $SH5MERGE merge -j 801 -p prof -u u -o two.h5 2>two.err ||
