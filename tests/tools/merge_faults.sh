@@ -117,23 +117,6 @@ no_temp .
 partial_ok "corrupt chunk" corrupt.h5 -p $P
 $CHECK salvage corrupt.h5 0 node2 orig.h5 | grep -q '^kept [1-9][0-9]* lost [1-9]' ||
 	fail "corrupt chunk: salvage"
-# vlen_attrs FILE: store Field Kinds/Units as variable-length strings, as
-# builds before fixed-length ones did: the file then has a global heap.
-vlen_attrs() {
-	$PY - "$1" <<'PY' || fail "vlen attributes"
-import sys, h5py
-f = h5py.File(sys.argv[1], "r+")
-def conv(name, obj):
-    if isinstance(obj, h5py.Dataset):
-        for a in ("Field Kinds", "Field Units"):
-            if a in obj.attrs:
-                v = [bytes(x) for x in obj.attrs[a]]
-                del obj.attrs[a]
-                obj.attrs.create(a, v, dtype=h5py.string_dtype("ascii"))
-f.visititems(conv)
-f.close()
-PY
-}
 # A damaged global heap (string attributes of earlier builds) makes HDF5
 # 1.10 read out of bounds and crash: that must only mark the file.
 fresh heap

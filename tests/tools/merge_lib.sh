@@ -46,12 +46,11 @@ print(v.decode() if isinstance(v, bytes) else v)
 PY
 }
 
-# vlen_heap FILE crash|loop: store Field Kinds/Units as variable-length
-# strings (a global heap, as earlier builds wrote them), then damage the
-# heap so that HDF5 1.10 crashes reading it (crash) or loops (loop).
-vlen_heap() { # vlen_heap FILE crash|loop
-	$PY - "$1" "$2" <<'PY' || fail "corrupting the heap"
-import struct, sys, h5py
+# vlen_attrs FILE: store Field Kinds/Units as variable-length strings, as
+# builds before fixed-length ones did: the file then has a global heap.
+vlen_attrs() {
+	$PY - "$1" <<'PY' || fail "vlen attributes"
+import sys, h5py
 f = h5py.File(sys.argv[1], "r+")
 def conv(name, obj):
     if isinstance(obj, h5py.Dataset):
@@ -62,6 +61,15 @@ def conv(name, obj):
                 obj.attrs.create(a, v, dtype=h5py.string_dtype("ascii"))
 f.visititems(conv)
 f.close()
+PY
+}
+
+# vlen_heap FILE crash|loop: vlen_attrs FILE, then damage the global
+# heap so that HDF5 1.10 crashes reading it (crash) or loops (loop).
+vlen_heap() {
+	vlen_attrs "$1"
+	$PY - "$1" "$2" <<'PY' || fail "corrupting the heap"
+import struct, sys
 d = bytearray(open(sys.argv[1], "rb").read())
 i = d.find(b"GCOL")
 assert i > 0
