@@ -79,6 +79,23 @@ char file_path[4096];
 static bool in_child;      /* set in the forked task before exec */
 static bool step_ended;
 
+/*
+ * The HDF5 file is created (with the node attributes and a first flush)
+ * at the first task's start, not at node_step_start: slurmstepd's peak
+ * of memory comes between the two (hwloc's topology, loaded and freed
+ * before the tasks are forked), and HDF5's file structures (about 1.1
+ * MiB resident) then no longer add to it.  The writer takes series and
+ * samples before that as always; whichever of the first task's start, a
+ * flush, node_step_end or fini comes first writes the start (file_start).
+ * The file itself, and with it every error of its directory, is made at
+ * node_step_start.
+ */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool start_pending;          /* start_lock */
+static stepd_step_rec_t *start_job; /* lives as long as the step */
+static int64_t start_clock_ns;      /* the clock at node_step_start */
+static void file_start(void);
+
 static char group_names[MAX_GROUPS][SH5_NAME_MAX];
 static int ngroups;
 
@@ -151,6 +168,7 @@ static void flush_tick(int phase)
 
 	if (phase != 1)
 		return; /* the file is fresh at 0; node_step_end flushes */
+	file_start();
 	pthread_rwlock_rdlock(&state_lock);
 	if (writer) {
 		write_frequencies(writer);
@@ -172,6 +190,7 @@ extern int init(void)
 extern int fini(void)
 {
 	if (!in_child) {
+		file_start();
 		worker_stop(&clock_worker);
 		worker_stop(&flush_worker);
 		stream_stop();
@@ -242,7 +261,7 @@ static int write_attrs(struct sh5_writer *w, stepd_step_rec_t *job,
 	rc |= sh5_writer_attr_u32(w, "Step Tasks", job->ntasks, err);
 	rc |= sh5_writer_attr_str(w, "Start Time UTC", buf, err);
 	rc |= sh5_writer_attr_i64(w, "Start Time ns", start_ns, err);
-	rc |= sh5_writer_attr_i64(w, "Start Clock ns", now_ns(), err);
+	rc |= sh5_writer_attr_i64(w, "Start Clock ns", start_clock_ns, err);
 	rc |= sh5_writer_attr_str(w, "Profile",
 				  acct_gather_profile_to_string(profile_running),
 				  err);
@@ -256,12 +275,40 @@ static int write_attrs(struct sh5_writer *w, stepd_step_rec_t *job,
 	return rc ? -1 : 0;
 }
 
+/* Write the file's start (see start_pending) unless done; a failure
+ * stops the step's profiling (logged). */
+static void file_start(void)
+{
+	struct sh5_error err = { "" };
+	int rc = 0;
+
+	pthread_mutex_lock(&start_lock);
+	if (start_pending) {
+		start_pending = false;
+		pthread_rwlock_rdlock(&state_lock);
+		if (writer) {
+			rc = write_attrs(writer, start_job, &err);
+			if (!rc && cfg.clock_server)
+				rc = sh5_writer_attr_str(writer, "Clock Server",
+							 cfg.clock_server,
+							 &err);
+			if (!rc)
+				rc = sh5_writer_flush(writer, &err);
+		}
+		pthread_rwlock_unlock(&state_lock);
+	}
+	pthread_mutex_unlock(&start_lock);
+	if (rc < 0)
+		stop_profiling(err.text);
+}
+
 /* The writer's options from acct_gather.conf. */
 static void conf_writer_opts(struct sh5_writer_opts *o)
 {
 	sh5_writer_opts_init(o);
 	o->compression = (int)cfg.compression;
 	o->recompress = cfg.recompress;
+	o->defer_file = 1; /* file_start() */
 }
 
 extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
@@ -288,6 +335,7 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 
 	sh5_error_h5_silence();
 	step_start = time(NULL);
+	start_clock_ns = now_ns();
 	step_ended = false;
 	ngroups = 0;
 	atomic_store(&logged_add, 0);
@@ -318,18 +366,14 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 		      &job->step_id, err.text);
 		return SLURM_SUCCESS;
 	}
-	if (write_attrs(w, job, &err) < 0 || sh5_writer_flush(w, &err) < 0) {
-		error("%s: %ps: %s: profiling off for this step", plugin_type,
-		      &job->step_id, err.text);
-		sh5_writer_close(w, NULL);
-		return SLURM_SUCCESS;
-	}
+	pthread_mutex_lock(&start_lock);
+	start_job = job;
+	start_pending = true;
+	pthread_mutex_unlock(&start_lock);
 	pthread_rwlock_wrlock(&state_lock);
 	writer = w;
 	pthread_rwlock_unlock(&state_lock);
 
-	if (cfg.clock_server)
-		sh5_writer_attr_str(w, "Clock Server", cfg.clock_server, NULL);
 	if (cfg.clock_server && clock_addrlen) {
 		atomic_store(&logged_clock, 0);
 		clock_worker.interval = cfg.clock_interval;
@@ -359,6 +403,7 @@ extern int acct_gather_profile_p_node_step_end(void)
 	if (in_child)
 		return SLURM_SUCCESS;
 	step_ended = true;
+	file_start();
 	worker_stop(&clock_worker);
 	worker_stop(&flush_worker);
 	stream_stop();
@@ -380,6 +425,8 @@ extern int acct_gather_profile_p_node_step_end(void)
 extern int acct_gather_profile_p_task_start(uint32_t taskid)
 {
 	log_flag(PROFILE, "%s: task_start %u", plugin_type, taskid);
+	if (!in_child)
+		file_start();
 	return SLURM_SUCCESS;
 }
 

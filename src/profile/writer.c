@@ -2,11 +2,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <endian.h>
 #include <hdf5.h>
@@ -24,6 +26,7 @@ void sh5_writer_opts_init(struct sh5_writer_opts *o)
 	o->max_pending = 1u << 20;
 	o->chunk_rows = 0;
 	o->recompress = 0;
+	o->defer_file = 0;
 }
 
 /*
@@ -105,15 +108,76 @@ static hid_t create_file(const char *open_path)
 	return file;
 }
 
+/* The HDF5 file on w->fd (or at w->path without one), its node group and
+ * what attributes need; caller holds io_lock.  0 or -1 (errp set, every
+ * id left -1). */
+static int create_objects(struct sh5_writer *w, struct sh5_error *errp)
+{
+	char fdpath[64];
+	const char *open_path = w->path;
+	int32_t ver = FORMAT_VERSION;
+
+	if (w->fd >= 0) {
+		/* The magic link opens exactly the file on fd, whatever is
+		 * at its path now (no symlink can be slipped in). */
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", w->fd);
+		open_path = fdpath;
+	}
+	sh5_error_h5_silence();
+	w->file = create_file(open_path);
+	if (w->file < 0 || (w->scalar = H5Screate(H5S_SCALAR)) < 0 ||
+	    (w->gcpl = H5Pcreate(H5P_GROUP_CREATE)) < 0 ||
+	    H5Pset_obj_track_times(w->gcpl, 0) < 0)
+		goto h5error;
+	if (sh5_h5attr_add(w->file, "sh5 Format Version", H5T_STD_I32LE,
+			   H5T_NATIVE_INT32, &ver, w->scalar) < 0)
+		goto h5error;
+	w->node_grp = H5Gcreate2(w->file, w->node, H5P_DEFAULT, w->gcpl,
+				 H5P_DEFAULT);
+	if (w->node_grp < 0)
+		goto h5error;
+	return 0;
+h5error:
+	sh5_errprintf_h5(errp, "%s: cannot create the HDF5 file", w->path);
+	if (w->node_grp >= 0)
+		H5Gclose(w->node_grp);
+	if (w->gcpl >= 0)
+		H5Pclose(w->gcpl);
+	if (w->scalar >= 0)
+		H5Sclose(w->scalar);
+	if (w->file >= 0)
+		H5Fclose(w->file);
+	w->file = w->node_grp = w->scalar = w->gcpl = -1;
+	return -1;
+}
+
+int sh5_writer_open_file(struct sh5_writer *w, struct sh5_error *errp)
+{
+	int rc;
+
+	if (w->file >= 0)
+		return 0;
+	if (w->failed) {
+		errno = EIO;
+		return sh5_errprintf(errp, "%s: an earlier write failed",
+				     w->path);
+	}
+	rc = create_objects(w, errp);
+	if (w->fd >= 0) {
+		close(w->fd);
+		w->fd = -1;
+	}
+	if (rc < 0)
+		w->failed = 1;
+	return rc;
+}
+
 struct sh5_writer *sh5_writer_create(const char *path, int fd,
 				     const char *node,
 				     const struct sh5_writer_opts *opts,
 				     struct sh5_error *errp)
 {
 	struct sh5_writer *w;
-	char fdpath[64];
-	const char *open_path = path;
-	int32_t ver = FORMAT_VERSION;
 
 	if (!node || !node[0] || strlen(node) >= SH5_NAME_MAX ||
 	    strchr(node, '/')) {
@@ -134,42 +198,26 @@ struct sh5_writer *sh5_writer_create(const char *path, int fd,
 		sh5_writer_opts_init(&w->opts);
 	w->file = w->node_grp = w->scalar = w->gcpl = w->dcpl = w->pgrp = -1;
 	w->clock_id = -1;
+	w->fd = fd;
+	if (w->opts.defer_file && fd >= 0 &&
+	    (w->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		sh5_errprintf(errp, "%s: cannot keep the file open: %s", path,
+			      strerror(errno));
+		free(w);
+		return NULL;
+	}
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->io_lock, NULL);
-	if (fd >= 0) {
-		/* The magic link opens exactly the file on fd, whatever is
-		 * at its path now (no symlink can be slipped in). */
-		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-		open_path = fdpath;
+	if (w->opts.defer_file)
+		return w;
+	if (create_objects(w, errp) < 0) {
+		pthread_mutex_destroy(&w->lock);
+		pthread_mutex_destroy(&w->io_lock);
+		free(w);
+		return NULL;
 	}
-	sh5_error_h5_silence();
-	w->file = create_file(open_path);
-	if (w->file < 0 || (w->scalar = H5Screate(H5S_SCALAR)) < 0 ||
-	    (w->gcpl = H5Pcreate(H5P_GROUP_CREATE)) < 0 ||
-	    H5Pset_obj_track_times(w->gcpl, 0) < 0)
-		goto h5error;
-	if (sh5_h5attr_add(w->file, "sh5 Format Version", H5T_STD_I32LE,
-			   H5T_NATIVE_INT32, &ver, w->scalar) < 0)
-		goto h5error;
-	w->node_grp = H5Gcreate2(w->file, node, H5P_DEFAULT, w->gcpl,
-				 H5P_DEFAULT);
-	if (w->node_grp < 0)
-		goto h5error;
+	w->fd = -1; /* the caller's */
 	return w;
-h5error:
-	sh5_errprintf_h5(errp, "%s: cannot create the HDF5 file", path);
-	if (w->node_grp >= 0)
-		H5Gclose(w->node_grp);
-	if (w->gcpl >= 0)
-		H5Pclose(w->gcpl);
-	if (w->scalar >= 0)
-		H5Sclose(w->scalar);
-	if (w->file >= 0)
-		H5Fclose(w->file);
-	pthread_mutex_destroy(&w->lock);
-	pthread_mutex_destroy(&w->io_lock);
-	free(w);
-	return NULL;
 }
 
 /* Note name as written to the node group: 1 if it was already (the
@@ -199,6 +247,8 @@ static int attr_common(struct sh5_writer *w, const char *name, hid_t mtype,
 	int rc = -1, seen;
 
 	pthread_mutex_lock(&w->io_lock);
+	if (sh5_writer_open_file(w, errp) < 0)
+		goto out;
 	/* A new name needs no lookup (HDF5's create makes its own). */
 	seen = attr_seen(w, name);
 	if (seen < 0)
@@ -209,6 +259,7 @@ static int attr_common(struct sh5_writer *w, const char *name, hid_t mtype,
 					     val, w->scalar)) < 0)
 		sh5_errprintf_h5(errp, "%s: cannot write attribute '%s'",
 				 w->path, name);
+out:
 	pthread_mutex_unlock(&w->io_lock);
 	return rc;
 }
@@ -427,7 +478,7 @@ int sh5_writer_call(struct sh5_writer *w,
 		rc = sh5_errprintf(errp, "%s: %s", w->path,
 				   closed ? "file already closed" :
 					    "an earlier write failed");
-	} else {
+	} else if ((rc = sh5_writer_open_file(w, errp)) == 0) {
 		rc = fn(w->node_grp, arg, errp);
 	}
 	pthread_mutex_unlock(&w->io_lock);

@@ -34,6 +34,12 @@ struct sh5_writer_opts {
 	size_t max_pending;  /* records buffered per series before drops */
 	size_t chunk_rows;   /* records per chunk; 0: sh5_writer_chunk_rows()
 			      * of each series' sampling rate */
+	int defer_file;      /* 1: sh5_writer_create() keeps a duplicate of
+			      * fd and creates the HDF5 file only at the
+			      * first call that writes to it (an attribute,
+			      * sh5_writer_flush/call/close); series and
+			      * samples are taken before that as always.
+			      * 0 (default): created at once */
 	int recompress;      /* 0 (default): with shuffle and deflate, every
 			      * chunk coded incrementally (src/profile/
 			      * zinc.h; fixed-Huffman run-length deflate, a
@@ -51,8 +57,10 @@ void sh5_writer_opts_init(struct sh5_writer_opts *o);
  * Create the node-step file.  When fd >= 0 the file is the one already
  * open on fd (created safely by sh5_layout_open_node_file()); path is then
  * only used in messages.  The writer does not take fd: the caller closes
- * it after this returns.  node is the node group name.  Returns NULL with
- * errp set on failure.
+ * it after this returns (with opts->defer_file the writer keeps a
+ * duplicate of fd until the file is created; errors of the creation are
+ * then those of the call that writes first).  node is the node group
+ * name.  Returns NULL with errp set on failure.
  */
 struct sh5_writer *sh5_writer_create(const char *path, int fd,
 				     const char *node,

@@ -587,6 +587,10 @@ int sh5_writer_flush(struct sh5_writer *w, struct sh5_error *errp)
 		return sh5_errprintf(errp, "%s: an earlier write failed",
 				     w->path);
 	}
+	if (sh5_writer_open_file(w, errp) < 0) {
+		pthread_mutex_unlock(&w->io_lock);
+		return -1;
+	}
 	pthread_mutex_lock(&w->lock);
 	ntables = w->ntables;
 	pthread_mutex_unlock(&w->lock);

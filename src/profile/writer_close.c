@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <hdf5.h>
 
@@ -189,6 +190,8 @@ int sh5_writer_close(struct sh5_writer *w, struct sh5_error *errp)
 		H5Gclose(w->node_grp);
 	if (w->file >= 0 && H5Fclose(w->file) < 0 && !rc)
 		rc = sh5_errprintf_h5(errp, "%s: cannot close", w->path);
+	if (w->fd >= 0)
+		close(w->fd); /* deferred and never created: failed */
 	pthread_mutex_unlock(&w->io_lock);
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->io_lock);

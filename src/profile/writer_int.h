@@ -48,6 +48,9 @@ struct sh5_writer {
 	char node[SH5_NAME_MAX];
 	struct sh5_writer_opts opts;
 	hid_t file, node_grp;
+	int fd;                    /* with opts.defer_file: the node-step
+				    * file's descriptor (a duplicate) until
+				    * open_file() created it, else -1 */
 	hid_t scalar;              /* a scalar dataspace for attributes */
 	char **anames;             /* node attributes written so far */
 	size_t nanames;
@@ -73,5 +76,10 @@ struct sh5_writer {
 	int closed, failed;
 	struct sh5_writer_stats st;
 };
+
+/* With opts.defer_file: create the file (and the node group) if not yet
+ * done; caller holds io_lock.  0, or -1 with errp set (the writer is
+ * then failed). */
+int sh5_writer_open_file(struct sh5_writer *w, struct sh5_error *errp);
 
 #endif

@@ -750,6 +750,86 @@ START_TEST(test_writer_errors)
 }
 END_TEST
 
+/* With defer_file the HDF5 file is made at the first write to it (here an
+ * attribute), on the descriptor given to create (the path was renamed
+ * meanwhile), holding the series and samples taken before; a deferred
+ * file that cannot be created fails the first write, naming the file. */
+START_TEST(test_writer_deferred_file)
+{
+	struct sh5_writer_opts o;
+	struct sh5_error err = { "" };
+	char path[300], moved[300];
+	struct sh5_writer *w;
+	struct sh5_series *s;
+	union sh5_value rec[32];
+	struct stat st;
+	hid_t f, d, sp;
+	int fd, id, v = 0;
+	size_t r;
+
+	snprintf(path, sizeof(path), "%s/deferred.h5", tmpdir);
+	snprintf(moved, sizeof(moved), "%s/moved.h5", tmpdir);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	sh5_writer_opts_init(&o);
+	o.defer_file = 1;
+	w = sh5_writer_create(path, fd, "node1", &o, &err);
+	close(fd);
+	ck_assert_msg(w != NULL, "%s", err.text);
+	s = sh5_series_create(kinds[0].parent, kinds[0].name, kinds[0].fields,
+			      kinds[0].types, kinds[0].n, &err);
+	ck_assert_msg(s != NULL, "%s", err.text);
+	id = sh5_writer_add_series(w, kinds[0].parent, s, 1.0, &err);
+	ck_assert_msg(id >= 0, "%s", err.text);
+	for (r = 0; r < 5; r++) {
+		fill(s, rec, r);
+		ck_assert_int_eq(sh5_writer_append(w, id, rec), 0);
+	}
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, 0); /* nothing written yet */
+	ck_assert_int_eq(rename(path, moved), 0);
+	ck_assert_int_eq(sh5_writer_attr_int(w, "Node Index", 3, &err), 0);
+	ck_assert_int_eq(stat(moved, &st), 0);
+	ck_assert_int_gt(st.st_size, 0);
+	ck_assert_msg(sh5_writer_flush(w, &err) == 0, "%s", err.text);
+	for (r = 5; r < 9; r++) {
+		fill(s, rec, r);
+		ck_assert_int_eq(sh5_writer_append(w, id, rec), 0);
+	}
+	ck_assert_msg(sh5_writer_close(w, &err) == 0, "%s", err.text);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	f = H5Fopen(moved, H5F_ACC_RDONLY, H5P_DEFAULT);
+	ck_assert_int_ge(f, 0);
+	d = open_dset(f, &kinds[0]);
+	ck_assert_int_ge(d, 0);
+	sp = H5Dget_space(d);
+	ck_assert_int_eq(H5Sget_simple_extent_npoints(sp), 9);
+	H5Sclose(sp);
+	H5Dclose(d);
+	{
+		hid_t g = H5Gopen2(f, "node1", H5P_DEFAULT);
+		hid_t a = H5Aopen(g, "Node Index", H5P_DEFAULT);
+
+		ck_assert_int_ge(H5Aread(a, H5T_NATIVE_INT, &v), 0);
+		ck_assert_int_eq(v, 3);
+		H5Aclose(a);
+		H5Gclose(g);
+	}
+	H5Fclose(f);
+
+	/* Deferred and impossible: create succeeds, the first write fails
+	 * naming the file, and so does every later one. */
+	w = sh5_writer_create("/nonexistent/dir/x.h5", -1, "n", &o, &err);
+	ck_assert_msg(w != NULL, "%s", err.text);
+	err.text[0] = '\0';
+	ck_assert_int_eq(sh5_writer_flush(w, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.text, "/nonexistent/dir/x.h5"));
+	ck_assert_int_eq(sh5_writer_attr_int(w, "Node Index", 3, &err), -1);
+	ck_assert_int_eq(errno, EIO);
+	sh5_writer_close(w, NULL);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("series");
@@ -770,6 +850,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_layout_safe_create);
 	tcase_add_test(tc, test_layout_concurrent_mkdir);
 	tcase_add_test(tc, test_writer_errors);
+	tcase_add_test(tc, test_writer_deferred_file);
 	suite_add_tcase(s, tc);
 	return s;
 }
