@@ -81,20 +81,21 @@ static bool step_ended;
 
 /*
  * The HDF5 file is created (with the node attributes and a first flush)
- * at the first task's start, not at node_step_start: slurmstepd's peak
- * of memory comes between the two (hwloc's topology, loaded and freed
- * before the tasks are forked), and HDF5's file structures (about 1.1
- * MiB resident) then no longer add to it.  The writer takes series and
- * samples before that as always; whichever of the first task's start, a
- * flush, node_step_end or fini comes first writes the start (file_start).
- * The file itself, and with it every error of its directory, is made at
- * node_step_start.
+ * by the flush thread, woken at the first task's start, not at
+ * node_step_start: slurmstepd's peak of memory comes between the two
+ * (hwloc's topology, loaded and freed before the tasks are forked), and
+ * HDF5's file structures (about 1.1 MiB resident) then no longer add to
+ * it.  The writer takes series and samples before that as always;
+ * whichever of that flush, a later one, node_step_end or fini comes
+ * first writes the start (file_start).  The file itself, and with it
+ * every error of its directory, is made at node_step_start.
  */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool start_pending;          /* start_lock */
 static stepd_step_rec_t *start_job; /* lives as long as the step */
 static int64_t start_clock_ns;      /* the clock at node_step_start */
-static void file_start(void);
+static atomic_int start_kicked;     /* the flush thread woken for it */
+static bool file_start(void);
 
 static char group_names[MAX_GROUPS][SH5_NAME_MAX];
 static int ngroups;
@@ -168,7 +169,8 @@ static void flush_tick(int phase)
 
 	if (phase != 1)
 		return; /* the file is fresh at 0; node_step_end flushes */
-	file_start();
+	if (file_start())
+		return; /* it flushed */
 	pthread_rwlock_rdlock(&state_lock);
 	if (writer) {
 		write_frequencies(writer);
@@ -275,16 +277,18 @@ static int write_attrs(struct sh5_writer *w, stepd_step_rec_t *job,
 	return rc ? -1 : 0;
 }
 
-/* Write the file's start (see start_pending) unless done; a failure
- * stops the step's profiling (logged). */
-static void file_start(void)
+/* Write the file's start (see start_pending) unless done: true if this
+ * call did (a failure stops the step's profiling, logged). */
+static bool file_start(void)
 {
 	struct sh5_error err = { "" };
+	bool did = false;
 	int rc = 0;
 
 	pthread_mutex_lock(&start_lock);
 	if (start_pending) {
 		start_pending = false;
+		did = true;
 		pthread_rwlock_rdlock(&state_lock);
 		if (writer) {
 			rc = write_attrs(writer, start_job, &err);
@@ -292,14 +296,17 @@ static void file_start(void)
 				rc = sh5_writer_attr_str(writer, "Clock Server",
 							 cfg.clock_server,
 							 &err);
-			if (!rc)
+			if (!rc) {
+				write_frequencies(writer);
 				rc = sh5_writer_flush(writer, &err);
+			}
 		}
 		pthread_rwlock_unlock(&state_lock);
 	}
 	pthread_mutex_unlock(&start_lock);
 	if (rc < 0)
 		stop_profiling(err.text);
+	return did;
 }
 
 /* The writer's options from acct_gather.conf. */
@@ -342,6 +349,7 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 	atomic_store(&logged_flush, 0);
 	atomic_store(&logged_ended, 0);
 	atomic_store(&freq_written, 0);
+	atomic_store(&start_kicked, 0);
 	if (sh5_layout_file_name(job->step_id.job_id, job->step_id.step_id,
 				 job->node_name, fname, sizeof(fname)) < 0) {
 		error("%s: %ps: node name %s unusable in a file name: "
@@ -425,8 +433,11 @@ extern int acct_gather_profile_p_node_step_end(void)
 extern int acct_gather_profile_p_task_start(uint32_t taskid)
 {
 	log_flag(PROFILE, "%s: task_start %u", plugin_type, taskid);
-	if (!in_child)
-		file_start();
+	/* Called under Slurm's profile lock: the flush thread writes the
+	 * file's start (no I/O here; without that thread, node_step_end
+	 * does). */
+	if (!in_child && !atomic_exchange(&start_kicked, 1))
+		worker_kick(&flush_worker);
 	return SLURM_SUCCESS;
 }
 

@@ -28,11 +28,12 @@ static void *worker_main(void *arg)
 	wk->tick(0);
 	pthread_mutex_lock(&wk->mutex);
 	for (;;) {
-		if (!wk->stop) {
+		if (!wk->stop && !wk->kick) {
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			ts.tv_sec += wk->interval;
 			pthread_cond_timedwait(&wk->cond, &wk->mutex, &ts);
 		}
+		wk->kick = false;
 		stop = wk->stop;
 		pthread_mutex_unlock(&wk->mutex);
 		wk->tick(stop ? 2 : 1);
@@ -53,6 +54,7 @@ bool worker_start(struct worker *wk, const char *what)
 	pthread_cond_init(&wk->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	wk->stop = false;
+	wk->kick = false;
 	wk->running = pthread_create(&wk->tid, NULL, worker_main, wk) == 0;
 	if (!wk->running) {
 		error("%s: cannot start the %s thread: %m", plugin_type, what);
@@ -75,4 +77,15 @@ void worker_stop(struct worker *wk)
 	pthread_cond_destroy(&wk->cond);
 	pthread_mutex_destroy(&wk->mutex);
 	wk->running = false;
+}
+
+bool worker_kick(struct worker *wk)
+{
+	if (!wk->running)
+		return false;
+	pthread_mutex_lock(&wk->mutex);
+	wk->kick = true;
+	pthread_cond_signal(&wk->cond);
+	pthread_mutex_unlock(&wk->mutex);
+	return true;
 }
