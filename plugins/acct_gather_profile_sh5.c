@@ -81,21 +81,31 @@ static bool step_ended;
 
 /*
  * The HDF5 file is created (with the node attributes and a first flush)
- * by the flush thread, woken at the first task's start, not at
+ * by the flush thread once every task of the node is forked, not at
  * node_step_start: slurmstepd's peak of memory comes between the two
  * (hwloc's topology, loaded and freed before the tasks are forked), and
  * HDF5's file structures (about 1.1 MiB resident) then no longer add to
- * it.  The writer takes series and samples before that as always;
- * whichever of that flush, a later one, node_step_end or fini comes
- * first writes the start (file_start).  The file itself, and with it
- * every error of its directory, is made at node_step_start.
+ * it.  Slurm calls task_start just before each fork: a thread holding a
+ * libc lock (the time zone's, in localtime) at a fork leaves it locked
+ * in the child, so the flush thread is woken only from the first sample
+ * the step's own thread sends after the last task_start (slurmstepd
+ * polls the tasks there, after the forks: start_kick), and the time
+ * strings are made at node_step_start.  The writer takes series and
+ * samples before that as always; whichever of that flush, the flush
+ * interval, node_step_end or fini comes first writes the start
+ * (file_start).  The file itself, and with it every error of its
+ * directory, is made at node_step_start.
  */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool start_pending;          /* start_lock */
 static stepd_step_rec_t *start_job; /* lives as long as the step */
 static int64_t start_clock_ns;      /* the clock at node_step_start */
 static atomic_int start_kicked;     /* the flush thread woken for it */
-static bool file_start(void);
+static atomic_uint tasks_started;   /* task_start calls of this step */
+static pthread_t step_thread;       /* node_step_start's (it forks) */
+static char start_ctime[64];        /* "Start Time", made at step start */
+static char start_utc[32];          /* "Start Time UTC", likewise */
+static bool file_start(const char *why);
 
 static char group_names[MAX_GROUPS][SH5_NAME_MAX];
 static int ngroups;
@@ -169,7 +179,8 @@ static void flush_tick(int phase)
 
 	if (phase != 1)
 		return; /* the file is fresh at 0; node_step_end flushes */
-	if (file_start())
+	if (file_start(atomic_load(&start_kicked) ? NULL :
+		       "at the flush interval"))
 		return; /* it flushed */
 	pthread_rwlock_rdlock(&state_lock);
 	if (writer) {
@@ -192,7 +203,7 @@ extern int init(void)
 extern int fini(void)
 {
 	if (!in_child) {
-		file_start();
+		file_start("at fini");
 		worker_stop(&clock_worker);
 		worker_stop(&flush_worker);
 		stream_stop();
@@ -236,20 +247,16 @@ extern void acct_gather_profile_p_get(enum acct_gather_profile_info info_type,
 static int write_attrs(struct sh5_writer *w, stepd_step_rec_t *job,
 		       struct sh5_error *err)
 {
-	char step[16], buf[64];
-	struct tm tm;
+	char step[16];
 	int64_t start_ns = (int64_t)step_start * 1000000000;
 	const char *cluster = slurm_conf.cluster_name;
 	int rc = 0;
 
-	gmtime_r(&step_start, &tm);
-	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	rc |= sh5_writer_attr_int(w, "Node Index", job->nodeid, err);
 	rc |= sh5_writer_attr_str(w, "Node Name", job->node_name, err);
 	rc |= sh5_writer_attr_int(w, "Number of Tasks", job->node_tasks, err);
 	rc |= sh5_writer_attr_int(w, "CPUs per Task", job->cpus_per_task, err);
-	rc |= sh5_writer_attr_str(w, "Start Time", slurm_ctime2(&step_start),
-				  err);
+	rc |= sh5_writer_attr_str(w, "Start Time", start_ctime, err);
 	rc |= sh5_writer_attr_u32(w, "Job ID", job->step_id.job_id, err);
 	rc |= sh5_writer_attr_str(w, "Step ID",
 				  sh5_layout_step_name(job->step_id.step_id,
@@ -261,7 +268,7 @@ static int write_attrs(struct sh5_writer *w, stepd_step_rec_t *job,
 	rc |= sh5_writer_attr_str(w, "Cluster", cluster ? cluster : "", err);
 	rc |= sh5_writer_attr_u32(w, "Number of Nodes", job->nnodes, err);
 	rc |= sh5_writer_attr_u32(w, "Step Tasks", job->ntasks, err);
-	rc |= sh5_writer_attr_str(w, "Start Time UTC", buf, err);
+	rc |= sh5_writer_attr_str(w, "Start Time UTC", start_utc, err);
 	rc |= sh5_writer_attr_i64(w, "Start Time ns", start_ns, err);
 	rc |= sh5_writer_attr_i64(w, "Start Clock ns", start_clock_ns, err);
 	rc |= sh5_writer_attr_str(w, "Profile",
@@ -278,8 +285,9 @@ static int write_attrs(struct sh5_writer *w, stepd_step_rec_t *job,
 }
 
 /* Write the file's start (see start_pending) unless done: true if this
- * call did (a failure stops the step's profiling, logged). */
-static bool file_start(void)
+ * call did (a failure stops the step's profiling, logged).  why: the
+ * log's words for when (NULL: woken by start_kick). */
+static bool file_start(const char *why)
 {
 	struct sh5_error err = { "" };
 	bool did = false;
@@ -306,7 +314,39 @@ static bool file_start(void)
 	pthread_mutex_unlock(&start_lock);
 	if (rc < 0)
 		stop_profiling(err.text);
+	else if (did && why)
+		log_flag(PROFILE, "%s: file start written %s", plugin_type,
+			 why);
+	else if (did)
+		log_flag(PROFILE, "%s: file start written once the tasks "
+			 "were forked, %u of %u tasks started", plugin_type,
+			 atomic_load(&tasks_started),
+			 start_job ? start_job->node_tasks : 0);
 	return did;
+}
+
+/* Wake the flush thread for the file's start when every task of the node
+ * is forked: called for each sample; only the step's own thread, after
+ * the last task_start, kicks (see start_pending). */
+static void start_kick(void)
+{
+	if (atomic_load(&start_kicked) ||
+	    !pthread_equal(pthread_self(), step_thread) || !start_job ||
+	    atomic_load(&tasks_started) < start_job->node_tasks ||
+	    atomic_exchange(&start_kicked, 1))
+		return;
+	worker_kick(&flush_worker);
+}
+
+/* The node attributes' time strings, made at node_step_start: the flush
+ * thread that writes them may run beside a fork (see start_pending). */
+static void step_times(time_t t)
+{
+	struct tm tm;
+
+	snprintf(start_ctime, sizeof(start_ctime), "%s", slurm_ctime2(&t));
+	gmtime_r(&t, &tm);
+	strftime(start_utc, sizeof(start_utc), "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 /* The writer's options from acct_gather.conf. */
@@ -343,6 +383,9 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 	sh5_error_h5_silence();
 	step_start = time(NULL);
 	start_clock_ns = now_ns();
+	step_times(step_start);
+	step_thread = pthread_self();
+	atomic_store(&tasks_started, 0);
 	step_ended = false;
 	ngroups = 0;
 	atomic_store(&logged_add, 0);
@@ -411,7 +454,7 @@ extern int acct_gather_profile_p_node_step_end(void)
 	if (in_child)
 		return SLURM_SUCCESS;
 	step_ended = true;
-	file_start();
+	file_start("at node_step_end");
 	worker_stop(&clock_worker);
 	worker_stop(&flush_worker);
 	stream_stop();
@@ -433,11 +476,10 @@ extern int acct_gather_profile_p_node_step_end(void)
 extern int acct_gather_profile_p_task_start(uint32_t taskid)
 {
 	log_flag(PROFILE, "%s: task_start %u", plugin_type, taskid);
-	/* Called under Slurm's profile lock: the flush thread writes the
-	 * file's start (no I/O here; without that thread, node_step_end
-	 * does). */
-	if (!in_child && !atomic_exchange(&start_kicked, 1))
-		worker_kick(&flush_worker);
+	/* Just before a fork, under Slurm's profile lock: only counted (the
+	 * file's start waits for the last fork, see start_kick). */
+	if (!in_child)
+		atomic_fetch_add(&tasks_started, 1);
 	return SLURM_SUCCESS;
 }
 
@@ -556,6 +598,7 @@ extern int acct_gather_profile_p_add_sample_data(int dataset_id, void *data,
 		rc = SLURM_ERROR;
 	}
 	pthread_rwlock_unlock(&state_lock);
+	start_kick();
 	return rc;
 }
 
