@@ -87,10 +87,11 @@ static bool step_ended;
  * HDF5's file structures (about 1.1 MiB resident) then no longer add to
  * it.  Slurm calls task_start just before each fork: a thread holding a
  * libc lock (the time zone's, in localtime) at a fork leaves it locked
- * in the child, so the flush thread is woken only from the first sample
- * the step's own thread sends after the last task_start (slurmstepd
- * polls the tasks there, after the forks: start_kick), and the time
- * strings are made at node_step_start.  The writer takes series and
+ * in the child, so the flush thread is woken only by the first task
+ * sample after the last task_start (start_kick: slurmstepd gathers the
+ * samples of the tasks it added to its accounting, and it adds them
+ * after the last fork), and the time strings are made at
+ * node_step_start.  The writer takes series and
  * samples before that as always; whichever of that flush, the flush
  * interval, node_step_end or fini comes first writes the start
  * (file_start).  The file itself, and with it every error of its
@@ -102,7 +103,6 @@ static stepd_step_rec_t *start_job; /* lives as long as the step */
 static int64_t start_clock_ns;      /* the clock at node_step_start */
 static atomic_int start_kicked;     /* the flush thread woken for it */
 static atomic_uint tasks_started;   /* task_start calls of this step */
-static pthread_t step_thread;       /* node_step_start's (it forks) */
 static char start_ctime[64];        /* "Start Time", made at step start */
 static char start_utc[32];          /* "Start Time UTC", likewise */
 static bool file_start(const char *why);
@@ -326,12 +326,12 @@ static bool file_start(const char *why)
 }
 
 /* Wake the flush thread for the file's start when every task of the node
- * is forked: called for each sample; only the step's own thread, after
- * the last task_start, kicks (see start_pending). */
-static void start_kick(void)
+ * is forked: called for each sample; only a task's sample (series of the
+ * Tasks group) after the last task_start kicks (see start_pending). */
+static void start_kick(const struct sh5_series *s)
 {
-	if (atomic_load(&start_kicked) ||
-	    !pthread_equal(pthread_self(), step_thread) || !start_job ||
+	if (atomic_load(&start_kicked) || !start_job || !s->ops->group ||
+	    strcmp(s->ops->group, "Tasks") ||
 	    atomic_load(&tasks_started) < start_job->node_tasks ||
 	    atomic_exchange(&start_kicked, 1))
 		return;
@@ -384,7 +384,6 @@ extern int acct_gather_profile_p_node_step_start(stepd_step_rec_t *job)
 	step_start = time(NULL);
 	start_clock_ns = now_ns();
 	step_times(step_start);
-	step_thread = pthread_self();
 	atomic_store(&tasks_started, 0);
 	step_ended = false;
 	ngroups = 0;
@@ -597,8 +596,8 @@ extern int acct_gather_profile_p_add_sample_data(int dataset_id, void *data,
 			      plugin_type, file_path);
 		rc = SLURM_ERROR;
 	}
+	start_kick(s);
 	pthread_rwlock_unlock(&state_lock);
-	start_kick();
 	return rc;
 }
 
