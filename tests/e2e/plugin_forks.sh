@@ -24,6 +24,14 @@ step_log() {
 	grep -F "[$1.0]" "$log"
 }
 
+# wait_step_end JOB: slurmstepd logs node_step_end after srun returned.
+wait_step_end() {
+	for _ in $(seq 50); do
+		step_log "$1" | grep -q "node_step_end" && return
+		sleep 0.1
+	done
+}
+
 for i in $(seq "$NSTEPS"); do
 	t0=$(date +%s)
 	as_user srun -O -n8 --profile=all "$WORKLOAD" 3 8 1 "$SCRATCH" ||
@@ -31,11 +39,7 @@ for i in $(seq "$NSTEPS"); do
 	job=$(last_job_id)
 	f=$PROFDIR/$JOBUSER/${job}_0_$NODE.h5
 	assert_file "$f"
-	# slurmstepd logs node_step_end after srun returned: wait for it.
-	for _ in $(seq 50); do
-		step_log "$job" | grep -q "node_step_end" && break
-		sleep 0.1
-	done
+	wait_step_end "$job"
 	step_log "$job" >"$CLUSTER_DIR/step$i.log"
 	n=$(grep -c "file start written" "$CLUSTER_DIR/step$i.log")
 	assert_eq "$n" 1 "step $i ($job): one file start logged"
@@ -77,10 +81,7 @@ as_user srun -n1 --profile=energy sleep 2 || fail "energy step failed"
 job=$(last_job_id)
 f=$PROFDIR/$JOBUSER/${job}_0_$NODE.h5
 assert_file "$f"
-for _ in $(seq 50); do
-	step_log "$job" | grep -q "node_step_end" && break
-	sleep 0.1
-done
+wait_step_end "$job"
 assert_match "file start written at node_step_end" "$(step_log "$job")" \
 	"energy-only step ($job): started at node_step_end"
 $PY - "$f" "$NODE" "$job" <<'PYEOF' || fail "energy-only step: file check failed"
