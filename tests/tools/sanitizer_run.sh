@@ -63,6 +63,8 @@ echo "sanitizer build: $(( $(date +%s) - t0 )) s ($dir)"
 
 TESTS_DEFAULT="tests/unit/common/test_outfile \
 tests/unit/common/test_runstats tests/unit/common/test_csvfmt tests/unit/profile/test_series \
+tests/unit/profile/test_writer_threads tests/unit/common/test_dwrite \
+tests/unit/events/test_evabsorb tests/unit/merge/test_merge_ready \
 tests/unit/events/test_evspill tests/unit/events/test_evstore tests/unit/sync/test_jobevents \
 tests/unit/export/test_evlb tests/unit/export/test_lbdata tests/unit/sync/test_trace \
 tests/unit/sync/test_timesync tests/unit/sync/test_mergesync \
