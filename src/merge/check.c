@@ -243,6 +243,7 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
 		return;
 	}
+	mg_test_hold(f->in->path);
 	if (!(ns = open_input(m, f, map))) {
 		if (map)
 			munmap(map, (size_t)f->size);

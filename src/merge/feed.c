@@ -313,7 +313,9 @@ static void feeder_died(struct mstate *m, size_t fi, struct sh5_cursor *c)
 	m->feed_died = 1;
 	m->feed_dead_file = fi;
 	c->damaged = 1;
-	if (WIFSIGNALED(st))
+	if (mg_changed(m, fi, c->reason, sizeof(c->reason)))
+		;
+	else if (WIFSIGNALED(st))
 		snprintf(c->reason, sizeof(c->reason), "reading it crashes "
 			 "HDF5 (signal %d)", WTERMSIG(st));
 	else

@@ -19,6 +19,7 @@
 #include <hdf5.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -179,6 +180,13 @@ struct mstate {
 	 * NULL; unmapped with it (held_map_len bytes). */
 	void *held_map;
 	size_t held_map_len;
+	struct mg_stamp {       /* each input as listed (inputs_prepare) */
+		dev_t dev;
+		ino_t ino;
+		off_t size;
+		struct timespec mtime;
+		int ok;             /* stat() succeeded */
+	} *stamp;
 	struct tcache {         /* totals' memory types, by signature, */
 		uint64_t sig;
 		hid_t mt;
@@ -238,6 +246,19 @@ int mg_write_total(struct mstate *m, hid_t loc, const char *path,
 		   const struct sh5_series *s, const void *total,
 		   size_t count);
 void mg_mstate_free(struct mstate *m);
+/* Note what each input is now (m->stamp), before any is read. */
+int mg_stamp_inputs(struct mstate *m);
+/* Input i is not what it was when stamped: 1 with why (for example
+ * "changed while being read (cut short: N bytes when the merge began, M
+ * now)"), else 0. */
+int mg_changed(const struct mstate *m, size_t i, char *why, size_t len);
+/* The same for the input named file (0 when it is none). */
+int mg_changed_path(const struct mstate *m, const char *file);
+/* Whether any input changed. */
+int mg_any_changed(const struct mstate *m);
+/* Test hook: SH5MERGE_TEST_HOLD=NAME:DIR makes the reader of input NAME
+ * wait, once it has it open, for DIR/go (after making DIR/held). */
+void mg_test_hold(const char *path);
 /* One-pass child: tell the merge that input idx is next. */
 void mg_op_start(struct mstate *m, size_t idx);
 

@@ -232,7 +232,7 @@ static int inputs_prepare(struct mstate *m)
 				     "");
 	}
 	if (!(m->fi = calloc(m->nin, sizeof(*m->fi))) ||
-	    !(m->buf = malloc(m->buf_bytes)))
+	    !(m->buf = malloc(m->buf_bytes)) || mg_stamp_inputs(m) < 0)
 		goto oom;
 	/* Steps asked for but absent. */
 	for (i = 0; i < o->nsteps; i++) {
@@ -498,6 +498,34 @@ static int publish(struct mstate *m, const char *tmp, const char *outdir,
 	return place(m, tmp, outdir, partial);
 }
 
+/* An input changed while it was read: what was read of it may be
+ * neither what it held nor what it holds now, so the job file is not
+ * named.  Each such input reported; -1 (errp set), or 0. */
+static int inputs_changed(struct mstate *m)
+{
+	char why[160];
+	size_t i, n = 0, first = 0;
+
+	for (i = 0; i < m->nin; i++) {
+		if (!mg_changed(m, i, why, sizeof(why)))
+			continue;
+		if (!n++)
+			first = i;
+		/* Not mg_report(), which holds back reports about it. */
+		m->st->problems++;
+		if (m->o->report)
+			m->o->report(m->o->arg, 1, m->in[i].path, why);
+	}
+	if (!n)
+		return 0;
+	errno = ESTALE;
+	return sh5_errprintf(m->errp, "%s: %zu input%s changed while being "
+			     "read (first %s): no job file written; merge "
+			     "again once the inputs are complete",
+			     m->o->output, n, n == 1 ? "" : "s",
+			     m->in[first].path);
+}
+
 /* --remove-inputs: the inputs merged whole and unchanged. */
 static void remove_inputs(struct mstate *m)
 {
@@ -545,7 +573,10 @@ int sh5_merge_job(const struct sh5_merge_opts *o,
 	H5Pset_file_locking(fapl, 0, 1);
 #endif
 	rc = run_passes(&m, tmp, fapl, &partial, &drop);
-	if (rc == 0 && partial && !o->allow_partial) {
+	if (inputs_changed(&m) < 0) {
+		rc = -1;
+		drop = 1;
+	} else if (rc == 0 && partial && !o->allow_partial) {
 		rc = 1;
 		drop = 1;
 	} else if (rc == 0) {

@@ -133,7 +133,7 @@ static void op_mark(struct mstate *m, size_t cur, int hung, int st)
 		snprintf(f->reason, sizeof(f->reason), "corrupt: HDF5 does "
 			 "not finish reading it (stopped after %d s)",
 			 mg_read_timeout());
-	else
+	else if (!mg_changed(m, cur, f->reason, sizeof(f->reason)))
 		snprintf(f->reason, sizeof(f->reason), "corrupt: reading it "
 			 "crashes HDF5 (signal %d)", WTERMSIG(st));
 }

@@ -250,6 +250,8 @@ void mg_probe_mark(struct mstate *m, size_t idx, int hung, int st)
 		snprintf(f->reason, sizeof(f->reason), "corrupt: HDF5 does "
 			 "not finish reading it (stopped after %d s)",
 			 mg_read_timeout());
+	else if (mg_changed(m, idx, f->reason, sizeof(f->reason)))
+		;
 	else if (WIFSIGNALED(st))
 		snprintf(f->reason, sizeof(f->reason), "corrupt: reading it "
 			 "crashes HDF5 (signal %d)", WTERMSIG(st));

@@ -70,6 +70,10 @@ void mg_report(struct mstate *m, int error, const char *file,
 	size_t fl = file ? strlen(file) : 0;
 	va_list ap;
 
+	/* What went wrong in an input that changed while it was read is
+	 * the change, reported once before the end (mergejob.c). */
+	if (error && mg_changed_path(m, file))
+		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -120,7 +124,12 @@ int mg_add_missing(struct mstate *m, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	mg_report(m, 1, m->o->dir, "%s", msg);
+	/* Not told when an input changed: what is missing then follows
+	 * from the change, reported instead (mergejob.c). */
+	if (!mg_any_changed(m))
+		mg_report(m, 1, m->o->dir, "%s", msg);
+	else
+		m->st->problems++;
 	if (!(v = realloc(m->missing, (m->nmissing + 1) * sizeof(*v))))
 		return -1;
 	m->missing = v;
@@ -178,6 +187,7 @@ void mg_mstate_free(struct mstate *m)
 	}
 	free(m->tc);
 	free(m->fi);
+	free(m->stamp);
 	free(m->buf);
 	sh5_inputs_free(m->in, m->nin);
 }

@@ -1,0 +1,99 @@
+#!/bin/bash
+# merge_changed.sh: an input cut short, replaced or rewritten while
+# sh5merge reads it (a writer still at work, a clean-up) is reported as
+# "FILE: changed while being read (...)", not as damage: exit 1, no job
+# file and no temporary left, every input as it was (the changed one as
+# the other process left it).  SH5MERGE_TEST_HOLD=NAME:DIR holds the
+# reader of NAME once it has read it whole so that the change falls
+# while HDF5 reads it (a file cut short under its map: SIGBUS).
+. "$top_srcdir/tests/tools/merge_lib.sh"
+
+J=610
+fresh() { # fresh NAME: a clean profile dir prof-NAME/u with job $J
+	rm -rf "prof-$1" hold
+	mkdir -p "prof-$1/u" hold
+	$GEN -d "prof-$1/u" -j $J -n 4 -t 2 -s 300 -S 0 -f mixed -r 5 ||
+		fail "gen_job"
+	P="prof-$1"
+	D="prof-$1/u"
+}
+# held_change NAME FILE CMD...: merge job $J of $P with the reader of
+# FILE held; once held, run CMD (the change), then let it go.  The
+# merge's stderr in $T/err, its exit status in $rc.
+held_change() {
+	local name=$1 file=$2 pid k
+	shift 2
+	(cd "$T" && for f in $D/*.h5; do
+		[ "$(basename $f)" = "$file" ] || md5sum "$f"; done) >"$T/sums"
+	SH5MERGE_TEST_HOLD="$file:$T/hold" $SH5MERGE merge -j $J -p $P -u u \
+		-o "$T/job-${name// /_}.h5" ${EXTRA:-} 2>"$T/err" &
+	pid=$!
+	for k in $(seq 300); do
+		[ -e "$T/hold/held" ] && break
+		sleep 0.1
+	done
+	[ -e "$T/hold/held" ] || { kill $pid; fail "$name: reader not held"; }
+	"$@" || fail "$name: the change"
+	touch "$T/hold/go"
+	wait $pid
+	rc=$?
+}
+# changed_ok NAME FILE PATTERN: the merge failed for FILE's change.
+changed_ok() {
+	local name=$1 file=$2 pat=$3
+	[ $rc -eq 1 ] || { cat "$T/err"; fail "$name: exit $rc, expected 1"; }
+	grep -Eq "^sh5merge: (warning: )?$D/$file: changed while being read \($pat\)" \
+		"$T/err" || { cat "$T/err"; fail "$name: no '$pat' for $file"; }
+	grep -q "input changed while being read (first $D/$file): no job file written" \
+		"$T/err" || { cat "$T/err"; fail "$name: no final error"; }
+	! grep -q "crashes HDF5" "$T/err" ||
+		{ cat "$T/err"; fail "$name: told as a crash of HDF5"; }
+	[ ! -e "$T/job-${name// /_}.h5" ] || fail "$name: job file written"
+	no_temp "$T"
+	md5sum --quiet -c "$T/sums" || fail "$name: another input changed"
+	echo "ok: $name"
+}
+
+# Ours (node2) and stock's (node3), cut short under the reader.
+for f in ${J}_0_node2.h5 ${J}_0_node3.h5; do
+	fresh cut
+	size=$(stat -c %s $D/$f)
+	half=$(( size / 2 ))
+	held_change "cut $f" $f truncate -s $half $D/$f
+	changed_ok "cut $f" $f "cut short: $size bytes when the merge began, $half now"
+	[ "$(stat -c %s $D/$f)" = $half ] || fail "cut $f: input changed by merge"
+done
+
+# Replaced by another file (a rename over it), grown, rewritten in place.
+fresh repl
+f=${J}_0_node1.h5
+cp $D/${J}_0_node2.h5 other.h5
+size=$(stat -c %s $D/$f)
+held_change replaced $f mv other.h5 $D/$f
+changed_ok replaced $f "replaced by another file: $size bytes when the merge began, [0-9]+ now"
+fresh grow
+size=$(stat -c %s $D/$f)
+held_change grew $f sh -c "head -c 4096 /dev/zero >> $D/$f"
+changed_ok grew $f "grew: $size bytes when the merge began, $(( size + 4096 )) now"
+fresh rewrite
+size=$(stat -c %s $D/$f)
+held_change rewritten $f touch -d '2001-01-01' $D/$f
+changed_ok rewritten $f "rewritten: $size bytes, modified after the merge began"
+
+# The same with the checking children of the two-pass way, and with
+# --allow-partial (a change is not a salvage: still no job file).
+f=${J}_0_node2.h5
+fresh cut2
+size=$(stat -c %s $D/$f)
+SH5MERGE_TWO_PASS=1 held_change "cut, two passes" $f truncate -s 8192 $D/$f
+changed_ok "cut, two passes" $f "cut short: $size bytes when the merge began, 8192 now"
+fresh cut3
+EXTRA=--allow-partial held_change "cut, --allow-partial" $f truncate -s 8192 $D/$f
+changed_ok "cut, --allow-partial" $f "cut short: $size bytes when the merge began, 8192 now"
+
+# Unchanged inputs with the hook set: merged as without it.
+fresh same
+held_change unchanged $f true
+[ $rc -eq 0 ] || { cat "$T/err"; fail "unchanged: exit $rc"; }
+$CHECK job "$T/job-unchanged.h5" $D/*.h5 || fail "unchanged: values"
+echo "ok: unchanged inputs merged with the hold"
