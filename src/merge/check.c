@@ -19,6 +19,24 @@
 #include "profile/totals.h"
 #include "merge/merge_int.h"
 
+/* Inputs up to this size are mapped by a checking child (default 64 MiB;
+ * SH5MERGE_MAP_MAX bytes, 0: none), larger ones read in pieces: the
+ * child's memory does not grow with the length of the job. */
+#define MERGE_MAP_MAX ((uint64_t)64 << 20)
+
+static uint64_t map_max(void)
+{
+	const char *e = getenv("SH5MERGE_MAP_MAX");
+	char *end;
+	unsigned long long v;
+
+	if (!e || !*e)
+		return MERGE_MAP_MAX;
+	errno = 0;
+	v = strtoull(e, &end, 10);
+	return errno || *end ? MERGE_MAP_MAX : (uint64_t)v;
+}
+
 static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 		    void *buf, size_t len, void **map, struct sh5_error *errp)
 {
@@ -33,8 +51,7 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 	/* Mapped in a checking child (no copy out of the page cache),
 	 * else read. */
 	if (map && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_size > 0 &&
-	    (uint64_t)st.st_size < ((uint64_t)1 << 40)) {
+	    st.st_size > 0 && (uint64_t)st.st_size <= map_max()) {
 		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ,
 			       MAP_PRIVATE | MAP_POPULATE, fd, 0);
 

@@ -109,7 +109,31 @@ SH5MERGE_NO_INMEM=1 $SH5MERGE merge -j 801 -p prof -u u -o nomem.h5 2>nomem.err 
 	{ cat nomem.err; fail "SH5MERGE_NO_INMEM=1 merge"; }
 grep -q '6 node files (6 copied whole)' nomem.err || { cat nomem.err; fail "NO_INMEM: not copied whole"; }
 compare one.h5 nomem.h5
+# Inputs above SH5MERGE_MAP_MAX bytes (default 64 MiB) are not mapped but
+# read in pieces; 0: none is mapped.  The same job file.
+SH5MERGE_MAP_MAX=0 $SH5MERGE merge -j 801 -p prof -u u -o nomap.h5 2>nomap.err ||
+	{ cat nomap.err; fail "SH5MERGE_MAP_MAX=0 merge"; }
+grep -q '6 node files (6 copied whole)' nomap.err || { cat nomap.err; fail "MAP_MAX=0: not copied whole"; }
+compare one.h5 nomap.h5
+$CHECK job nomap.h5 prof/u/801_*.h5 || fail "MAP_MAX=0: job file values"
 # (LeakSanitizer does not work under ptrace: off for these runs.)
+if command -v strace >/dev/null; then
+	for cap in default 0; do
+		unset SH5MERGE_MAP_MAX
+		[ $cap = default ] || export SH5MERGE_MAP_MAX=$cap
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+			strace -f -qq -e trace=mmap -o maps-$cap.txt \
+			$SH5MERGE -q merge -j 801 -p prof -u u -o maps-$cap.h5 ||
+			fail "merge under strace (map cap $cap)"
+	done
+	unset SH5MERGE_MAP_MAX
+	[ "$(grep -c MAP_POPULATE maps-default.txt)" = 6 ] ||
+		fail "default cap: $(grep -c MAP_POPULATE maps-default.txt) inputs mapped, not 6"
+	[ "$(grep -c MAP_POPULATE maps-0.txt)" = 0 ] ||
+		fail "SH5MERGE_MAP_MAX=0: an input mapped"
+	compare one.h5 maps-0.h5
+	echo "ok: the map cap (6 inputs mapped by default, none with 0)"
+fi
 if command -v strace >/dev/null; then
 	for how in mem nomem; do
 		unset SH5MERGE_NO_INMEM
