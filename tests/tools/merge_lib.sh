@@ -117,3 +117,18 @@ assert len(na) > int(sys.argv[3]), na
 print("compared %d objects" % len(na))
 PY
 }
+
+# traced VAR VAL TRACE OUT ARGS...: `sh5merge -q merge ARGS` under
+# `strace -f -e trace=TRACE -o OUT`, VAR=VAL in its environment (VAL
+# empty: VAR unset).  LeakSanitizer does not work under ptrace: off.
+traced() {
+	local var=$1 val=$2 trace=$3 out=$4
+	shift 4
+	(
+		unset "$var"
+		[ -z "$val" ] || export "$var=$val"
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+			strace -f -qq -e trace="$trace" -o "$out" \
+			$SH5MERGE -q merge "$@"
+	)
+}

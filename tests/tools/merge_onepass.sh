@@ -118,15 +118,10 @@ compare one.h5 nomap.h5
 $CHECK job nomap.h5 prof/u/801_*.h5 || fail "MAP_MAX=0: job file values"
 # (LeakSanitizer does not work under ptrace: off for these runs.)
 if command -v strace >/dev/null; then
-	for cap in default 0; do
-		unset SH5MERGE_MAP_MAX
-		[ $cap = default ] || export SH5MERGE_MAP_MAX=$cap
-		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-			strace -f -qq -e trace=mmap -o maps-$cap.txt \
-			$SH5MERGE -q merge -j 801 -p prof -u u -o maps-$cap.h5 ||
-			fail "merge under strace (map cap $cap)"
-	done
-	unset SH5MERGE_MAP_MAX
+	traced SH5MERGE_MAP_MAX "" mmap maps-default.txt -j 801 -p prof -u u \
+		-o maps-default.h5 || fail "merge under strace (default map cap)"
+	traced SH5MERGE_MAP_MAX 0 mmap maps-0.txt -j 801 -p prof -u u \
+		-o maps-0.h5 || fail "merge under strace (map cap 0)"
 	[ "$(grep -c MAP_POPULATE maps-default.txt)" = 6 ] ||
 		fail "default cap: $(grep -c MAP_POPULATE maps-default.txt) inputs mapped, not 6"
 	[ "$(grep -c MAP_POPULATE maps-0.txt)" = 0 ] ||
