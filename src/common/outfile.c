@@ -63,6 +63,58 @@ int sh5_infile_check(const char *path, struct sh5_error *errp)
 	return 0;
 }
 
+int sh5_infile_open_entry(const char *path, struct stat *st,
+			  struct sh5_error *errp)
+{
+	char b[128];
+	struct stat lst;
+	int fd, e;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+			O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		if (e == ELOOP && lstat(path, &lst) == 0 &&
+		    S_ISLNK(lst.st_mode)) {
+			errno = ELOOP;
+			return sh5_errprintf(errp, "%s: is a symbolic link "
+					     "(not followed)",
+					     shown(path, b, sizeof(b)));
+		}
+		errno = e;
+		return sh5_errprintf(errp, "%s: %s", shown(path, b, sizeof(b)),
+				     strerror(e));
+	}
+	if (fstat(fd, st) < 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return sh5_errprintf(errp, "%s: %s", shown(path, b, sizeof(b)),
+				     strerror(e));
+	}
+	if (!S_ISREG(st->st_mode)) {
+		e = S_ISDIR(st->st_mode) ? EISDIR : EINVAL;
+		close(fd);
+		errno = e;
+		return sh5_errprintf(errp, "%s: is %s, not a regular file",
+				     shown(path, b, sizeof(b)),
+				     kind_of(st->st_mode));
+	}
+	return fd;
+}
+
+const char *sh5_fd_name(int fd, char *buf, size_t len)
+{
+	static int have_proc = -1;
+
+	if (have_proc < 0)
+		have_proc = access("/proc/self/fd", X_OK) == 0;
+	if (!have_proc || fd < 0 ||
+	    (size_t)snprintf(buf, len, "/proc/self/fd/%d", fd) >= len)
+		return NULL;
+	return buf;
+}
+
 int sh5_outfile_same(const char *path, const char *const *inputs, size_t n)
 {
 	struct stat a, b;

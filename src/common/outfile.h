@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "common/error.h"
 
@@ -35,6 +36,27 @@ struct sh5_outfile {
  * with errno set and errp filled (the text names path).
  */
 int sh5_infile_check(const char *path, struct sh5_error *errp);
+
+/*
+ * Open an input that was found by listing a directory the job's user can
+ * write (a node-step file in a profile directory): the entry itself,
+ * read-only, never what a symlink names, without blocking on a FIFO or a
+ * device, and only a regular file.  *st receives its fstat.  The
+ * descriptor (close-on-exec), or -1 with errno set and errp filled
+ * ("PATH: is a symbolic link (not followed)", "PATH: is a FIFO, not a
+ * regular file", "PATH: No such file or directory").
+ */
+int sh5_infile_open_entry(const char *path, struct stat *st,
+			  struct sh5_error *errp);
+
+/*
+ * A name that opens exactly the file fd is open on ("/proc/self/fd/N"),
+ * for a library that opens files by name (HDF5): what it opens is the
+ * file fd was checked on, whatever has been renamed over its path since.
+ * buf, or NULL when /proc is not mounted (the caller then opens by path
+ * and relies on comparing the file's identity afterwards).
+ */
+const char *sh5_fd_name(int fd, char *buf, size_t len);
 
 /*
  * Does path name the same file as any of inputs[0..n)?  1 yes, 0 no (or

@@ -16,6 +16,7 @@
 
 #include "common/checksum.h"
 #include "common/h5attr.h"
+#include "common/outfile.h"
 #include "profile/totals.h"
 #include "merge/merge_int.h"
 
@@ -40,18 +41,25 @@ static uint64_t map_max(void)
 static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 		    void *buf, size_t len, void **map, struct sh5_error *errp)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct sh5_error e = { "" };
 	uint32_t c = 0;
-	uint64_t total = 0;
+	uint64_t total = 0, want;
 	struct stat st;
-	ssize_t n;
+	ssize_t n = 0;
+	size_t pl = strlen(path);
+	/* The directory entry itself, a regular file: not what a symlink
+	 * a task made names, not a FIFO (which blocked the merge). */
+	int fd = sh5_infile_open_entry(path, &st, &e);
 
-	if (fd < 0)
-		return sh5_errprintf(errp, "%s", strerror(errno));
+	if (fd < 0) {
+		/* The reason names the file; keep only the reason. */
+		return sh5_errprintf(errp, "%s", !strncmp(e.text, path, pl) &&
+				     e.text[pl] == ':' ? e.text + pl + 2 :
+				     e.text);
+	}
 	/* Mapped in a checking child (no copy out of the page cache),
 	 * else read. */
-	if (map && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_size > 0 && (uint64_t)st.st_size <= map_max()) {
+	if (map && st.st_size > 0 && (uint64_t)st.st_size <= map_max()) {
 		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ,
 			       MAP_PRIVATE | MAP_POPULATE, fd, 0);
 
@@ -67,7 +75,12 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 			return 0;
 		}
 	}
-	while ((n = read(fd, buf, len)) > 0) {
+	/* No further than the size it had here: a file a task keeps
+	 * writing ends the read (its growth is reported, stamp.c). */
+	want = (uint64_t)st.st_size;
+	while (total < want &&
+	       (n = read(fd, buf, want - total < len ? (size_t)(want - total) :
+			 len)) > 0) {
 		c = sh5_crc32(c, buf, (size_t)n);
 		total += (uint64_t)n;
 	}

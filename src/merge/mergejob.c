@@ -537,7 +537,7 @@ static void remove_inputs(struct mstate *m)
 
 		if (!f->usable || strcmp(f->status, "merged"))
 			continue;
-		if (stat(f->in->path, &sb) < 0 ||
+		if (lstat(f->in->path, &sb) < 0 || !S_ISREG(sb.st_mode) ||
 		    (uint64_t)sb.st_size != f->size) {
 			mg_report(m, 0, f->in->path, "changed during the "
 				  "merge: kept");

@@ -12,8 +12,10 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "common/h5attr.h"
+#include "common/outfile.h"
 #include "profile/totals.h"
 #include "merge/merge_int.h"
 
@@ -160,16 +162,29 @@ static int whole_fold(struct mstate *m, struct finfo *f, hid_t in,
  * left closed). */
 static int whole_open(struct finfo *f, hid_t *fid, hid_t *in)
 {
-	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+	struct sh5_error err = { "" };
+	struct stat st;
+	char fdname[40];
+	const char *name;
+	hid_t fapl;
+	int fd;
 
 	*fid = *in = -1;
-	if (fapl < 0)
+	/* The entry checked, and HDF5 opening what was checked (not a
+	 * FIFO or another file renamed over it since). */
+	if ((fd = sh5_infile_open_entry(f->in->path, &st, &err)) < 0)
 		return -1;
+	name = sh5_fd_name(fd, fdname, sizeof(fdname));
+	if ((fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0) {
+		close(fd);
+		return -1;
+	}
 #ifdef HAVE_H5PSET_FILE_LOCKING
 	H5Pset_file_locking(fapl, 0, 1);
 #endif
-	*fid = H5Fopen(f->in->path, H5F_ACC_RDONLY, fapl);
+	*fid = H5Fopen(name ? name : f->in->path, H5F_ACC_RDONLY, fapl);
 	H5Pclose(fapl);
+	close(fd);
 	if (*fid >= 0 && (*in = H5Gopen2(*fid, f->node_name,
 					 H5P_DEFAULT)) < 0) {
 		H5Fclose(*fid);

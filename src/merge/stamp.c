@@ -26,7 +26,7 @@ int mg_stamp_inputs(struct mstate *m)
 	for (i = 0; i < m->nin; i++) {
 		struct mg_stamp *s = &m->stamp[i];
 
-		if (stat(m->in[i].path, &sb) < 0)
+		if (lstat(m->in[i].path, &sb) < 0)
 			continue;
 		s->dev = sb.st_dev;
 		s->ino = sb.st_ino;
@@ -47,7 +47,7 @@ int mg_changed(const struct mstate *m, size_t i, char *why, size_t len)
 		return 0;
 	s = &m->stamp[i];
 	was = (intmax_t)s->size;
-	if (stat(m->in[i].path, &sb) < 0) {
+	if (lstat(m->in[i].path, &sb) < 0) {
 		snprintf(why, len, "changed while being read (%s: %jd bytes "
 			 "when the merge began)", errno == ENOENT ? "removed" :
 			 strerror(errno), was);

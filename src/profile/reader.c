@@ -18,6 +18,7 @@
 
 #include <hdf5_hl.h>
 #include "common/checksum.h"
+#include "common/outfile.h"
 #include "profile/reader.h"
 #include "common/timeconv.h"
 
@@ -380,12 +381,17 @@ static int open_file(struct sh5_nodestep *ns, int fd, const char *path,
 	struct sh5_error h5err = { "" };
 	struct stat st;
 	unsigned char sig[8];
+	char fdname[40];
+	const char *h5name;
 	uint64_t eoa;
 
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		errno = EINVAL;
 		return sh5_errprintf(errp, "%s: not a regular file", path);
 	}
+	/* HDF5 opens by name: the name of fd, so that it reads the file
+	 * checked here even if another has been renamed over the path. */
+	h5name = sh5_fd_name(fd, fdname, sizeof(fdname));
 	ns->size = ns->real_eof = (uint64_t)st.st_size;
 	if (st.st_size == 0) {
 		errno = EINVAL;
@@ -398,7 +404,8 @@ static int open_file(struct sh5_nodestep *ns, int fd, const char *path,
 		errno = EINVAL;
 		return sh5_errprintf(errp, "%s: not an HDF5 file", path);
 	}
-	if ((ns->file = open_h5(path, ns->size <= mem_max)) >= 0)
+	if ((ns->file = open_h5(h5name ? h5name : path,
+				 ns->size <= mem_max)) >= 0)
 		return 0;
 	sh5_errprintf_h5(&h5err, "cannot open");
 	eoa = superblock_eoa(fd);
@@ -593,10 +600,13 @@ static struct sh5_nodestep *open_any(const char *path, const char *node,
 		goto error;
 	}
 	if (!img || (ns->file = open_image(ns, img, len)) < 0) {
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-			sh5_errprintf(errp, "%s: %s", path, strerror(errno));
+		struct stat st;
+
+		/* A path from a directory listing: the entry itself, a
+		 * regular file (a symlink, a FIFO planted by a task: an
+		 * error, not a hang or another file read as root). */
+		if ((fd = sh5_infile_open_entry(path, &st, errp)) < 0)
 			goto error;
-		}
 		if (open_file(ns, fd, path, mem_max, errp) < 0)
 			goto error;
 		close(fd);

@@ -132,3 +132,37 @@ traced() {
 			$SH5MERGE -q merge "$@"
 	)
 }
+
+# h5opens TRACE: how often HDF5 opened each input in an strace of openat
+# (-f): "PATH COUNT" lines.  HDF5 opens an input by the name of a
+# descriptor the merge checked ("/proc/self/fd/N", after an O_NOFOLLOW
+# open of the path in the same process), or by the path itself with
+# O_RDONLY alone.  Lines strace cut in two ("<unfinished ...>", "<...
+# openat resumed>") are joined by process.
+h5opens() {
+	awk '
+	{
+		pid = $1
+		if ($0 ~ /openat\(/) {
+			split($0, q, "\"")
+			path[pid] = q[2]
+			byname[pid] = $0 ~ /", O_RDONLY[) <]/
+			if ($0 ~ /<unfinished/)
+				next
+		} else if ($0 !~ /openat resumed/)
+			next
+		if (!match($0, /\) += [0-9]+/))
+			next
+		fd = substr($0, RSTART, RLENGTH)
+		gsub(/[^0-9]/, "", fd)
+		p = path[pid]
+		if (p ~ /^\/proc\/self\/fd\/[0-9]+$/) {
+			t = last[pid, substr(p, 15)]
+			if (t != "")
+				c[t]++
+		} else if (byname[pid])
+			c[p]++
+		last[pid, fd] = p
+	}
+	END { for (p in c) print p, c[p] }' "$1"
+}

@@ -69,7 +69,8 @@ if command -v strace >/dev/null; then
 	unset SH5MERGE_NO_INMEM
 	opens() {
 		for i in 1 2 3 4 5 6; do
-			grep -c "811_0_node$i.h5\", O_RDONLY[) ]" "$1"
+			h5opens "$1" | awk -v f="811_0_node$i.h5" \
+				'index($1, f) { n = $2 } END { print n + 0 }'
 		done | sort | tr '\n' ' '
 	}
 	n=$(opens opens-mem.txt)

@@ -69,6 +69,7 @@ tests/unit/events/test_evspill tests/unit/events/test_evstore tests/unit/sync/te
 tests/unit/export/test_evlb tests/unit/export/test_lbdata tests/unit/sync/test_trace \
 tests/unit/sync/test_timesync tests/unit/sync/test_mergesync \
 tests/tools/harden_sweep.sh tests/tools/merge_faults.sh tests/tools/merge_changed.sh \
+tests/tools/merge_planted.sh \
 tests/tools/merge_values.sh tests/tools/extract_parallel.sh \
 tests/tools/exports_counters.sh tests/tools/exports_lbdata.sh \
 tests/tools/exports_events.sh tests/tools/events_merge.sh \

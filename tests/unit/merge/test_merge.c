@@ -703,6 +703,45 @@ START_TEST(test_reader_open)
 }
 END_TEST
 
+/* An entry a task planted in its profile directory: the reader opens the
+ * entry itself, a regular file only, and never blocks (a FIFO without a
+ * writer blocked the open for ever; a symlink was followed, as root). */
+START_TEST(test_reader_open_planted)
+{
+	struct sh5_error err = { "" };
+	struct sh5_nodestep *ns;
+	char p[512], l[512];
+
+	write_node(0, 0, 2, 10, 1);
+	snprintf(p, sizeof(p), "%s/9_0_node1.h5", tmpdir);
+	snprintf(l, sizeof(l), "%s/9_0_node2.h5", tmpdir);
+	/* A symlink to a valid node-step file: refused, not read. */
+	ck_assert_int_eq(symlink(p, l), 0);
+	ck_assert_ptr_null(sh5_nodestep_open(l, NULL, 9, "0", &err));
+	ck_assert_ptr_nonnull(strstr(err.text, "9_0_node2.h5: is a symbolic "
+					       "link (not followed)"));
+	ck_assert_int_eq(unlink(l), 0);
+	/* A FIFO nobody writes: an error at once. */
+	ck_assert_int_eq(mkfifo(l, 0600), 0);
+	ck_assert_ptr_null(sh5_nodestep_open(l, NULL, 9, "0", &err));
+	ck_assert_ptr_nonnull(strstr(err.text, "is a FIFO, not a regular "
+					       "file"));
+	ck_assert_int_eq(unlink(l), 0);
+	/* A directory. */
+	ck_assert_int_eq(mkdir(l, 0700), 0);
+	ck_assert_ptr_null(sh5_nodestep_open(l, NULL, 9, "0", &err));
+	ck_assert_ptr_nonnull(strstr(err.text, "is a directory"));
+	ck_assert_int_eq(rmdir(l), 0);
+	/* The file itself still opens (HDF5 by the name of the checked
+	 * descriptor). */
+	ns = sh5_nodestep_open(p, "node1", 9, "0", &err);
+	ck_assert_msg(ns != NULL, "%s", err.text);
+	ck_assert_uint_eq(ns->nseries, 2);
+	ck_assert_uint_eq(ns->series[1].nrows, 10);
+	sh5_nodestep_close(ns);
+}
+END_TEST
+
 /* Opened from the caller's image of the file: the same series and rows as
  * by its path, the image neither changed nor freed; an image cut short
  * is opened by path (salvaged as there), one that is not HDF5 too. */
@@ -806,6 +845,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_merge_partial);
 	tcase_add_test(tc, test_reader_unwritten_chunk);
 	tcase_add_test(tc, test_reader_open);
+	tcase_add_test(tc, test_reader_open_planted);
 	tcase_add_test(tc, test_reader_open_image);
 	tcase_add_test(tc, test_csvfmt_roundtrip);
 	tcase_add_test(tc, test_extract_csv_rows);
