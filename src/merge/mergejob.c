@@ -116,15 +116,19 @@ static int pass2(struct mstate *m, const char *tmp, hid_t fapl, int *partial,
 	size_t i, lo, done = 0;
 	int rc = -1, r;
 
-	/* again: the temporary of an abandoned early pass, ours. */
-	fout = H5Fcreate(tmp, again ? H5F_ACC_TRUNC : H5F_ACC_EXCL,
-			 H5P_DEFAULT, fapl);
+	/* again: the temporary of an abandoned early pass, ours: removed
+	 * and created anew, never truncated by its name (in a directory
+	 * others can write, a symlink may have been put in its place). */
+	if (again && unlink(tmp) < 0 && errno != ENOENT)
+		return sh5_errprintf(m->errp, "%s: cannot remove: %s", tmp,
+				     strerror(errno));
+	fout = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
 	if (fout < 0)
 		return mg_h5err(m->errp, "%s: cannot create", tmp);
 	if (o->temp_path && !again)
 		o->temp_path(o->arg, tmp);
-	m->out_fd = open(tmp, O_RDONLY | O_CLOEXEC);
-	m->out_wfd = open(tmp, O_WRONLY | O_CLOEXEC);
+	m->out_fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	m->out_wfd = open(tmp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 	mg_wb_start(m);
 	if ((sg = mg_make_group(fout, "Steps")) < 0) {
 		mg_h5err(m->errp, "%s: cannot create /Steps", tmp);

@@ -2,12 +2,13 @@
 # merge_planted.sh: a profile directory is writable by the job's user, so
 # a task can plant an entry named like a node-step file: a symlink to a
 # file the user cannot read (or to /dev/zero), a FIFO, a directory.  The
-# merge (run as root by an epilog) reads the entry itself, never what a
+# merge (as root, by an administrator) reads the entry itself, never what a
 # symlink names, and never blocks: each is one error naming the file and
 # what it is, exit 1, no job file; --allow-partial merges the others and
 # records it in /Merge/Inputs; --wait and --remove-inputs leave it (and a
 # symlink's target) alone.  Both ways of reading (one pass, two passes)
-# and HDF5 reading by path (SH5MERGE_NO_INMEM=1).
+# and HDF5 reading by path (SH5MERGE_NO_INMEM=1).  Last, the job file's
+# temporary is never truncated by its name.
 . "$top_srcdir/tests/tools/merge_lib.sh"
 
 J=620
@@ -121,3 +122,19 @@ if command -v strace >/dev/null; then
 	echo "ok: under strace, the target never opened, the FIFO never blocking"
 fi
 rm -rf "$E"
+
+# The job file's temporary of an abandoned early pass (a mixed job: the
+# one-pass child gives up at the stock file) is removed and created anew
+# (O_EXCL), never truncated by its name: in an output directory others
+# can write, a symlink may have been put in its place.
+if command -v strace >/dev/null; then
+	traced SH5MERGE_TWO_PASS "" openat,unlink tmp.txt -j $J -p $P -u u \
+		-o job-t.h5 || fail "merge under strace (temporary)"
+	grep '\.job-t\.h5\.tmp\.' tmp.txt >tmp-ops.txt
+	[ "$(grep -c 'O_CREAT|O_EXCL' tmp-ops.txt)" = 2 ] &&
+		[ "$(grep -c '^[0-9]* *unlink(' tmp-ops.txt)" = 2 ] ||
+		{ cat tmp-ops.txt; fail "the temporary not created twice with O_EXCL (an early pass abandoned?)"; }
+	! grep -q O_TRUNC tmp-ops.txt ||
+		{ cat tmp-ops.txt; fail "the temporary truncated by its name"; }
+	echo "ok: an abandoned temporary removed and created anew, never truncated"
+fi
