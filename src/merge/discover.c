@@ -5,9 +5,12 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "merge/merge.h"
 #include "profile/reader.h"
@@ -115,15 +118,33 @@ int sh5_merge_discover(const char *dir, uint32_t job,
 		       struct sh5_input **out, size_t *n,
 		       struct sh5_error *errp)
 {
-	DIR *d = opendir(dir);
+	/* The user's directory itself, not what a symlink there names
+	 * (the plugin never writes through one; in a profile directory
+	 * others can write, one may have been put in its place). */
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = NULL;
 	struct dirent *de;
 	struct sh5_input *v = NULL, in;
+	struct stat lst;
 	size_t cnt = 0, cap = 0, i;
 
 	*out = NULL;
 	*n = 0;
-	if (!d)
-		return sh5_errprintf(errp, "%s: %s", dir, strerror(errno));
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) &&
+	    lstat(dir, &lst) == 0 &&
+	    S_ISLNK(lst.st_mode)) {
+		errno = ELOOP;
+		return sh5_errprintf(errp, "%s: is a symbolic link (not "
+				     "followed)", dir);
+	}
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return sh5_errprintf(errp, "%s: %s", dir, strerror(e));
+	}
 	while ((de = readdir(d))) {
 		int want = nsteps == 0;
 

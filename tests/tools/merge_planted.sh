@@ -7,8 +7,9 @@
 # what it is, exit 1, no job file; --allow-partial merges the others and
 # records it in /Merge/Inputs; --wait and --remove-inputs leave it (and a
 # symlink's target) alone.  Both ways of reading (one pass, two passes)
-# and HDF5 reading by path (SH5MERGE_NO_INMEM=1).  Last, the job file's
-# temporary is never truncated by its name.
+# and HDF5 reading by path (SH5MERGE_NO_INMEM=1).  A user directory that
+# is a symlink is not listed; the job file's temporary is never truncated
+# by its name.
 . "$top_srcdir/tests/tools/merge_lib.sh"
 
 J=620
@@ -122,6 +123,24 @@ if command -v strace >/dev/null; then
 	echo "ok: under strace, the target never opened, the FIFO never blocking"
 fi
 rm -rf "$E"
+
+# A user directory that is a symlink (to a directory of planted files):
+# not listed, one error naming it, also under --wait.
+ln -s u $P/alias
+refused_dir() {
+	local rc
+	timeout 60 $SH5MERGE merge -j $J -p $P -u alias -o job-a.h5 "$@" \
+		>out 2>err
+	rc=$?
+	[ $rc -eq 1 ] || { cat err; fail "symlinked user dir $*: exit $rc"; }
+	grep -q "^sh5merge: .*$P/alias: is a symbolic link (not followed)" err ||
+		{ cat err; fail "symlinked user dir $*: message"; }
+	[ ! -e job-a.h5 ] || fail "symlinked user dir $*: job file written"
+}
+refused_dir
+refused_dir --wait 1
+rm $P/alias
+echo "ok: a symlinked user directory is not listed"
 
 # The job file's temporary of an abandoned early pass (a mixed job: the
 # one-pass child gives up at the stock file) is removed and created anew
