@@ -169,15 +169,23 @@ START_TEST(test_fmt_row_matches_ops)
 	static const char *const gn[] = { "Temp", "Fan", "Volts" };
 	static const enum sh5_ftype gt[] = { SH5_FT_DOUBLE, SH5_FT_U64,
 		SH5_FT_DOUBLE };
+	/* Eight fields of other types than a Task series' (the rows'
+	 * types looked up, not taken as the Task pattern). */
+	static const char *const g8n[] = { "a", "b", "c", "d", "e", "f", "g",
+		"h" };
+	static const enum sh5_ftype g8t[] = { SH5_FT_DOUBLE, SH5_FT_U64,
+		SH5_FT_DOUBLE, SH5_FT_U64, SH5_FT_DOUBLE, SH5_FT_U64,
+		SH5_FT_U64, SH5_FT_DOUBLE };
 	struct sh5_error err = { "" };
-	struct sh5_series *s[3];
+	struct sh5_series *s[4];
 	size_t k;
 	int ns, sy;
 
 	s[0] = sh5_series_create("Tasks", "3", tn, tt, 8, &err);
 	s[1] = sh5_series_create(NULL, "Energy", en, et, 2, &err);
 	s[2] = sh5_series_create("Sensors", "board", gn, gt, 3, &err);
-	for (k = 0; k < 3; k++) {
+	s[3] = sh5_series_create("Sensors", "eight", g8n, g8t, 8, &err);
+	for (k = 0; k < 4; k++) {
 		ck_assert_msg(s[k] != NULL, "%s", err.text);
 		/* Stock files (no EpochTimeNs), job files (SyncTimeNs). */
 		for (ns = 0; ns < 2; ns++)
