@@ -83,7 +83,8 @@ static void on_report(void *arg, int error, const char *file,
 {
 	struct ctx *c = arg;
 
-	if (error && !c->allow_partial)
+	/* 2: fails the merge even with --allow-partial. */
+	if (error > 1 || (error && !c->allow_partial))
 		cli_error(file, "%s", msg);
 	else
 		cli_warn(file, "%s", msg);

@@ -117,8 +117,9 @@ struct sh5_merge_opts {
 	int allow_partial;        /* write the job file despite problems */
 	const char *options;      /* command line, recorded in /Merge */
 	/* Called once per problem (file or directory, reason) and per
-	 * warning; error != 0 for problems that fail the merge without
-	 * allow_partial. */
+	 * warning; error 1 for problems that fail the merge without
+	 * allow_partial, 2 for those that fail it even with it (an input
+	 * changed while being read). */
 	void (*report)(void *arg, int error, const char *file,
 		       const char *msg);
 	/* Called after each input of each pass (phase 1: check, 2: write). */

@@ -518,7 +518,7 @@ static int inputs_changed(struct mstate *m)
 		/* Not mg_report(), which holds back reports about it. */
 		m->st->problems++;
 		if (m->o->report)
-			m->o->report(m->o->arg, 1, m->in[i].path, why);
+			m->o->report(m->o->arg, 2, m->in[i].path, why);
 	}
 	if (!n)
 		return 0;

@@ -43,7 +43,7 @@ held_change() {
 changed_ok() {
 	local name=$1 file=$2 pat=$3
 	[ $rc -eq 1 ] || { cat "$T/err"; fail "$name: exit $rc, expected 1"; }
-	grep -Eq "^sh5merge: (warning: )?$D/$file: changed while being read \($pat\)" \
+	grep -Eq "^sh5merge: $D/$file: changed while being read \($pat\)" \
 		"$T/err" || { cat "$T/err"; fail "$name: no '$pat' for $file"; }
 	grep -q "input changed while being read (first $D/$file): no job file written" \
 		"$T/err" || { cat "$T/err"; fail "$name: no final error"; }
