@@ -38,8 +38,9 @@ static uint64_t map_max(void)
 	return errno || *end ? MERGE_MAP_MAX : (uint64_t)v;
 }
 
-static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
-		    void *buf, size_t len, void **map, struct sh5_error *errp)
+static int file_crc(const char *path, long dir_uid, uint32_t *crc,
+		    uint64_t *size, void *buf, size_t len, void **map,
+		    struct sh5_error *errp)
 {
 	struct sh5_error e = { "" };
 	uint32_t c = 0;
@@ -56,6 +57,18 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size,
 		return sh5_errprintf(errp, "%s", !strncmp(e.text, path, pl) &&
 				     e.text[pl] == ':' ? e.text + pl + 2 :
 				     e.text);
+	}
+	/* A second name of a file someone else owns (a hard link a task
+	 * made to a file it cannot read, where fs.protected_hardlinks is
+	 * off): not read as root for the user. */
+	if (st.st_nlink > 1 && dir_uid >= 0 && (long)st.st_uid != dir_uid) {
+		close(fd);
+		errno = EPERM;
+		return sh5_errprintf(errp, "a hard link (%ju links) to a file "
+				     "of uid %ld, not of the directory's "
+				     "owner (uid %ld): not read",
+				     (uintmax_t)st.st_nlink, (long)st.st_uid,
+				     dir_uid);
 	}
 	/* Mapped in a checking child (no copy out of the page cache),
 	 * else read. */
@@ -268,8 +281,8 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 	f->status = "skipped";
 	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
 	f->max_task = -1;
-	if (file_crc(f->in->path, &f->crc, &f->size, m->buf, m->buf_bytes,
-		     m->in_child ? &map : NULL, &err) < 0) {
+	if (file_crc(f->in->path, m->dir_uid, &f->crc, &f->size, m->buf,
+		     m->buf_bytes, m->in_child ? &map : NULL, &err) < 0) {
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
 		return;
 	}

@@ -187,6 +187,7 @@ struct mstate {
 		struct timespec mtime;
 		int ok;             /* stat() succeeded */
 	} *stamp;
+	long dir_uid;            /* owner of the inputs' directory, -1: unknown */
 	struct tcache {         /* totals' memory types, by signature, */
 		uint64_t sig;
 		hid_t mt;

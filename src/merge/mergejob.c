@@ -197,6 +197,7 @@ static void mstate_init(struct mstate *m, const struct sh5_merge_opts *o,
 	m->out_fd = -1;
 	m->out_wfd = -1;
 	m->op_fd = -1;
+	m->dir_uid = -1;
 	memset(stats, 0, sizeof(*stats));
 	m->o = o;
 	m->st = stats;

@@ -23,6 +23,7 @@ int mg_stamp_inputs(struct mstate *m)
 
 	if (!(m->stamp = calloc(m->nin ? m->nin : 1, sizeof(*m->stamp))))
 		return -1;
+	m->dir_uid = stat(m->o->dir, &sb) == 0 ? (long)sb.st_uid : -1;
 	for (i = 0; i < m->nin; i++) {
 		struct mg_stamp *s = &m->stamp[i];
 

@@ -8,8 +8,8 @@
 # records it in /Merge/Inputs; --wait and --remove-inputs leave it (and a
 # symlink's target) alone.  Both ways of reading (one pass, two passes)
 # and HDF5 reading by path (SH5MERGE_NO_INMEM=1).  A user directory that
-# is a symlink is not listed; the job file's temporary is never truncated
-# by its name.
+# is a symlink is not listed, a hard link to another uid's file not read;
+# the job file's temporary is never truncated by its name.
 . "$top_srcdir/tests/tools/merge_lib.sh"
 
 J=620
@@ -141,6 +141,34 @@ refused_dir
 refused_dir --wait 1
 rm $P/alias
 echo "ok: a symlinked user directory is not listed"
+
+# A hard link to a file another uid owns (what a task can make where
+# fs.protected_hardlinks is off; root makes it here): not read.  A hard
+# link to a file of the directory's owner is merged as any input.
+if [ "$(id -u)" = 0 ]; then
+	mkdir -p hl/n
+	cp $D/${J}_0_node[123].h5 hl/n/
+	chown -R 65534 hl/n
+	ln secret/${J}_0_node4.h5 hl/n/${J}_0_node4.h5
+	for how in "" SH5MERGE_TWO_PASS=1; do
+		([ -z "$how" ] || export "$how"
+		 timeout 60 $SH5MERGE merge -j $J -p hl -u n -o job-h.h5 \
+			>out 2>err
+		 rc=$?
+		 [ $rc -eq 1 ] || { cat err; fail "hard link ${how}: exit $rc"; }
+		 grep -q "^sh5merge: hl/n/${J}_0_node4.h5: a hard link (2 links) to a file of uid 0, not of the directory's owner (uid 65534): not read" err ||
+			{ cat err; fail "hard link ${how}: message"; }
+		 [ ! -e job-h.h5 ] || fail "hard link ${how}: job file written") ||
+			exit 1
+	done
+	rm hl/n/${J}_0_node4.h5
+	ln hl/n/${J}_0_node3.h5 hl/n/copy3.h5
+	timeout 60 $SH5MERGE -q merge -j $J -p hl -u n -o job-h.h5 2>err ||
+		{ cat err; fail "a hard link of the owner's: not merged"; }
+	[ "$(md5sum <secret/${J}_0_node4.h5)" = "$secret_sum" ] ||
+		fail "hard link: the target changed"
+	echo "ok: a hard link to another uid's file refused, the owner's merged"
+fi
 
 # The job file's temporary of an abandoned early pass (a mixed job: the
 # one-pass child gives up at the stock file) is removed and created anew
