@@ -38,6 +38,15 @@ static uint64_t map_max(void)
 	return errno || *end ? MERGE_MAP_MAX : (uint64_t)v;
 }
 
+/* An error text that names path ("PATH: reason"): the reason alone. */
+static const char *reason_of(const char *text, const char *path)
+{
+	size_t pl = strlen(path);
+
+	return !strncmp(text, path, pl) && text[pl] == ':' ? text + pl + 2 :
+							     text;
+}
+
 static int file_crc(const char *path, long dir_uid, uint32_t *crc,
 		    uint64_t *size, void *buf, size_t len, void **map,
 		    struct sh5_error *errp)
@@ -47,17 +56,12 @@ static int file_crc(const char *path, long dir_uid, uint32_t *crc,
 	uint64_t total = 0, want;
 	struct stat st;
 	ssize_t n = 0;
-	size_t pl = strlen(path);
 	/* The directory entry itself, a regular file: not what a symlink
 	 * a task made names, not a FIFO (which blocked the merge). */
 	int fd = sh5_infile_open_entry(path, &st, &e);
 
-	if (fd < 0) {
-		/* The reason names the file; keep only the reason. */
-		return sh5_errprintf(errp, "%s", !strncmp(e.text, path, pl) &&
-				     e.text[pl] == ':' ? e.text + pl + 2 :
-				     e.text);
-	}
+	if (fd < 0)
+		return sh5_errprintf(errp, "%s", reason_of(e.text, path));
 	/* A second name of a file someone else owns (a hard link a task
 	 * made to a file it cannot read, where fs.protected_hardlinks is
 	 * off): not read as root for the user. */
@@ -252,15 +256,9 @@ static struct sh5_nodestep *open_input(struct mstate *m, struct finfo *f,
 					   m->o->job, f->in->step_id,
 					   inmem && m->onefeed ?
 					   MERGE_INMEM_MAX : 0, &err);
-	if (!ns) {
-		const char *r = err.text;
-		size_t pl = strlen(f->in->path);
-
-		/* The reason names the file; keep only the reason. */
-		if (!strncmp(r, f->in->path, pl) && r[pl] == ':')
-			r += pl + 2;
-		snprintf(f->reason, sizeof(f->reason), "%s", r);
-	}
+	if (!ns)
+		snprintf(f->reason, sizeof(f->reason), "%s",
+			 reason_of(err.text, f->in->path));
 	return ns;
 }
 

@@ -373,27 +373,24 @@ static int count_attr(struct sh5_nodestep *ns, const char *name,
 	return -1;
 }
 
-/* Open path (fd) as HDF5, through a sparse copy when it is shorter than
- * its superblock says.  0, or -1 with errp set. */
-static int open_file(struct sh5_nodestep *ns, int fd, const char *path,
-		     uint64_t mem_max, struct sh5_error *errp)
+/* Open path (fd, a regular file: st its fstat) as HDF5, through a sparse
+ * copy when it is shorter than its superblock says.  0, or -1 with errp
+ * set. */
+static int open_file(struct sh5_nodestep *ns, int fd, const struct stat *st,
+		     const char *path, uint64_t mem_max,
+		     struct sh5_error *errp)
 {
 	struct sh5_error h5err = { "" };
-	struct stat st;
 	unsigned char sig[8];
 	char fdname[40];
 	const char *h5name;
 	uint64_t eoa;
 
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		errno = EINVAL;
-		return sh5_errprintf(errp, "%s: not a regular file", path);
-	}
 	/* HDF5 opens by name: the name of fd, so that it reads the file
 	 * checked here even if another has been renamed over the path. */
 	h5name = sh5_fd_name(fd, fdname, sizeof(fdname));
-	ns->size = ns->real_eof = (uint64_t)st.st_size;
-	if (st.st_size == 0) {
+	ns->size = ns->real_eof = (uint64_t)st->st_size;
+	if (st->st_size == 0) {
 		errno = EINVAL;
 		return sh5_errprintf(errp, "%s: empty file (the writer never "
 				     "flushed it: no samples to salvage)",
@@ -607,7 +604,7 @@ static struct sh5_nodestep *open_any(const char *path, const char *node,
 		 * error, not a hang or another file read as root). */
 		if ((fd = sh5_infile_open_entry(path, &st, errp)) < 0)
 			goto error;
-		if (open_file(ns, fd, path, mem_max, errp) < 0)
+		if (open_file(ns, fd, &st, path, mem_max, errp) < 0)
 			goto error;
 		close(fd);
 		fd = -1;
