@@ -184,7 +184,8 @@ struct mstate {
 		dev_t dev;
 		ino_t ino;
 		off_t size;
-		struct timespec mtime;
+		struct timespec mtime, ctime; /* ctime: a rewrite that
+					       * put mtime back */
 		int ok;             /* stat() succeeded */
 	} *stamp;
 	long dir_uid;            /* owner of the inputs' directory, -1: unknown */
@@ -258,7 +259,8 @@ int mg_changed_path(const struct mstate *m, const char *file);
 /* Whether any input changed. */
 int mg_any_changed(const struct mstate *m);
 /* Test hook: SH5MERGE_TEST_HOLD=NAME:DIR makes the reader of input NAME
- * wait, once it has it open, for DIR/go (after making DIR/held). */
+ * (or, with NAME "--remove-inputs", the merge before it removes its
+ * inputs) wait for DIR/go, after making DIR/held. */
 void mg_test_hold(const char *path);
 /* One-pass child: tell the merge that input idx is next. */
 void mg_op_start(struct mstate *m, size_t idx);

@@ -531,21 +531,33 @@ static int inputs_changed(struct mstate *m)
 			     m->in[first].path);
 }
 
-/* --remove-inputs: the inputs merged whole and unchanged. */
+/* --remove-inputs: the inputs merged whole and unchanged since they
+ * were listed (the stamp: identity, size, modification and inode change
+ * times), so that a file rewritten or replaced after it was read is
+ * kept. */
 static void remove_inputs(struct mstate *m)
 {
-	struct stat sb;
+	static const char pre[] = "changed while being read ";
+	char why[160];
 	size_t i;
 
+	mg_test_hold("--remove-inputs");
 	for (i = 0; i < m->nin; i++) {
 		struct finfo *f = &m->fi[i];
+		const char *w = why;
 
 		if (!f->usable || strcmp(f->status, "merged"))
 			continue;
-		if (lstat(f->in->path, &sb) < 0 || !S_ISREG(sb.st_mode) ||
-		    (uint64_t)sb.st_size != f->size) {
-			mg_report(m, 0, f->in->path, "changed during the "
-				  "merge: kept");
+		if (!m->stamp || !m->stamp[i].ok) {
+			mg_report(m, 0, f->in->path, "not removed: no record "
+				  "of it before the merge");
+			continue;
+		}
+		if (mg_changed(m, i, why, sizeof(why))) {
+			if (!strncmp(why, pre, sizeof(pre) - 1))
+				w += sizeof(pre) - 1;
+			mg_report(m, 0, f->in->path, "not removed: it changed "
+				  "during the merge %s", w);
 			continue;
 		}
 		if (unlink(f->in->path) < 0)

@@ -33,6 +33,7 @@ int mg_stamp_inputs(struct mstate *m)
 		s->ino = sb.st_ino;
 		s->size = sb.st_size;
 		s->mtime = sb.st_mtim;
+		s->ctime = sb.st_ctim;
 		s->ok = 1;
 	}
 	return 0;
@@ -69,6 +70,14 @@ int mg_changed(const struct mstate *m, size_t i, char *why, size_t len)
 		 sb.st_mtim.tv_nsec != s->mtime.tv_nsec)
 		snprintf(why, len, "changed while being read (rewritten: %jd "
 			 "bytes, modified after the merge began)", was);
+	else if (sb.st_ctim.tv_sec != s->ctime.tv_sec ||
+		 sb.st_ctim.tv_nsec != s->ctime.tv_nsec)
+		/* Its modification time put back (touch -r), or its mode,
+		 * owner or links changed: what was read may not be what it
+		 * holds. */
+		snprintf(why, len, "changed while being read (its inode "
+			 "changed after the merge began: %jd bytes, the same "
+			 "modification time)", was);
 	else
 		return 0;
 	return 1;

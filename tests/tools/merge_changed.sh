@@ -5,7 +5,9 @@
 # file and no temporary left, every input as it was (the changed one as
 # the other process left it).  SH5MERGE_TEST_HOLD=NAME:DIR holds the
 # reader of NAME once it has read it whole so that the change falls
-# while HDF5 reads it (a file cut short under its map: SIGBUS).
+# while HDF5 reads it (a file cut short under its map: SIGBUS); with
+# NAME --remove-inputs it holds the merge before it removes its inputs
+# (an input changed since it was read is kept).
 . "$top_srcdir/tests/tools/merge_lib.sh"
 
 J=610
@@ -80,6 +82,40 @@ fresh rewrite
 size=$(stat -c %s $D/$f)
 held_change rewritten $f touch -d '2001-01-01' $D/$f
 changed_ok rewritten $f "rewritten: $size bytes, modified after the merge began"
+
+# Rewritten with its modification time put back (touch -r): the inode
+# change time tells.
+fresh ctime
+size=$(stat -c %s $D/$f)
+put_back() { # put_back FILE: one byte rewritten, the mtime restored
+	touch -r "$1" ref && printf x | dd of="$1" bs=1 seek=2000 \
+		conv=notrunc status=none && touch -r ref "$1"
+}
+held_change "rewritten, mtime put back" $f put_back $D/$f
+changed_ok "rewritten, mtime put back" $f "its inode changed after the merge began: $size bytes, the same modification time"
+
+# --remove-inputs removes only inputs unchanged since the merge listed
+# them: one rewritten with its mtime put back and one replaced by a copy
+# of itself (same size and mtime) once the job file is in place are
+# kept, the others removed; the job file holds what was read.
+fresh remove
+n1=${J}_0_node1.h5 n2=${J}_0_node2.h5
+cp -a $D orig
+EXTRA=--remove-inputs held_change "--remove-inputs after a change" \
+	--remove-inputs sh -c "$(declare -f put_back); put_back $D/$n1 &&
+	cp -p $D/$n2 n2.new && mv n2.new $D/$n2"
+[ $rc -eq 0 ] || { cat "$T/err"; fail "--remove-inputs: exit $rc"; }
+grep -q "$D/$n1: not removed: it changed during the merge (its inode changed" \
+	"$T/err" || { cat "$T/err"; fail "--remove-inputs: $n1 not reported"; }
+grep -q "$D/$n2: not removed: it changed during the merge (replaced by another file" \
+	"$T/err" || { cat "$T/err"; fail "--remove-inputs: $n2 not reported"; }
+[ -e $D/$n1 ] && [ -e $D/$n2 ] || fail "--remove-inputs: a changed input removed"
+[ ! -e $D/${J}_0_node3.h5 ] && [ ! -e $D/${J}_0_node4.h5 ] ||
+	fail "--remove-inputs: an unchanged input kept"
+$CHECK job "$T/job---remove-inputs_after_a_change.h5" orig/*.h5 ||
+	fail "--remove-inputs: values"
+rm -rf orig
+echo "ok: --remove-inputs keeps inputs changed after they were read"
 
 # A FIFO renamed over the input once it has been checked (a task racing
 # the merge): HDF5 opens what was checked, never the FIFO (which blocked
