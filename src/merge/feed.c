@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -63,17 +65,56 @@ static int raw_series(struct sh5_nodestep *ns, const struct sh5_series *s,
 	return ok;
 }
 
-/* Send one block of n records of series (fi, si) with the given status;
- * extra: the bytes the caller sends after them (a running total). */
-static void feed_put(int fd, struct feed_head *h, int64_t status,
-		     const void *p, size_t n, size_t size, size_t extra)
+/* The ring slot number k, of buf_bytes bytes. */
+static unsigned char *ring_slot(const struct mstate *m, uint64_t k)
 {
+	return m->feed_ring + (size_t)(k % FEED_SLOTS) * m->buf_bytes;
+}
+
+/* Send one block of n records of series (fi, si) with the given status;
+ * extra: the bytes the caller sends after them (a running total).  The
+ * records go into the next ring slot once the parent has handed one
+ * back (a credit), else (no ring, a block larger than a slot) through
+ * the pipe after the header. */
+static void feed_put(struct mstate *m, int fd, struct feed_head *h,
+		     int64_t status, const void *p, size_t n, size_t size,
+		     size_t extra)
+{
+	size_t len = n * size;
+	char credit;
+
 	h->status = status;
 	h->rows = n;
-	h->bytes = (uint64_t)n * size + extra;
+	h->ring = 0;
+	if (len && m->feed_ring && len <= m->buf_bytes) {
+		if (sh5_fd_read_all(m->feed_credit, &credit, 1) < 0)
+			_exit(3);
+		memcpy(ring_slot(m, m->feed_slot++), p, len);
+		h->ring = 1;
+		len = 0;
+	}
+	h->bytes = (uint64_t)len + extra;
 	if (sh5_fd_write_all(fd, h, sizeof(*h)) < 0 ||
-	    (n && sh5_fd_write_all(fd, p, n * size) < 0))
+	    (len && sh5_fd_write_all(fd, p, len) < 0))
 		_exit(3);
+}
+
+/* The parent: the rows of the header just taken (ring set) are in the
+ * next slot: len bytes of them copied to buf (NULL: passed over) and the
+ * slot handed back to the child.  0, or -1 (no such slot).  A child that
+ * has sent everything and ended takes no credit: the send may fail, and
+ * a child gone too early is found at its next header. */
+static int ring_take(struct mstate *m, void *buf, size_t len)
+{
+	uint64_t k = m->feed_slot++;
+
+	if (!m->feed_ring || len > m->buf_bytes)
+		return -1;
+	if (buf)
+		memcpy(buf, ring_slot(m, k), len);
+	if (m->feed_credit >= 0)
+		(void)send(m->feed_credit, "c", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	return 0;
 }
 
 /* The child's buffers: a running total, packed records. */
@@ -140,7 +181,7 @@ static void feed_series(struct mstate *m, int fd, size_t fi, size_t si,
 				     ns->real_eof : 0, NULL) < 0) {
 		if (d >= 0)
 			H5Dclose(d);
-		feed_put(fd, &h, -1, NULL, 0, 0, 0);
+		feed_put(m, fd, &h, -1, NULL, 0, 0, 0);
 		return;
 	}
 	if (m->feed_totals) {
@@ -152,17 +193,17 @@ static void feed_series(struct mstate *m, int fd, size_t fi, size_t si,
 	}
 	while ((n = sh5_cursor_read(&c, m->buf, rows)) > 0) {
 		if (!m->feed_totals) {
-			feed_put(fd, &h, 0, m->buf, n, rs, 0);
+			feed_put(m, fd, &h, 0, m->buf, n, rs, 0);
 			continue;
 		}
 		ops->total_add(s, b->total, m->buf, n);
 		if (raw) {
-			feed_put(fd, &h, 4, NULL, n, 0, ts);
+			feed_put(m, fd, &h, 4, NULL, n, 0, ts);
 		} else if (map) {
 			sh5_recmap_apply(map, m->buf, b->pbuf, n);
-			feed_put(fd, &h, 3, b->pbuf, n, fsize, ts);
+			feed_put(m, fd, &h, 3, b->pbuf, n, fsize, ts);
 		} else {
-			feed_put(fd, &h, 0, m->buf, n, rs, ts);
+			feed_put(m, fd, &h, 0, m->buf, n, rs, ts);
 		}
 		/* The running total follows every block: a crash later
 		 * keeps the total of what was sent. */
@@ -176,9 +217,9 @@ static void feed_series(struct mstate *m, int fd, size_t fi, size_t si,
 	sh5_cursor_close(&c);
 	H5Dclose(d);
 	if (m->feed_totals)
-		feed_put(fd, &h, 2, NULL, 0, 0, ts);
+		feed_put(m, fd, &h, 2, NULL, 0, 0, ts);
 	else
-		feed_put(fd, &h, 1, NULL, 0, 0, 0);
+		feed_put(m, fd, &h, 1, NULL, 0, 0, 0);
 	if (m->feed_totals && sh5_fd_write_all(fd, b->total, ts) < 0)
 		_exit(3);
 }
@@ -203,13 +244,17 @@ static void feed_check(struct mstate *m, int fd, size_t fi)
 	m->fi[fi].probed = 1;
 }
 
-static void feeder_child(struct mstate *m, int fd, size_t from)
+static void feeder_child(struct mstate *m, int fd, int credit, size_t from)
 {
 	struct feed_bufs b = { NULL, NULL, 0, 0 };
 	size_t fi, si;
 
 	mg_child_signals();
 	m->in_child = 1;
+	/* The credits come on credit (EOF: the parent is gone); the slots
+	 * are used from the first. */
+	m->feed_credit = credit;
+	m->feed_slot = 0;
 	for (fi = from; fi < m->nin; fi++) {
 		struct finfo *f = &m->fi[fi];
 		struct sh5_nodestep *ns = NULL;
@@ -244,9 +289,42 @@ static void feeder_child(struct mstate *m, int fd, size_t from)
 	_exit(0);
 }
 
+/* The ring and a new credit channel for a new child: FEED_SLOTS credits
+ * in it, the slots used from the first.  *child_end: the end the child
+ * reads, or -1 when the records go through the pipe. */
+static void ring_reset(struct mstate *m, int *child_end)
+{
+	static const char credits[FEED_SLOTS] = { 0 };
+	int sv[2];
+
+	*child_end = -1;
+	if (m->feed_credit >= 0)
+		close(m->feed_credit);
+	m->feed_credit = -1;
+	m->feed_slot = 0;
+	if (!m->feed_ring && !getenv("SH5MERGE_FEED_PIPE")) {
+		void *p = mmap(NULL, FEED_SLOTS * m->buf_bytes,
+			       PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+		m->feed_ring = p == MAP_FAILED ? NULL : p;
+	}
+	if (!m->feed_ring ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	if (send(sv[0], credits, sizeof(credits), MSG_NOSIGNAL) !=
+	    (ssize_t)sizeof(credits)) {
+		close(sv[0]);
+		close(sv[1]);
+		return;
+	}
+	m->feed_credit = sv[0];
+	*child_end = sv[1];
+}
+
 void mg_feeder_start(struct mstate *m, size_t from)
 {
-	int pfd[2];
+	int pfd[2], credit;
 	pid_t pid;
 
 	m->feed_fd = -1;
@@ -257,16 +335,29 @@ void mg_feeder_start(struct mstate *m, size_t from)
 	 * comparisons in tests; loses that protection). */
 	if (getenv("SH5MERGE_NO_FORK") || pipe(pfd) < 0)
 		return;
+	ring_reset(m, &credit);
 	if ((pid = fork()) < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
+		if (credit >= 0)
+			close(credit);
 		return;
 	}
 	if (pid == 0) {
 		close(pfd[0]);
-		feeder_child(m, pfd[1], from);
+		if (m->feed_credit >= 0)
+			close(m->feed_credit);
+		if (credit < 0) {
+			/* No credits: the records through the pipe. */
+			if (m->feed_ring)
+				munmap(m->feed_ring, FEED_SLOTS * m->buf_bytes);
+			m->feed_ring = NULL;
+		}
+		feeder_child(m, pfd[1], credit, from);
 	}
 	close(pfd[1]);
+	if (credit >= 0)
+		close(credit);
 #ifdef F_SETPIPE_SZ
 	fcntl(pfd[0], F_SETPIPE_SZ, 1 << 20);
 #endif
@@ -284,6 +375,16 @@ void mg_feeder_stop(struct mstate *m)
 	waitpid(m->feed_pid, NULL, 0);
 }
 
+void mg_feed_ring_free(struct mstate *m)
+{
+	if (m->feed_credit >= 0)
+		close(m->feed_credit);
+	m->feed_credit = -1;
+	if (m->feed_ring)
+		munmap(m->feed_ring, FEED_SLOTS * m->buf_bytes);
+	m->feed_ring = NULL;
+}
+
 int mg_feed_discard(struct mstate *m)
 {
 	uint64_t len = m->feed_head.bytes;
@@ -291,6 +392,8 @@ int mg_feed_discard(struct mstate *m)
 	m->feed_have = 0;
 	if (m->feed_head.status == FEED_DONE)
 		m->feed_at = m->feed_head.file + 1;
+	if (m->feed_head.ring && ring_take(m, NULL, 0) < 0)
+		return -1;
 	while (len) {
 		size_t k = len < m->buf_bytes ? (size_t)len : m->buf_bytes;
 
@@ -343,14 +446,16 @@ static int feed_skip(struct mstate *m, size_t fi, size_t si,
 		if (h->file != fi || h->series != si)
 			return 0;
 		m->feed_have = 0;
-		if (h->status == 0 || h->status == 3)
+		if (h->ring && ring_take(m, NULL, 0) < 0)
+			goto died;
+		if ((h->status == 0 || h->status == 3) && !h->ring)
 			len = (size_t)h->rows * (h->status == 0 ?
 				c->s->ops->record_size(c->s) : 1);
-		else if (h->status == 2 || h->status == 4)
+		else if (h->status <= 4 && h->status >= 0 && h->status != 1)
 			len = 0;
 		else
 			return 0;
-		if (h->status == 3) {
+		if (h->status == 3 && len) {
 			/* Packed: the size of a record is not known here;
 			 * the child sent rows * fsize bytes. */
 			hid_t ft = c->s->ops->file_type(c->s);
@@ -452,8 +557,10 @@ static size_t feed_block(struct mstate *m, size_t fi, struct sh5_cursor *c,
 	}
 	if (m->feed_totals)
 		*how |= FEED_TOTALED;
-	if (h->rows > max || sh5_fd_read_all(m->feed_fd, buf,
-					     (size_t)h->rows * rs) < 0 ||
+	if (h->rows > max ||
+	    (h->ring ? ring_take(m, buf, (size_t)h->rows * rs) :
+		       sh5_fd_read_all(m->feed_fd, buf,
+				       (size_t)h->rows * rs)) < 0 ||
 	    (m->feed_totals &&
 	     sh5_fd_read_all(m->feed_fd, total,
 			     c->s->ops->total_size(c->s)) < 0))

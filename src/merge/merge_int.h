@@ -116,6 +116,16 @@ struct mstate {
 	pid_t feed_pid;
 	int feed_fd;            /* -1: read in this process */
 	int feed_have;          /* feed_head holds an unconsumed header */
+	/* The records themselves pass through memory shared with the
+	 * child (FEED_SLOTS slots of buf_bytes, used in turn; NULL: all
+	 * through the pipe): the child fills a slot once it has a credit
+	 * (a byte on feed_credit, written here when a slot's rows are
+	 * taken) and its header says so (ring); the pipe carries the
+	 * headers and totals only.  feed_slot: the slot the next header
+	 * with ring set refers to. */
+	unsigned char *feed_ring;
+	int feed_credit;        /* write end here, read end in the child */
+	uint64_t feed_slot;
 	/* The child totals the series whose chunks the parent copies raw
 	 * and sends only their totals (no synchronization asked). */
 	int feed_totals;
@@ -137,6 +147,8 @@ struct mstate {
 				     * totals, or a check's message) */
 		uint64_t good_rows;
 		int64_t damaged;
+		int64_t ring;       /* the rows are in the next ring slot
+				     * (not in bytes) */
 		char reason[200];
 	} feed_head;
 	size_t feed_dead_file;  /* the child died reading this file */
@@ -334,6 +346,9 @@ size_t mg_rows_per_buffer(const struct mstate *m,
 int mg_raw_copyable(hid_t din, hid_t ft);
 void mg_feeder_start(struct mstate *m, size_t from);
 void mg_feeder_stop(struct mstate *m);
+/* The ring's slots (see struct mstate's feed_ring). */
+#define FEED_SLOTS 2
+void mg_feed_ring_free(struct mstate *m);
 /* Read past what follows m->feed_head (its bytes; FEED_DONE moves
  * feed_at on).  0, or -1 when the child is gone. */
 int mg_feed_discard(struct mstate *m);

@@ -194,6 +194,7 @@ static void mstate_init(struct mstate *m, const struct sh5_merge_opts *o,
 {
 	memset(m, 0, sizeof(*m));
 	m->feed_fd = -1;
+	m->feed_credit = -1;
 	m->out_fd = -1;
 	m->out_wfd = -1;
 	m->op_fd = -1;
@@ -612,6 +613,7 @@ out:
 	mg_wb_stop(&m);
 	mg_probe_stop(&m);
 	mg_feeder_stop(&m);
+	mg_feed_ring_free(&m);
 	if (m.out_fd >= 0)
 		close(m.out_fd);
 	if (fapl >= 0)

@@ -8,7 +8,8 @@
 # job, a missing node and a cut input with and without --allow-partial;
 # HDF5 crashing or looping on an input during its check ends only the
 # child (the input is marked once, the others merged); the inputs are
-# never modified.
+# never modified.  The records pass through memory shared with the
+# reader child, not the pipe.
 . "$top_srcdir/tests/tools/merge_lib.sh"
 
 # both NAME USER ARGS...: merge prof/USER with the one-pass feeder
@@ -79,6 +80,29 @@ if command -v strace >/dev/null; then
 	[ "$n" = "2 2 2 2 2 3 " ] || { cat opens-nomem.txt; fail "NO_INMEM: HDF5 opens per input: $n"; }
 	compare opens-mem.h5 opens-nomem.h5 20
 	echo "ok: one HDF5 open of each stock input's file (two with SH5MERGE_NO_INMEM=1)"
+fi
+
+# The records pass from the reader child to the merge through memory
+# they share (two slots handed back and forth), not the pipe, which
+# carries only headers and totals: no write() of a block of records
+# (the job file is written with pwrite64); SH5MERGE_FEED_PIPE=1 sends
+# them through the pipe as before; the same job file both ways.
+if command -v strace >/dev/null; then
+	for how in ring pipe; do
+		traced SH5MERGE_FEED_PIPE "$([ $how = ring ] || echo 1)" write \
+			writes-$how.txt -j 811 -p prof -u s -o feed-$how.h5 ||
+			fail "merge under strace ($how)"
+	done
+	big() { # the largest write() of a trace
+		sed -n 's/.* = \([0-9][0-9]*\)$/\1/p' "$1" | sort -n | tail -1
+	}
+	[ "$(big writes-ring.txt)" -lt 4096 ] ||
+		fail "ring: a write of $(big writes-ring.txt) bytes"
+	[ "$(big writes-pipe.txt)" -ge 8192 ] ||
+		fail "SH5MERGE_FEED_PIPE=1: largest write $(big writes-pipe.txt) bytes"
+	compare feed-ring.h5 feed-pipe.h5 20
+	$CHECK job feed-ring.h5 prof/s/811_*.h5 || fail "ring: job file values"
+	echo "ok: records through the shared slots (the same job file as through the pipe)"
 fi
 
 # A node missing (found at the end of the first pass): no job file
