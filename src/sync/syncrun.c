@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/prefault.h"
 #include "sync/syncrun.h"
 
 void sh5_syncrun_opts_init(struct sh5_syncrun_opts *o)
@@ -116,6 +117,8 @@ int sh5_syncrun(struct sh5_trace *t, const struct sh5_syncrun_opts *o,
 		return sh5_errprintf(errp, "out of memory for %zu events",
 				     t->nev);
 	}
+	/* Written whole, in order, next. */
+	sh5_prefault(times, (t->nev + 1) * sizeof(*times));
 	sh5_timesync_offset(t, times);
 	phase(o, "offset");
 

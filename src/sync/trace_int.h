@@ -227,6 +227,7 @@ struct parser {
 	struct sh5_trace *t;
 	const char *name;
 	size_t evcap, loccap, offcap, chancap, commcap, cmemcap;
+	size_t prefaulted;	/* event slots below this faulted in */
 	struct locstate *ls;
 	struct offrec *offs;
 	struct chan *chans;

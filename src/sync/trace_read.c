@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/prefault.h"
 #include "sync/trace_int.h"
 
 #define NOMEM(p) do { errno = ENOMEM; goto nomem; } while (0)
@@ -83,6 +84,19 @@ static int grow_events(struct parser *p)
 	t->loc = nt;
 	p->evcap = c;
 	return 0;
+}
+
+/* The next 8192 slots of the event arrays (at most to their capacity)
+ * faulted in at once: about to be written, in order. */
+static void prefault_events(struct parser *p)
+{
+	struct sh5_trace *t = p->t;
+	size_t n = p->evcap - t->nev < 8192 ? p->evcap - t->nev : 8192;
+
+	sh5_prefault(t->ev + t->nev, n * sizeof(*t->ev));
+	sh5_prefault(t->time + t->nev, n * sizeof(*t->time));
+	sh5_prefault(t->loc + t->nev, n * sizeof(*t->loc));
+	p->prefaulted = t->nev + n;
 }
 
 /* The SEND or RECV e (the next event, index t->nev) on channel ch:
@@ -325,6 +339,8 @@ static inline int add_event(struct parser *p, const struct rec *r,
 	}
 	if (t->nev == p->evcap && grow_events(p) < 0)
 		return -1;
+	if (t->nev >= p->prefaulted)
+		prefault_events(p);
 	e = &t->ev[t->nev];
 	t->loc[t->nev] = li;
 	e->link = SH5_TRACE_NONE;
