@@ -5,8 +5,8 @@
 # sanitizer report (in any process, children included) fails the test.
 #
 # The build is cached under /var/cache/sh5/asan-KEY (KEY: a hash of the
-# sources and build files, so a change rebuilds incrementally in a fresh
-# directory); SH5_ASAN_DIR overrides the directory, SH5_ASAN_TESTS the
+# sources and build files and of the clone's path, so a change rebuilds
+# in a fresh directory and a clone never uses another clone's build); SH5_ASAN_DIR overrides the directory, SH5_ASAN_TESTS the
 # list of tests.  SH5_NO_SANITIZER=1 skips (exit 77).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
@@ -24,10 +24,14 @@ if ! cc -fsanitize=address,undefined /tmp/sh5-asan-probe.$$.c \
 fi
 rm -f /tmp/sh5-asan-probe.$$*
 
-key=$(cd "$top" && find src sh5merge tests/unit tests/tools bench mk \
+# The build directory is bound to the clone that configured it (its
+# Makefiles and dependency files name that source tree): the clone's path
+# is part of the key, so that a clone removed since (an earlier CI run's)
+# never leaves a cache entry another clone of the same sources uses.
+key=$( (cd "$top" && find src sh5merge tests/unit tests/tools bench mk \
 	configure.ac Makefile.am -type f \( -name '*.[ch]' -o -name '*.am' \
-	-o -name '*.ac' \) -print0 | sort -z | xargs -0 cat | md5sum |
-	cut -c1-12)
+	-o -name '*.ac' \) -print0 | sort -z | xargs -0 cat; echo "$top") |
+	md5sum | cut -c1-12)
 cache=${SH5_ASAN_CACHE:-/var/cache/sh5}
 dir=${SH5_ASAN_DIR:-$cache/asan-$key}
 mkdir -p "$dir" || exit 1
