@@ -86,7 +86,8 @@ static void feed_put(struct mstate *m, int fd, struct feed_head *h,
 	h->status = status;
 	h->rows = n;
 	h->ring = 0;
-	if (len && m->feed_ring && len <= m->buf_bytes) {
+	/* A credit channel (the child's end) exists only with a ring. */
+	if (len && m->feed_credit >= 0 && len <= m->buf_bytes) {
 		if (sh5_fd_read_all(m->feed_credit, &credit, 1) < 0)
 			_exit(3);
 		memcpy(ring_slot(m, m->feed_slot++), p, len);
@@ -347,12 +348,7 @@ void mg_feeder_start(struct mstate *m, size_t from)
 		close(pfd[0]);
 		if (m->feed_credit >= 0)
 			close(m->feed_credit);
-		if (credit < 0) {
-			/* No credits: the records through the pipe. */
-			if (m->feed_ring)
-				munmap(m->feed_ring, FEED_SLOTS * m->buf_bytes);
-			m->feed_ring = NULL;
-		}
+		/* No credits (credit -1): the records through the pipe. */
 		feeder_child(m, pfd[1], credit, from);
 	}
 	close(pfd[1]);
@@ -451,8 +447,9 @@ static int feed_skip(struct mstate *m, size_t fi, size_t si,
 		if ((h->status == 0 || h->status == 3) && !h->ring)
 			len = (size_t)h->rows * (h->status == 0 ?
 				c->s->ops->record_size(c->s) : 1);
-		else if (h->status <= 4 && h->status >= 0 && h->status != 1)
-			len = 0;
+		else if (h->status == 0 || h->status == 3 ||
+			 h->status == 2 || h->status == 4)
+			len = 0;	/* the rows (if any) were in the ring */
 		else
 			return 0;
 		if (h->status == 3 && len) {

@@ -6,8 +6,9 @@
 #
 # The build is cached under /var/cache/sh5/asan-KEY (KEY: a hash of the
 # sources and build files and of the clone's path, so a change rebuilds
-# in a fresh directory and a clone never uses another clone's build); SH5_ASAN_DIR overrides the directory, SH5_ASAN_TESTS the
-# list of tests.  SH5_NO_SANITIZER=1 skips (exit 77).
+# in a fresh directory and a clone never uses another clone's build);
+# SH5_ASAN_DIR overrides the directory, SH5_ASAN_TESTS the list of
+# tests.  SH5_NO_SANITIZER=1 skips (exit 77).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 # Never inside the sanitizer build itself (make passes TESTS down).
