@@ -94,12 +94,17 @@ struct evlog {
 #define HAVE_TSC 1
 
 struct tscclock {
-	uint64_t t0;		/* anchor: TSC */
-	int64_t ns0;		/* anchor: ns */
+	uint64_t t0;		/* window: anchor TSC */
+	int64_t ns0;		/* window: anchor ns (>= the real clock's) */
 	uint64_t win;		/* ticks after t0 that are extrapolated */
-	uint64_t mult;		/* ns per tick << 32; 0: no rate yet */
+	uint64_t mult;		/* window's ns per tick << 32 (the rate, less
+				 * what absorbs a lead); 0: no window */
+	uint64_t rate;		/* measured ns per tick << 32; 0: none yet */
+	uint64_t pt;		/* the last (TSC, real ns) pair */
+	int64_t pns;
 	uint64_t bt[2];		/* rate bases: TSC, ns (older, newer) */
 	int64_t bns[2];
+	uint64_t wmin;		/* narrowest pair seen, ticks */
 	int usable;
 };
 

@@ -1,8 +1,9 @@
 /*
  * test_evlog.c - the task-side event log (evlog.c, sh5ev.c) written and
  * read back through the spill reader: round trips over block sizes,
- * definitions across blocks, the size cap, the writer thread, the clock
- * (forks, kill -9, other threads, errors: test_evlog_proc.c).
+ * definitions across blocks, the size cap, the writer thread (forks,
+ * kill -9, other threads, errors: test_evlog_proc.c; the clock:
+ * test_evclock.c).
  * Each test runs in a forked child of its own (a fresh log).
  */
 #include "config.h"
@@ -550,38 +551,6 @@ START_TEST(test_evlog_writer_thread_kill9)
 }
 END_TEST
 
-/* sh5_evlog_now() of the recording thread (TSC-extrapolated where the
- * kernel keeps time with the TSC) stays within 1 us of CLOCK_REALTIME
- * read around it, and never goes back, over 200 ms. */
-START_TEST(test_evlog_clock_follows_realtime)
-{
-	struct timespec ts;
-	int64_t a, b, x, prev = 0, worst = 0, start;
-	long n = 0;
-
-	evtest_start(NULL, NULL);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	start = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	do {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		a = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-		x = sh5_evlog_now();
-		clock_gettime(CLOCK_REALTIME, &ts);
-		b = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-		ck_assert_int_ge(x, prev);
-		prev = x;
-		if (x < a - worst)
-			worst = a - x;
-		if (x > b + worst)
-			worst = x - b;
-		n++;
-	} while (b - start < 200000000);
-	ck_assert_msg(worst <= 1000, "%ld reads: off by up to %lld ns", n,
-		      (long long)worst);
-	sh5_evlog_close();
-}
-END_TEST
-
 static Suite *evlog_suite(void)
 {
 	Suite *s = suite_create("evlog");
@@ -598,7 +567,6 @@ static Suite *evlog_suite(void)
 	tcase_add_test(tc, test_evlog_cap_definition_not_cut);
 	tcase_add_test(tc, test_evlog_writer_thread_roundtrip);
 	tcase_add_test(tc, test_evlog_writer_thread_kill9);
-	tcase_add_test(tc, test_evlog_clock_follows_realtime);
 	suite_add_tcase(s, tc);
 	return s;
 }
