@@ -179,11 +179,14 @@ struct mstate {
 	int in_child;           /* this is a checking child */
 	/* This is the one-pass child (onepass.c): it checks each input
 	 * itself just before writing it (mg_early_gate()), sends its
-	 * reports and where it is to the merge through op_fd, and copies
+	 * reports to the merge through op_fd, says where it is in op_at
+	 * (a shared page: no message, no wake-up per input), and copies
 	 * an input found whole from the handle its check left open (held,
 	 * of input held_idx). */
 	int onepass;
 	int op_fd;
+	uint64_t *op_at;        /* the input the child is on, nin past the
+				 * inputs, UINT64_MAX none yet */
 	int sealed;             /* the one-pass child verified and fsynced
 				 * the output */
 	struct sh5_nodestep *held;
@@ -366,10 +369,10 @@ int mg_write_step(struct mstate *m, hid_t fout, size_t lo, size_t hi,
 		  size_t *done);
 
 /* onepass.c: the one-pass child's messages to the merge.  A header,
- * then len bytes: OP_START (idx: the input it goes on with, nothing
- * follows), OP_REPORT (error; "file\0msg\0"), OP_END (struct op_end,
- * then struct op_input per input). */
-enum { OP_START = 1, OP_REPORT, OP_END };
+ * then len bytes: OP_REPORT (error; "file\0msg\0"), OP_END (struct
+ * op_end, then struct op_input per input).  Where it is goes through
+ * m->op_at (mg_op_start()). */
+enum { OP_REPORT = 2, OP_END };
 struct op_msg {
 	uint32_t type, error;
 	uint64_t idx, len;

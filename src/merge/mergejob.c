@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -314,9 +315,20 @@ static int onepass_run(struct mstate *m, const char *tmp, hid_t fapl,
 	size_t i;
 	int pfd[2], rc;
 	pid_t pid;
+	void *at;
 
-	if (getenv("SH5MERGE_TWO_PASS") || pipe(pfd) < 0)
+	if (getenv("SH5MERGE_TWO_PASS"))
 		return 2;
+	at = mmap(NULL, sizeof(*m->op_at), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (at == MAP_FAILED)
+		return 2;
+	if (pipe(pfd) < 0) {
+		munmap(at, sizeof(*m->op_at));
+		return 2;
+	}
+	m->op_at = at;
+	*m->op_at = UINT64_MAX;
 	/* Named before the child creates it: the signal handlers remove
 	 * it. */
 	if (o->temp_path)
@@ -324,6 +336,8 @@ static int onepass_run(struct mstate *m, const char *tmp, hid_t fapl,
 	if ((pid = fork()) < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
+		munmap(at, sizeof(*m->op_at));
+		m->op_at = NULL;
 		return 2;
 	}
 	if (pid == 0) {
@@ -342,6 +356,8 @@ static int onepass_run(struct mstate *m, const char *tmp, hid_t fapl,
 	}
 	close(pfd[1]);
 	rc = mg_op_wait(m, pfd[0], pid, partial);
+	munmap(at, sizeof(*m->op_at));
+	m->op_at = NULL;
 	m->sealed = rc == 0;
 	return rc;
 }

@@ -154,25 +154,39 @@ static int end_take(struct mstate *m, int fd, const struct op_msg *h,
 	return 0;
 }
 
+/* The input the child is on (m->op_at), SIZE_MAX before the first. */
+static size_t op_at(const struct mstate *m)
+{
+	uint64_t at = __atomic_load_n(m->op_at, __ATOMIC_ACQUIRE);
+
+	return at <= m->nin ? (size_t)at : SIZE_MAX;
+}
+
 /* Follow the child's messages until its END (1), or until it dies or
- * hangs (0; *cur: the input it was on, *hung). */
+ * hangs (0; *hung).  Where it is, is looked at on every wake-up (at
+ * least 4 a second), so an input's time starts at most 0.25 s late. */
 static int op_follow(struct mstate *m, int fd, pid_t pid,
 		     struct op_reports *r, struct op_end *e,
-		     struct op_input **v, size_t *cur, int *hung)
+		     struct op_input **v, int *hung)
 {
 	double since = mg_now_s();
+	size_t cur = SIZE_MAX;
 
 	for (;;) {
 		struct pollfd pf = { fd, POLLIN, 0 };
 		struct op_msg h;
-		int pr = poll(&pf, 1, 1000);
+		int pr = poll(&pf, 1, 250);
 
+		if (op_at(m) != cur) {
+			cur = op_at(m);
+			since = mg_now_s();
+		}
 		if (pr < 0 && errno == EINTR)
 			continue;
 		if (pr == 0) {
 			/* Past the inputs (verification, fsync): no
 			 * HDF5 on an input, no limit. */
-			if (*cur == m->nin ||
+			if (cur == m->nin ||
 			    mg_now_s() - since < mg_read_timeout())
 				continue;
 			/* Stuck on this input: end it. */
@@ -182,10 +196,7 @@ static int op_follow(struct mstate *m, int fd, pid_t pid,
 		}
 		if (pr < 0 || sh5_fd_read_all(fd, &h, sizeof(h)) < 0)
 			return 0;
-		if (h.type == OP_START && h.idx <= m->nin) {
-			*cur = (size_t)h.idx;
-			since = mg_now_s();
-		} else if (h.type == OP_REPORT) {
+		if (h.type == OP_REPORT) {
 			if (report_take(r, fd, &h) < 0)
 				return 0;
 		} else if (h.type == OP_END) {
@@ -205,9 +216,10 @@ int mg_op_wait(struct mstate *m, int fd, pid_t pid, int *partial)
 	int hung = 0, st = 0, done, rc = 1;
 
 	memset(&e, 0, sizeof(e));
-	done = op_follow(m, fd, pid, &r, &e, &v, &cur, &hung);
+	done = op_follow(m, fd, pid, &r, &e, &v, &hung);
 	close(fd);
 	waitpid(pid, &st, 0);
+	cur = op_at(m);	/* where it died or hung: final once it is gone */
 	if (done && e.rc != 1) {
 		op_keep(m, &r, &e, v);
 		*partial = e.partial;

@@ -60,7 +60,7 @@ static void op_send(struct mstate *m, uint32_t type, uint32_t error,
 
 void mg_op_start(struct mstate *m, size_t idx)
 {
-	op_send(m, OP_START, 0, idx, NULL, 0);
+	__atomic_store_n(m->op_at, (uint64_t)idx, __ATOMIC_RELEASE);
 }
 
 void mg_report(struct mstate *m, int error, const char *file,
