@@ -20,22 +20,91 @@
 #include "profile/totals.h"
 #include "merge/merge_int.h"
 
-/* Inputs up to this size are mapped by a checking child (default 64 MiB;
- * SH5MERGE_MAP_MAX bytes, 0: none), larger ones read in pieces: the
- * child's memory does not grow with the length of the job. */
+/* Inputs up to this size are held in memory by a checking child
+ * (default 64 MiB; SH5MERGE_MAP_MAX bytes, 0: none), larger ones read in
+ * pieces: the child's memory does not grow with the length of the job.
+ * Those up to MERGE_READ_MAX (SH5MERGE_READ_MAX, at most
+ * MERGE_INMEM_MAX) are read whole into a heap image, the others mapped:
+ * a mapping made and removed for each input cost about a tenth of a
+ * merge of 1024 small files (the mmap, its page faults, the munmap).
+ * At most two read images at a time (the held input's and the next),
+ * the one not in use kept for the next input (spare_image). */
 #define MERGE_MAP_MAX ((uint64_t)64 << 20)
+#define MERGE_READ_MAX ((uint64_t)4 << 20)
 
-static uint64_t map_max(void)
+static uint64_t env_bytes(const char *name, uint64_t dflt)
 {
-	const char *e = getenv("SH5MERGE_MAP_MAX");
+	const char *e = getenv(name);
 	char *end;
 	unsigned long long v;
 
 	if (!e || !*e)
-		return MERGE_MAP_MAX;
+		return dflt;
 	errno = 0;
 	v = strtoull(e, &end, 10);
-	return errno || *end ? MERGE_MAP_MAX : (uint64_t)v;
+	return errno || *end ? dflt : (uint64_t)v;
+}
+
+static uint64_t map_max(void)
+{
+	return env_bytes("SH5MERGE_MAP_MAX", MERGE_MAP_MAX);
+}
+
+static uint64_t read_max(void)
+{
+	uint64_t v = env_bytes("SH5MERGE_READ_MAX", MERGE_READ_MAX);
+
+	return v < MERGE_INMEM_MAX ? v : MERGE_INMEM_MAX;
+}
+
+/* A buffer of read_max() bytes for an input read whole, or NULL. */
+static void *image_get(struct mstate *m)
+{
+	void *p = m->spare_image;
+
+	m->spare_image = NULL;
+	return p ? p : malloc((size_t)read_max());
+}
+
+/* Release an input's image of len bytes: read whole (len <= read_max())
+ * or mapped. */
+static void image_put(struct mstate *m, void *p, size_t len)
+{
+	if (len > read_max())
+		munmap(p, len);
+	else if (!m->spare_image)
+		m->spare_image = p;
+	else
+		free(p);
+}
+
+/* Read all of fd (want bytes, as stat said) into an image: 0 with *map,
+ * *size and *crc; 1 when there is no image to read into (or the file
+ * is empty by now); -1 on a read error (errno). */
+static int read_image(struct mstate *m, int fd, uint64_t want, void **map,
+		      uint64_t *size, uint32_t *crc)
+{
+	unsigned char *p = image_get(m);
+	uint64_t total = 0;
+	ssize_t n = 0;
+
+	if (!p)
+		return 1;
+	/* No further than the size it had (stamp.c reports a change). */
+	while (total < want &&
+	       (n = read(fd, p + total, (size_t)(want - total))) > 0)
+		total += (uint64_t)n;
+	if (n < 0 || total == 0) {
+		int e = errno;
+
+		image_put(m, p, 0);
+		errno = e;
+		return n < 0 ? -1 : 1;
+	}
+	*map = p;
+	*size = total;
+	*crc = sh5_crc32(0, p, (size_t)total);
+	return 0;
 }
 
 /* An error text that names path ("PATH: reason"): the reason alone. */
@@ -47,15 +116,18 @@ static const char *reason_of(const char *text, const char *path)
 							     text;
 }
 
-static int file_crc(const char *path, long dir_uid, uint32_t *crc,
-		    uint64_t *size, void *buf, size_t len, void **map,
-		    struct sh5_error *errp)
+static int file_crc(struct mstate *m, const char *path, uint32_t *crc,
+		    uint64_t *size, void **map, struct sh5_error *errp)
 {
 	struct sh5_error e = { "" };
+	long dir_uid = m->dir_uid;
+	void *buf = m->buf;
+	size_t len = m->buf_bytes;
 	uint32_t c = 0;
 	uint64_t total = 0, want;
 	struct stat st;
 	ssize_t n = 0;
+	int r;
 	/* The directory entry itself, a regular file: not what a symlink
 	 * a task made names, not a FIFO (which blocked the merge). */
 	int fd = sh5_infile_open_entry(path, &st, &e);
@@ -74,9 +146,19 @@ static int file_crc(const char *path, long dir_uid, uint32_t *crc,
 				     (uintmax_t)st.st_nlink, (long)st.st_uid,
 				     dir_uid);
 	}
-	/* Mapped in a checking child (no copy out of the page cache),
-	 * else read. */
-	if (map && st.st_size > 0 && (uint64_t)st.st_size <= map_max()) {
+	/* In memory in a checking child: read whole when small (one
+	 * read), else mapped (no copy out of the page cache). */
+	if (map && st.st_size > 0 && (uint64_t)st.st_size <= map_max() &&
+	    (uint64_t)st.st_size <= read_max() &&
+	    (r = read_image(m, fd, (uint64_t)st.st_size, map, size,
+			    crc)) <= 0) {
+		close(fd);
+		if (r == 0)
+			return 0;
+		return sh5_errprintf(errp, "read error: %s", strerror(errno));
+	}
+	if (map && st.st_size > 0 && (uint64_t)st.st_size <= map_max() &&
+	    (uint64_t)st.st_size > read_max()) {
 		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ,
 			       MAP_PRIVATE | MAP_POPULATE, fd, 0);
 
@@ -279,15 +361,15 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 	f->status = "skipped";
 	f->node_index = f->ntasks = f->nnodes = f->step_tasks = -1;
 	f->max_task = -1;
-	if (file_crc(f->in->path, m->dir_uid, &f->crc, &f->size, m->buf,
-		     m->buf_bytes, m->in_child ? &map : NULL, &err) < 0) {
+	if (file_crc(m, f->in->path, &f->crc, &f->size,
+		     m->in_child ? &map : NULL, &err) < 0) {
 		snprintf(f->reason, sizeof(f->reason), "%s", err.text);
 		return;
 	}
 	mg_test_hold(f->in->path);
 	if (!(ns = open_input(m, f, map))) {
 		if (map)
-			munmap(map, (size_t)f->size);
+			image_put(m, map, (size_t)f->size);
 		return;
 	}
 	check_node(m, f, ns, user, cluster);
@@ -330,7 +412,7 @@ void mg_check_file(struct mstate *m, struct finfo *f, char *user,
 		sh5_nodestep_close(ns);
 	}
 	if (map)
-		munmap(map, (size_t)f->size);
+		image_put(m, map, (size_t)f->size);
 }
 
 void mg_held_close(struct mstate *m)
@@ -338,7 +420,7 @@ void mg_held_close(struct mstate *m)
 	sh5_nodestep_close(m->held);
 	m->held = NULL;
 	if (m->held_map)
-		munmap(m->held_map, m->held_map_len);
+		image_put(m, m->held_map, m->held_map_len);
 	m->held_map = NULL;
 }
 

@@ -191,10 +191,11 @@ struct mstate {
 				 * the output */
 	struct sh5_nodestep *held;
 	size_t held_idx;
-	/* The mapped file HDF5 reads the held input from (its image), or
-	 * NULL; unmapped with it (held_map_len bytes). */
+	/* The image HDF5 reads the held input from (read whole or mapped,
+	 * check.c), or NULL; released with it (held_map_len bytes). */
 	void *held_map;
 	size_t held_map_len;
+	void *spare_image;      /* a read image not in use, for the next */
 	struct mg_stamp {       /* each input as listed (inputs_prepare) */
 		dev_t dev;
 		ino_t ino;

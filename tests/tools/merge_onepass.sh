@@ -113,32 +113,42 @@ PY
 	echo "ok: HDF5 ${how}ing in the one-pass child"
 done
 
-# An input of at most 8 MiB is read once: mapped for its CRC, and HDF5
-# reads the same bytes from the map (SH5MERGE_NO_INMEM=1: HDF5 reads the
+# An input of at most 8 MiB is read once: into memory for its CRC, and HDF5
+# reads the same bytes from there (SH5MERGE_NO_INMEM=1: HDF5 reads the
 # file itself, piece by piece); the same job file both ways.
 SH5MERGE_NO_INMEM=1 $SH5MERGE merge -j 801 -p prof -u u -o nomem.h5 2>nomem.err ||
 	{ cat nomem.err; fail "SH5MERGE_NO_INMEM=1 merge"; }
 grep -q '6 node files (6 copied whole)' nomem.err || { cat nomem.err; fail "NO_INMEM: not copied whole"; }
 compare one.h5 nomem.h5
-# Inputs above SH5MERGE_MAP_MAX bytes (default 64 MiB) are not mapped but
-# read in pieces; 0: none is mapped.  The same job file.
+# Inputs above SH5MERGE_MAP_MAX bytes (default 64 MiB) are not held in
+# memory but read in pieces; 0: none is.  Of those held, the ones up to
+# SH5MERGE_READ_MAX (default 4 MiB) are read whole, the others mapped.
+# The same job file every way.
 SH5MERGE_MAP_MAX=0 $SH5MERGE merge -j 801 -p prof -u u -o nomap.h5 2>nomap.err ||
 	{ cat nomap.err; fail "SH5MERGE_MAP_MAX=0 merge"; }
 grep -q '6 node files (6 copied whole)' nomap.err || { cat nomap.err; fail "MAP_MAX=0: not copied whole"; }
 compare one.h5 nomap.h5
 $CHECK job nomap.h5 prof/u/801_*.h5 || fail "MAP_MAX=0: job file values"
+SH5MERGE_READ_MAX=0 $SH5MERGE merge -j 801 -p prof -u u -o mapped.h5 2>mapped.err ||
+	{ cat mapped.err; fail "SH5MERGE_READ_MAX=0 merge"; }
+grep -q '6 node files (6 copied whole)' mapped.err || { cat mapped.err; fail "READ_MAX=0: not copied whole"; }
+compare one.h5 mapped.h5
 # (LeakSanitizer does not work under ptrace: off for these runs.)
 if command -v strace >/dev/null; then
-	traced SH5MERGE_MAP_MAX "" mmap maps-default.txt -j 801 -p prof -u u \
-		-o maps-default.h5 || fail "merge under strace (default map cap)"
-	traced SH5MERGE_MAP_MAX 0 mmap maps-0.txt -j 801 -p prof -u u \
-		-o maps-0.h5 || fail "merge under strace (map cap 0)"
-	[ "$(grep -c MAP_POPULATE maps-default.txt)" = 6 ] ||
-		fail "default cap: $(grep -c MAP_POPULATE maps-default.txt) inputs mapped, not 6"
-	[ "$(grep -c MAP_POPULATE maps-0.txt)" = 0 ] ||
-		fail "SH5MERGE_MAP_MAX=0: an input mapped"
-	compare one.h5 maps-0.h5
-	echo "ok: the map cap (6 inputs mapped by default, none with 0)"
+	for cap in default:SH5MERGE_MAP_MAX: map0:SH5MERGE_MAP_MAX:0 \
+		   read0:SH5MERGE_READ_MAX:0; do
+		IFS=: read -r how var val <<<"$cap"
+		traced "$var" "$val" mmap maps-$how.txt -j 801 -p prof -u u \
+			-o maps-$how.h5 || fail "merge under strace ($how)"
+		compare one.h5 maps-$how.h5
+	done
+	maps() { grep -c MAP_POPULATE "maps-$1.txt"; }
+	[ "$(maps default)" = 0 ] ||
+		fail "default: $(maps default) small inputs mapped, not read whole"
+	[ "$(maps map0)" = 0 ] || fail "SH5MERGE_MAP_MAX=0: an input mapped"
+	[ "$(maps read0)" = 6 ] ||
+		fail "SH5MERGE_READ_MAX=0: $(maps read0) inputs mapped, not 6"
+	echo "ok: the memory caps (small inputs read whole; mapped with READ_MAX=0, in pieces with MAP_MAX=0)"
 fi
 if command -v strace >/dev/null; then
 	for how in mem nomem; do
@@ -158,7 +168,7 @@ if command -v strace >/dev/null; then
 	[ "$(h5o reads-nomem.txt)" = 6 ] && [ "$(h5r reads-nomem.txt)" -ge 6 ] ||
 		fail "NO_INMEM: $(h5o reads-nomem.txt) HDF5 opens, $(h5r reads-nomem.txt) reads of the inputs"
 	compare one.h5 reads-mem.h5
-	echo "ok: each input read once (HDF5 on the map of its CRC)"
+	echo "ok: each input read once (HDF5 on the image of its CRC)"
 fi
 no_temp .
 
