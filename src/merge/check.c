@@ -240,7 +240,8 @@ static void check_series(struct finfo *f, struct sh5_nodestep *ns,
 	struct sh5_cursor c;
 	hid_t d;
 
-	if ((d = H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0) {
+	if ((d = e->dset >= 0 ? e->dset :
+		 H5Dopen2(ns->node, e->path, H5P_DEFAULT)) < 0) {
 		f->lost += e->nrows;
 		if (!f->reason[0])
 			snprintf(f->reason, sizeof(f->reason),
@@ -274,7 +275,8 @@ static void check_series(struct finfo *f, struct sh5_nodestep *ns,
 		}
 		sh5_cursor_close(&c);
 	}
-	H5Dclose(d);
+	if (d != e->dset)
+		H5Dclose(d);
 }
 
 /* The objects of the node group that are not series. */
@@ -607,7 +609,8 @@ static int whole_series(struct mstate *m, struct sh5_nodestep *ns,
 			const unsigned char *map, void **raw, size_t *rlen)
 {
 	const struct sh5_series *s = e->series;
-	hid_t d = H5Dopen2(ns->node, e->path, H5P_DEFAULT);
+	hid_t d = e->dset >= 0 ? e->dset :
+				 H5Dopen2(ns->node, e->path, H5P_DEFAULT);
 	hid_t dcpl = d >= 0 ? H5Dget_create_plist(d) : -1;
 	char tpath[2 * SH5_NAME_MAX + 16];
 	hsize_t cr = 0;
@@ -634,7 +637,7 @@ static int whole_series(struct mstate *m, struct sh5_nodestep *ns,
 		good = chunks_ok(d, ns, f, cr, e->nrows, map, raw, rlen);
 	if (dcpl >= 0)
 		H5Pclose(dcpl);
-	if (d >= 0)
+	if (d >= 0 && d != e->dset)
 		H5Dclose(d);
 	return good;
 }

@@ -131,7 +131,8 @@ static int add_other(struct sh5_nodestep *ns, const char *path)
 }
 
 static int add_series(struct sh5_nodestep *ns, const char *parent,
-		      const char *name, struct sh5_series *s, uint64_t nrows)
+		      const char *name, struct sh5_series *s, uint64_t nrows,
+		      hid_t d)
 {
 	struct sh5_ns_series *v =
 		realloc(ns->series, (ns->nseries + 1) * sizeof(*v));
@@ -143,6 +144,7 @@ static int add_series(struct sh5_nodestep *ns, const char *parent,
 	memset(v, 0, sizeof(*v));
 	v->series = s;
 	v->nrows = nrows;
+	v->dset = d;
 	snprintf(v->parent, sizeof(v->parent), "%s", parent);
 	if (parent[0])
 		snprintf(v->path, sizeof(v->path), "%s/%s", parent, name);
@@ -261,8 +263,14 @@ static herr_t walk_dataset(struct walk *w, hid_t g, const char *name,
 	if (s) {
 		uint64_t n = sh5_dset_rows(d);
 
-		H5Dclose(d);
-		if (add_series(w->ns, w->parent, name, s, n) < 0) {
+		/* Kept open for the merge's checks (reader.h). */
+		if (!w->ns->file_image) {
+			H5Dclose(d);
+			d = -1;
+		}
+		if (add_series(w->ns, w->parent, name, s, n, d) < 0) {
+			if (d >= 0)
+				H5Dclose(d);
 			sh5_series_destroy(s);
 			w->oom = 1;
 			return -1;
@@ -339,8 +347,11 @@ void sh5_nodestep_close(struct sh5_nodestep *ns)
 
 	if (!ns)
 		return;
-	for (i = 0; i < ns->nseries; i++)
+	for (i = 0; i < ns->nseries; i++) {
+		if (ns->series[i].dset >= 0)
+			H5Dclose(ns->series[i].dset);
 		sh5_series_destroy(ns->series[i].series);
+	}
 	free(ns->series);
 	for (i = 0; i < ns->nother; i++)
 		free(ns->other[i]);

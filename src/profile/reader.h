@@ -43,6 +43,10 @@ struct sh5_ns_series {
 	char parent[SH5_NAME_MAX]; /* "Tasks" or "" (the node group) */
 	char path[2 * SH5_NAME_MAX + 2]; /* relative to the node group */
 	uint64_t nrows;            /* rows the dataset claims */
+	hid_t dset;                /* the dataset, open from the walk to
+				    * the close when HDF5 reads the
+				    * caller's image (file_image), else
+				    * -1 */
 };
 
 struct sh5_nodestep {
@@ -101,7 +105,9 @@ struct sh5_nodestep *sh5_nodestep_open_mem(const char *path,
 					   struct sh5_error *errp);
 /* The same, HDF5 reading the file's bytes from img (len bytes, the
  * caller's, read-only, left alive and unchanged until the close; neither
- * copied nor freed): no read of the file.  An image HDF5 cannot open
+ * copied nor freed): no read of the file.  Each series dataset stays
+ * open from the walk to the close (series[i].dset), for a caller that
+ * checks them all (the merge) instead of opening each again.  An image HDF5 cannot open
  * (cut short, not HDF5) is opened by path instead, as
  * sh5_nodestep_open() would (the reason, the salvage). */
 struct sh5_nodestep *sh5_nodestep_open_image(const char *path,

@@ -626,6 +626,10 @@ START_TEST(test_reader_open)
 	ck_assert_str_eq(ns->series[0].path, "Tasks/0");
 	ck_assert_uint_eq(ns->series[1].nrows, 3000);
 	ck_assert_int_eq(ns->salvaged, 0);
+	/* By path: no handle kept (other readers open with their own
+	 * access lists). */
+	ck_assert_int_eq(ns->series[0].dset, -1);
+	ck_assert_int_eq(ns->series[1].dset, -1);
 	sh5_nodestep_close(ns);
 	/* Another job, another step, another node. */
 	ck_assert_ptr_null(sh5_nodestep_open(p, "node1", 10, "0", &err));
@@ -781,8 +785,19 @@ START_TEST(test_reader_open_image)
 		size_t n, row = 0, r;
 
 		ck_assert_uint_eq(ns->series[i].nrows, 3000);
+		/* The walk's handle kept for the checks: the same object. */
+		ck_assert_int_gt(H5Iis_valid(ns->series[i].dset), 0);
 		d = H5Dopen2(ns->node, ns->series[i].path, H5P_DEFAULT);
 		ck_assert_int_ge(d, 0);
+		{
+			H5O_info_t a, b;
+
+			ck_assert_int_ge(H5Oget_info2(d, &a, H5O_INFO_BASIC),
+					 0);
+			ck_assert_int_ge(H5Oget_info2(ns->series[i].dset, &b,
+						      H5O_INFO_BASIC), 0);
+			ck_assert_uint_eq(a.addr, b.addr);
+		}
 		ck_assert_int_eq(sh5_cursor_open(&c, d, ns->series[i].series,
 						 ns->real_eof, &err), 0);
 		while ((n = sh5_cursor_read(&c, buf, 512)) > 0) {
