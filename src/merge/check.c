@@ -202,8 +202,6 @@ static int whole_ok(struct mstate *m, struct sh5_nodestep *ns,
 static void check_node(struct mstate *m, struct finfo *f,
 		       struct sh5_nodestep *ns, char *user, char *cluster)
 {
-	long long v;
-
 	f->usable = 1;
 	f->status = "merged";
 	f->kind = ns->kind;
@@ -216,17 +214,15 @@ static void check_node(struct mstate *m, struct finfo *f,
 	}
 	f->node_index = ns->node_index;
 	f->ntasks = ns->ntasks;
-	if (sh5_attr_get_int(ns->node, "Start Time ns", &v) == 0) {
-		f->has_start = 1;
-		f->start_ns = v;
-	}
+	f->has_start = ns->has_start;
+	f->start_ns = ns->start_ns;
 	f->nnodes = ns->nnodes;
 	f->step_tasks = ns->step_tasks;
-	if (ns->kind == SH5_NODESTEP_OURS && !user[0])
-		sh5_attr_get_str(ns->node, "User", user, 64);
-	if (ns->kind == SH5_NODESTEP_OURS && !cluster[0])
-		sh5_attr_get_str(ns->node, "Cluster", cluster, 64);
-	if ((f->lost_objects = mg_read_attrs(ns->node)))
+	if (!user[0])
+		snprintf(user, 64, "%s", ns->user);
+	if (!cluster[0])
+		snprintf(cluster, 64, "%s", ns->cluster);
+	if ((f->lost_objects = ns->bad_attrs))
 		snprintf(f->reason, sizeof(f->reason), "%u unreadable "
 			 "attribute%s of /%s", f->lost_objects,
 			 f->lost_objects == 1 ? "" : "s", ns->node_name);
@@ -248,7 +244,7 @@ static void check_series(struct finfo *f, struct sh5_nodestep *ns,
 				 "%.60s: cannot open", e->path);
 		return;
 	}
-	if (mg_read_attrs(d)) {
+	if (sh5_attrs_read(d, NULL, 0)) {
 		f->lost_objects++;
 		if (!f->reason[0])
 			snprintf(f->reason, sizeof(f->reason),
@@ -623,7 +619,7 @@ static int whole_series(struct mstate *m, struct sh5_nodestep *ns,
 	w->task = task;
 	w->sig = series_sig(s);
 	snprintf(tpath, sizeof(tpath), "Totals/%s", e->path);
-	good = dcpl >= 0 && !mg_read_attrs(d) &&
+	good = dcpl >= 0 && !sh5_attrs_read(d, NULL, 0) &&
 	       H5Pget_layout(dcpl) == H5D_CHUNKED &&
 	       H5Pget_chunk(dcpl, 1, &cr) == 1 && cr > 0 &&
 	       (nf = H5Pget_nfilters(dcpl)) > 0 &&

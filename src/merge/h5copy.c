@@ -238,7 +238,7 @@ int mg_copy_dataset(hid_t src, const char *path, hid_t dst,
 	if (od >= 0)
 		mg_copy_attrs(d, od);
 	else
-		mg_read_attrs(d);
+		sh5_attrs_read(d, NULL, 0);
 	rc = 0;
 out:
 	if (od >= 0)
@@ -254,76 +254,4 @@ out:
 	if (d >= 0)
 		H5Dclose(d);
 	return rc;
-}
-
-/* Attribute a of sane type ft, of a class read as it is stored (numbers,
- * fixed-size strings: no conversion, nothing read elsewhere in the file),
- * read into a buffer of ai's data size.  1 read, 0 unreadable, -1 not
- * such a class (read it converted). */
-static int read_attr_plain(hid_t a, hid_t ft, const H5A_info_t *ai)
-{
-	H5T_class_t c = H5Tget_class(ft);
-	void *buf;
-	int ok;
-
-	if (!(c == H5T_INTEGER || c == H5T_FLOAT ||
-	      (c == H5T_STRING && H5Tis_variable_str(ft) == 0)) ||
-	    !ai || ai->data_size > (64u << 20))
-		return -1;
-	if (!(buf = malloc(ai->data_size ? ai->data_size : 1)))
-		return -1;
-	ok = H5Aread(a, ft, buf) >= 0;
-	free(buf);
-	return ok;
-}
-
-/* Read every attribute of obj (what mg_copy_attrs() will do).  Returns the
- * number that cannot be read (mg_copy_attrs() leaves those out). */
-static herr_t read_attr_cb(hid_t obj, const char *name, const H5A_info_t *ai,
-			   void *data)
-{
-	hid_t a = -1, ft = -1, mt = -1, sp = -1;
-	hssize_t n = -1;
-	void *buf = NULL;
-	int ok = 0, r;
-
-	if ((a = H5Aopen(obj, name, H5P_DEFAULT)) >= 0 &&
-	    (ft = H5Aget_type(a)) >= 0 && sh5_type_sane(ft) &&
-	    (r = read_attr_plain(a, ft, ai)) >= 0) {
-		ok = r;
-	} else if (a >= 0 && ft >= 0 && sh5_type_sane(ft) &&
-	    (sp = H5Aget_space(a)) >= 0 &&
-	    (mt = H5Tget_native_type(ft, H5T_DIR_ASCEND)) >= 0 &&
-	    (n = H5Sget_select_npoints(sp)) >= 0 &&
-	    (buf = calloc((size_t)(n ? n : 1), H5Tget_size(mt))) &&
-	    H5Aread(a, mt, buf) >= 0) {
-		ok = 1;
-		if (H5Tdetect_class(mt, H5T_VLEN) > 0 ||
-		    (H5Tget_class(mt) == H5T_STRING &&
-		     H5Tis_variable_str(mt) > 0))
-			H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, buf);
-	}
-	if (!ok)
-		(*(unsigned *)data)++;
-	free(buf);
-	if (mt >= 0)
-		H5Tclose(mt);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (ft >= 0)
-		H5Tclose(ft);
-	if (a >= 0)
-		H5Aclose(a);
-	return 0;
-}
-
-unsigned mg_read_attrs(hid_t obj)
-{
-	hsize_t idx = 0;
-	unsigned bad = 0;
-
-	if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, read_attr_cb,
-			&bad) < 0)
-		bad++;
-	return bad;
 }

@@ -289,7 +289,6 @@ hid_t mg_lcpl_intermediate(void);
 hid_t mg_make_group(hid_t loc, const char *name);
 int mg_copy_dataset(hid_t src, const char *path, hid_t dst,
 		    struct sh5_error *err);
-unsigned mg_read_attrs(hid_t obj);
 
 /* The one-pass child's held input closed. */
 void mg_held_close(struct mstate *m);

@@ -474,33 +474,57 @@ static int open_node(struct sh5_nodestep *ns, const char *node,
 	return 0;
 }
 
-/* The node group's attributes (those out of range noted as damage). */
+/* The node group's attributes, every one read in one pass (those that
+ * cannot be counted, those out of range noted as damage). */
 static void read_node_attrs(struct sh5_nodestep *ns)
 {
-	long long v;
+	enum { JOB, STEP, NNODES, STASKS, INDEX, NTASKS, START, USER,
+	       CLUSTER, NWANT };
+	long long v[NWANT] = { 0 };
+	struct sh5_attr_want w[NWANT] = {
+		[JOB] = { "Job ID", &v[JOB], NULL, 0, 0 },
+		[STEP] = { "Step ID", NULL, ns->step, sizeof(ns->step), 0 },
+		[NNODES] = { "Number of Nodes", &v[NNODES], NULL, 0, 0 },
+		[STASKS] = { "Step Tasks", &v[STASKS], NULL, 0, 0 },
+		[INDEX] = { "Node Index", &v[INDEX], NULL, 0, 0 },
+		[NTASKS] = { "Number of Tasks", &v[NTASKS], NULL, 0, 0 },
+		[START] = { "Start Time ns", &v[START], NULL, 0, 0 },
+		[USER] = { "User", NULL, ns->user, sizeof(ns->user), 0 },
+		[CLUSTER] = { "Cluster", NULL, ns->cluster,
+			      sizeof(ns->cluster), 0 },
+	};
+	int ours = ns->kind == SH5_NODESTEP_OURS;
 
-	if (ns->kind == SH5_NODESTEP_OURS) {
-		if (sh5_attr_get_int(ns->node, "Job ID", &v) == 0) {
+	ns->bad_attrs = sh5_attrs_read(ns->node, w, NWANT);
+	if (!ours) {
+		/* Ours only: a stock file's are not read as ours. */
+		ns->step[0] = ns->user[0] = ns->cluster[0] = '\0';
+	} else {
+		if (w[JOB].found) {
 			ns->has_job_id = 1;
-			ns->job_id = (uint32_t)v;
+			ns->job_id = (uint32_t)v[JOB];
 		}
-		sh5_attr_get_str(ns->node, "Step ID", ns->step,
-				 sizeof(ns->step));
 		/* 0: not known (Slurm's batch step has no node or task
 		 * count); kept as -1 like a missing attribute. */
-		if (sh5_attr_get_int(ns->node, "Number of Nodes", &v) == 0 &&
-		    count_attr(ns, "Number of Nodes", v, 0) == 0 && v > 0)
-			ns->nnodes = (int)v;
-		if (sh5_attr_get_int(ns->node, "Step Tasks", &v) == 0 &&
-		    count_attr(ns, "Step Tasks", v, 0) == 0 && v > 0)
-			ns->step_tasks = (int)v;
+		if (w[NNODES].found &&
+		    count_attr(ns, "Number of Nodes", v[NNODES], 0) == 0 &&
+		    v[NNODES] > 0)
+			ns->nnodes = (int)v[NNODES];
+		if (w[STASKS].found &&
+		    count_attr(ns, "Step Tasks", v[STASKS], 0) == 0 &&
+		    v[STASKS] > 0)
+			ns->step_tasks = (int)v[STASKS];
 	}
-	if (sh5_attr_get_int(ns->node, "Node Index", &v) == 0 &&
-	    count_attr(ns, "Node Index", v, 0) == 0)
-		ns->node_index = (int)v;
-	if (sh5_attr_get_int(ns->node, "Number of Tasks", &v) == 0 &&
-	    count_attr(ns, "Number of Tasks", v, 0) == 0)
-		ns->ntasks = (int)v;
+	if (w[INDEX].found &&
+	    count_attr(ns, "Node Index", v[INDEX], 0) == 0)
+		ns->node_index = (int)v[INDEX];
+	if (w[NTASKS].found &&
+	    count_attr(ns, "Number of Tasks", v[NTASKS], 0) == 0)
+		ns->ntasks = (int)v[NTASKS];
+	if (w[START].found) {
+		ns->has_start = 1;
+		ns->start_ns = v[START];
+	}
 }
 
 /* The file is of job job_id and step step (NULL: any).  0, or -1 with

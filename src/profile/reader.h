@@ -65,6 +65,12 @@ struct sh5_nodestep {
 	int ntasks;
 	int nnodes;            /* "Number of Nodes" when the writer sets it */
 	int step_tasks;        /* "Step Tasks" (tasks of the whole step) */
+	int has_start;         /* "Start Time ns" (ours; stock: if set) */
+	long long start_ns;
+	char user[64];         /* ours: "User", "Cluster"; else "" */
+	char cluster[64];
+	unsigned bad_attrs;    /* attributes of the node group that cannot
+				* be read (all are read as the file opens) */
 	/* Salvage: the file was shorter than its superblock says. */
 	int salvaged;
 	uint64_t real_eof;     /* bytes that exist (== size) */

@@ -707,6 +707,117 @@ START_TEST(test_reader_open)
 }
 END_TEST
 
+/* Set attribute name of group g to one value of type t. */
+static void set_attr(hid_t g, const char *name, hid_t t, const void *v)
+{
+	hid_t sp = H5Screate(H5S_SCALAR), a;
+
+	if (H5Aexists(g, name) > 0)
+		ck_assert_int_ge(H5Adelete(g, name), 0);
+	a = H5Acreate2(g, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+	ck_assert_int_ge(a, 0);
+	ck_assert_int_ge(H5Awrite(a, t, v), 0);
+	H5Aclose(a);
+	H5Sclose(sp);
+}
+
+/* The node group's attributes, read in one pass as the file opens: the
+ * wanted ones by name and type (one of another type is not taken, nor
+ * counted unreadable), User and Cluster of ours only. */
+START_TEST(test_reader_node_attrs)
+{
+	struct sh5_error err = { "" };
+	struct sh5_nodestep *ns;
+	char p[512];
+	long long start = 1700000000123456789LL;
+	double x = 2.5;
+	hid_t f, g, st;
+
+	write_node(1, 0, 1, 5, 2);
+	snprintf(p, sizeof(p), "%s/9_0_node2.h5", tmpdir);
+	f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+	ck_assert_int_ge(f, 0);
+	ck_assert_int_ge(g = H5Gopen2(f, "node2", H5P_DEFAULT), 0);
+	st = H5Tcopy(H5T_C_S1);
+	H5Tset_size(st, H5T_VARIABLE);
+	set_attr(g, "Start Time ns", H5T_NATIVE_LLONG, &start);
+	{
+		const char *u = "alice", *c = "c1";
+
+		set_attr(g, "User", st, &u);
+		set_attr(g, "Cluster", st, &c);
+	}
+	set_attr(g, "Extra", H5T_NATIVE_DOUBLE, &x);
+	H5Gclose(g);
+	H5Fclose(f);
+	ns = sh5_nodestep_open(p, "node2", 9, "0", &err);
+	ck_assert_msg(ns != NULL, "%s", err.text);
+	ck_assert_int_eq(ns->kind, SH5_NODESTEP_OURS);
+	ck_assert_int_eq(ns->node_index, 1);
+	ck_assert_int_eq(ns->ntasks, 1);
+	ck_assert_int_eq(ns->nnodes, 2);
+	ck_assert_str_eq(ns->step, "0");
+	ck_assert_int_eq(ns->has_start, 1);
+	ck_assert(ns->start_ns == start);
+	ck_assert_str_eq(ns->user, "alice");
+	ck_assert_str_eq(ns->cluster, "c1");
+	ck_assert_uint_eq(ns->bad_attrs, 0);
+	sh5_nodestep_close(ns);
+	/* Node Index as a string: not taken, the file still whole. */
+	f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+	ck_assert_int_ge(g = H5Gopen2(f, "node2", H5P_DEFAULT), 0);
+	{
+		const char *s = "1";
+
+		set_attr(g, "Node Index", st, &s);
+		ck_assert_int_ge(H5Adelete(g, "Start Time ns"), 0);
+	}
+	H5Gclose(g);
+	H5Fclose(f);
+	ns = sh5_nodestep_open(p, "node2", 9, "0", &err);
+	ck_assert_msg(ns != NULL, "%s", err.text);
+	ck_assert_int_eq(ns->node_index, -1);
+	ck_assert_int_eq(ns->has_start, 0);
+	ck_assert_uint_eq(ns->bad_attrs, 0);
+	sh5_nodestep_close(ns);
+	/* A stock-like file: its start is taken, its User is not ours. */
+	snprintf(p, sizeof(p), "%s/9_0_n6.h5", tmpdir);
+	f = H5Fcreate(p, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	g = H5Gcreate2(f, "n6", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	set_attr(g, "Start Time ns", H5T_NATIVE_LLONG, &start);
+	{
+		const char *u = "bob";
+
+		set_attr(g, "User", st, &u);
+	}
+	{
+		hid_t t = H5Tcreate(H5T_COMPOUND, 24), s1, d;
+		hsize_t dim[1] = { 0 };
+
+		H5Tinsert(t, "ElapsedTime", 0, H5T_NATIVE_UINT64);
+		H5Tinsert(t, "EpochTime", 8, H5T_NATIVE_UINT64);
+		H5Tinsert(t, "Power", 16, H5T_NATIVE_UINT64);
+		s1 = H5Screate_simple(1, dim, NULL);
+		d = H5Dcreate2(g, "Energy", t, s1, H5P_DEFAULT, H5P_DEFAULT,
+			       H5P_DEFAULT);
+		ck_assert_int_ge(d, 0);
+		H5Dclose(d);
+		H5Sclose(s1);
+		H5Tclose(t);
+	}
+	H5Gclose(g);
+	H5Fclose(f);
+	H5Tclose(st);
+	ns = sh5_nodestep_open(p, "n6", 9, "0", &err);
+	ck_assert_msg(ns != NULL, "%s", err.text);
+	ck_assert_int_eq(ns->kind, SH5_NODESTEP_STOCK);
+	ck_assert_int_eq(ns->has_start, 1);
+	ck_assert_str_eq(ns->user, "");
+	ck_assert_uint_eq(ns->bad_attrs, 0);
+	sh5_nodestep_close(ns);
+}
+END_TEST
+
 /* An entry a task planted in its profile directory: the reader opens the
  * entry itself, a regular file only, and never blocks (a FIFO without a
  * writer blocked the open for ever; a symlink was followed, as root). */
@@ -860,6 +971,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_merge_partial);
 	tcase_add_test(tc, test_reader_unwritten_chunk);
 	tcase_add_test(tc, test_reader_open);
+	tcase_add_test(tc, test_reader_node_attrs);
 	tcase_add_test(tc, test_reader_open_planted);
 	tcase_add_test(tc, test_reader_open_image);
 	tcase_add_test(tc, test_csvfmt_roundtrip);
