@@ -604,6 +604,24 @@ START_TEST(test_extract_csv_rows)
 END_TEST
 
 /* Our file vs a stock one, the job check, and a file cut short. */
+/* An empty Energy dataset of the stock plugin's layout in group g. */
+static void stock_energy(hid_t g)
+{
+	hid_t t = H5Tcreate(H5T_COMPOUND, 24), s1, d;
+	hsize_t dim[1] = { 0 };
+
+	H5Tinsert(t, "ElapsedTime", 0, H5T_NATIVE_UINT64);
+	H5Tinsert(t, "EpochTime", 8, H5T_NATIVE_UINT64);
+	H5Tinsert(t, "Power", 16, H5T_NATIVE_UINT64);
+	s1 = H5Screate_simple(1, dim, NULL);
+	d = H5Dcreate2(g, "Energy", t, s1, H5P_DEFAULT, H5P_DEFAULT,
+		       H5P_DEFAULT);
+	ck_assert_int_ge(d, 0);
+	H5Dclose(d);
+	H5Sclose(s1);
+	H5Tclose(t);
+}
+
 START_TEST(test_reader_open)
 {
 	struct sh5_error err = { "" };
@@ -642,20 +660,7 @@ START_TEST(test_reader_open)
 	snprintf(sp, sizeof(sp), "%s/9_0_n5.h5", tmpdir);
 	f = H5Fcreate(sp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
 	g = H5Gcreate2(f, "n5", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-	{
-		hid_t t = H5Tcreate(H5T_COMPOUND, 24), s1;
-		hsize_t dim[1] = { 0 };
-
-		H5Tinsert(t, "ElapsedTime", 0, H5T_NATIVE_UINT64);
-		H5Tinsert(t, "EpochTime", 8, H5T_NATIVE_UINT64);
-		H5Tinsert(t, "Power", 16, H5T_NATIVE_UINT64);
-		s1 = H5Screate_simple(1, dim, NULL);
-		d = H5Dcreate2(g, "Energy", t, s1, H5P_DEFAULT, H5P_DEFAULT,
-			       H5P_DEFAULT);
-		H5Dclose(d);
-		H5Sclose(s1);
-		H5Tclose(t);
-	}
+	stock_energy(g);
 	H5Gclose(g);
 	H5Fclose(f);
 	ck_assert_ptr_nonnull(ns = sh5_nodestep_open(sp, "n5", 9, "0", &err));
@@ -790,21 +795,7 @@ START_TEST(test_reader_node_attrs)
 
 		set_attr(g, "User", st, &u);
 	}
-	{
-		hid_t t = H5Tcreate(H5T_COMPOUND, 24), s1, d;
-		hsize_t dim[1] = { 0 };
-
-		H5Tinsert(t, "ElapsedTime", 0, H5T_NATIVE_UINT64);
-		H5Tinsert(t, "EpochTime", 8, H5T_NATIVE_UINT64);
-		H5Tinsert(t, "Power", 16, H5T_NATIVE_UINT64);
-		s1 = H5Screate_simple(1, dim, NULL);
-		d = H5Dcreate2(g, "Energy", t, s1, H5P_DEFAULT, H5P_DEFAULT,
-			       H5P_DEFAULT);
-		ck_assert_int_ge(d, 0);
-		H5Dclose(d);
-		H5Sclose(s1);
-		H5Tclose(t);
-	}
+	stock_energy(g);
 	H5Gclose(g);
 	H5Fclose(f);
 	H5Tclose(st);
